@@ -1,0 +1,434 @@
+package respawn
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/schedd/schedd/internal/platform"
+)
+
+// Readiness probes are polled from readinessPollMin, doubling to readinessPollMax; each
+// check is bounded by readinessCheckTimeout.
+const (
+	readinessPollMin      = 50 * time.Millisecond
+	readinessPollMax      = time.Second
+	readinessCheckTimeout = 5 * time.Second
+)
+
+// life is one gateway process from start to exit. It runs on the Run goroutine.
+type life struct {
+	s       *Supervisor
+	proc    Proc
+	pid     int
+	prevPID int
+	pending []request
+
+	startedAt time.Time
+	ready     bool
+
+	readyTimer *time.Timer // readiness deadline
+	readyc     chan struct{}
+	lastProbe  chan error // latest readiness probe failure, for the timeout message
+
+	resetTimer *time.Timer // healthy uptime
+
+	wdInterval time.Duration
+	wdTimer    *time.Timer
+	wdMisses   int
+
+	liveTicker   *time.Ticker
+	liveResults  chan error
+	liveInFlight bool
+	liveFails    int
+
+	cancel context.CancelFunc // ends the probe goroutines
+	wg     sync.WaitGroup
+}
+
+// chanOf returns t's channel, or nil (never ready) when t is nil.
+func chanOf(t *time.Timer) <-chan time.Time {
+	if t == nil {
+		return nil
+	}
+	return t.C
+}
+
+func (l *life) run(ctx context.Context) outcome {
+	s := l.s
+	l.startedAt = time.Now()
+	pctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	l.cancel = cancel
+	defer l.finish()
+
+	rc := s.cfg.Readiness
+	if !rc.Notify && rc.Probe == nil {
+		l.becomeReady()
+	} else {
+		if rc.Timeout > 0 {
+			l.readyTimer = time.NewTimer(rc.Timeout)
+		}
+		if rc.Probe != nil {
+			l.readyc = make(chan struct{}, 1)
+			l.lastProbe = make(chan error, 1)
+			l.wg.Go(func() { l.pollReadiness(pctx) })
+		}
+	}
+	l.wdInterval = s.cfg.Liveness.Watchdog
+	l.liveResults = make(chan error, 1)
+
+	for {
+		var tick <-chan time.Time
+		if l.liveTicker != nil {
+			tick = l.liveTicker.C
+		}
+		select {
+		case <-l.proc.Done():
+			return l.exited()
+		case m := <-s.notifyc:
+			if !l.accept(m) {
+				continue
+			}
+			if out, end := l.handleNotify(m); end {
+				return out
+			}
+		case <-l.readyc:
+			if !l.ready {
+				l.becomeReady()
+			}
+		case <-chanOf(l.readyTimer):
+			detail := fmt.Sprintf("not ready within %s", rc.Timeout)
+			select {
+			case err := <-l.lastProbe:
+				detail += ": " + err.Error()
+			default:
+			}
+			s.log.Error("gateway did not become ready in time; stopping it", zap.Int("pid", l.pid),
+				zap.Duration("timeout", rc.Timeout), zap.String("detail", detail))
+			return l.stop(ReasonReadinessTimeout, detail)
+		case <-chanOf(l.resetTimer):
+			l.resetTimer = nil
+			s.healthy()
+		case <-chanOf(l.wdTimer):
+			l.wdMisses++
+			missed := time.Duration(l.wdMisses) * l.wdInterval
+			if l.wdMisses >= s.cfg.Liveness.Failures {
+				detail := fmt.Sprintf("no WATCHDOG=1 for %s", missed)
+				s.log.Error("gateway watchdog expired; stopping it", zap.Int("pid", l.pid), zap.String("detail", detail))
+				return l.stop(ReasonLivenessTimeout, detail)
+			}
+			s.log.Warn("gateway missed its watchdog ping", zap.Int("pid", l.pid),
+				zap.Duration("silent_for", missed), zap.Int("misses", l.wdMisses),
+				zap.Int("kill_after", s.cfg.Liveness.Failures))
+			l.wdTimer.Reset(l.wdInterval)
+		case <-tick:
+			if !l.liveInFlight {
+				l.liveInFlight = true
+				l.wg.Go(func() { l.checkLiveness(pctx) })
+			}
+		case err := <-l.liveResults:
+			l.liveInFlight = false
+			if out, end := l.liveness(err); end {
+				return out
+			}
+		case <-ctx.Done():
+			return l.stop(ReasonStop, "")
+		case r := <-s.reqc:
+			close(r.ack)
+			if r.kind == reqRestart {
+				l.pending = append(l.pending, r)
+				return l.stop(ReasonRestart, "")
+			}
+		}
+	}
+}
+
+// finish stops the probe goroutines and timers of this life.
+func (l *life) finish() {
+	l.cancel()
+	l.wg.Wait()
+	for _, t := range []*time.Timer{l.readyTimer, l.resetTimer, l.wdTimer} {
+		if t != nil {
+			t.Stop()
+		}
+	}
+	if l.liveTicker != nil {
+		l.liveTicker.Stop()
+	}
+}
+
+// accept reports whether m comes from this gateway or one of its descendants in its
+// process group. A message without a known sender is accepted: the socket is private.
+func (l *life) accept(m platform.NotifyMessage) bool {
+	if m.PID == 0 || m.PID == l.pid {
+		return true
+	}
+	if g, err := l.s.groupOf(m.PID); err == nil && g == l.pid {
+		return true
+	}
+	l.s.log.Debug("ignored a notify message from outside the gateway's process group", zap.Int("sender", m.PID))
+	return false
+}
+
+// handleNotify applies one sd_notify message. It returns end=true with the outcome when
+// the message ends this life (WATCHDOG=trigger).
+func (l *life) handleNotify(m platform.NotifyMessage) (outcome, bool) {
+	s := l.s
+	f := m.Fields
+	if v, ok := f["STATUS"]; ok {
+		s.update(func(st *Status) { st.StatusText = v })
+	}
+	if v, ok := f["X_SCHEDD_INFLIGHT"]; ok {
+		if n, err := strconv.Atoi(v); err == nil && n >= 0 {
+			s.update(func(st *Status) { st.Inflight = &n })
+		}
+	}
+	if v, ok := f["EXTEND_TIMEOUT_USEC"]; ok && !l.ready && l.readyTimer != nil {
+		if us, err := strconv.ParseInt(v, 10, 64); err == nil && us > 0 {
+			l.readyTimer.Reset(time.Duration(us) * time.Microsecond)
+			s.log.Info("gateway extended its start timeout", zap.Int("pid", l.pid), zap.Int64("usec", us))
+		}
+	}
+	if v, ok := f["WATCHDOG_USEC"]; ok {
+		if us, err := strconv.ParseInt(v, 10, 64); err == nil && us > 0 {
+			l.wdInterval = time.Duration(us) * time.Microsecond
+			l.armWatchdog()
+		}
+	}
+	switch f["WATCHDOG"] {
+	case "1":
+		l.wdMisses = 0
+		l.armWatchdog()
+	case "trigger":
+		s.log.Error("gateway asked to be killed (WATCHDOG=trigger)", zap.Int("pid", l.pid))
+		return l.stop(ReasonLivenessTimeout, "WATCHDOG=trigger"), true
+	}
+	if f["STOPPING"] == "1" {
+		s.log.Info("gateway reports it is stopping", zap.Int("pid", l.pid))
+	}
+	if f["RELOADING"] == "1" {
+		s.log.Info("gateway reports it is reloading", zap.Int("pid", l.pid))
+	}
+	if f["READY"] == "1" && !l.ready && s.cfg.Readiness.Notify {
+		l.becomeReady()
+	}
+	return outcome{}, false
+}
+
+// armWatchdog (re)starts the watchdog timer once the gateway is ready.
+func (l *life) armWatchdog() {
+	if !l.ready || l.wdInterval <= 0 {
+		return
+	}
+	if l.wdTimer == nil {
+		l.wdTimer = time.NewTimer(l.wdInterval)
+		return
+	}
+	l.wdTimer.Reset(l.wdInterval)
+}
+
+func (l *life) becomeReady() {
+	s := l.s
+	l.ready = true
+	now := time.Now()
+	if l.readyTimer != nil {
+		l.readyTimer.Stop()
+		l.readyTimer = nil
+	}
+	l.readyc = nil
+	s.update(func(st *Status) { st.State = StateReady; st.ReadySince = now })
+	s.log.Info("gateway ready", zap.Int("pid", l.pid), zap.Duration("after", now.Sub(l.startedAt)))
+	for _, r := range l.pending {
+		r.result <- RestartResult{OK: true, PID: l.pid, PreviousPID: l.prevPID}
+	}
+	l.pending = nil
+	l.resetTimer = time.NewTimer(s.cfg.ResetAfter)
+	l.armWatchdog()
+	if s.cfg.Liveness.Probe != nil {
+		l.liveTicker = time.NewTicker(s.cfg.Liveness.Every)
+	}
+}
+
+func (l *life) pollReadiness(ctx context.Context) {
+	delay := readinessPollMin
+	for {
+		cctx, cancel := context.WithTimeout(ctx, readinessCheckTimeout)
+		err := l.s.cfg.Readiness.Probe.Check(cctx)
+		cancel()
+		if err == nil {
+			l.readyc <- struct{}{}
+			return
+		}
+		select { // keep only the latest failure
+		case <-l.lastProbe:
+		default:
+		}
+		l.lastProbe <- err
+		t := time.NewTimer(delay)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return
+		}
+		delay = min(2*delay, readinessPollMax)
+	}
+}
+
+func (l *life) checkLiveness(ctx context.Context) {
+	cctx, cancel := context.WithTimeout(ctx, l.s.cfg.Liveness.Timeout)
+	defer cancel()
+	err := l.s.cfg.Liveness.Probe.Check(cctx)
+	select {
+	case l.liveResults <- err:
+	case <-ctx.Done():
+	}
+}
+
+// liveness applies one liveness check result.
+func (l *life) liveness(err error) (outcome, bool) {
+	s := l.s
+	if err == nil {
+		if l.liveFails > 0 {
+			s.log.Info("gateway liveness check passes again", zap.Int("pid", l.pid), zap.Int("after_failures", l.liveFails))
+		}
+		l.liveFails = 0
+		return outcome{}, false
+	}
+	l.liveFails++
+	if l.liveFails >= s.cfg.Liveness.Failures {
+		detail := fmt.Sprintf("%d liveness checks failed in a row: %v", l.liveFails, err)
+		s.log.Error("gateway is not alive; stopping it", zap.Int("pid", l.pid), zap.String("detail", detail))
+		return l.stop(ReasonLivenessTimeout, detail), true
+	}
+	s.log.Warn("gateway liveness check failed", zap.Int("pid", l.pid), zap.Int("failures", l.liveFails),
+		zap.Int("kill_after", s.cfg.Liveness.Failures), zap.Error(err))
+	return outcome{}, false
+}
+
+// exited handles a gateway that ended without being asked to.
+func (l *life) exited() outcome {
+	s := l.s
+	e := describeExit(l.proc.ExitStatus(), l.pid)
+	fields := []zap.Field{zap.Int("pid", l.pid), zap.String("reason", string(e.Reason)),
+		zap.Duration("uptime", time.Since(l.startedAt)), zap.Bool("was_ready", l.ready)}
+	switch {
+	case e.Reason == ReasonSignal:
+		s.log.Warn("gateway was killed by a signal", append(fields, zap.String("signal", e.Signal))...)
+	case e.Code != nil && *e.Code == 0:
+		s.log.Warn("gateway exited cleanly without a stop request; restarting it", fields...)
+	default:
+		s.log.Warn("gateway exited", append(fields, zap.Intp("code", e.Code))...)
+	}
+	l.cleanupGroup()
+	s.recordExit(e)
+	failRestarts(l.pending, "gateway exited before it was ready ("+exitText(e)+")")
+	return outcome{exit: e}
+}
+
+// stop stops the gateway gracefully: the stop signal to the whole group, SIGKILL at the
+// stop timeout (or at once when Kill escalates), then every straggler in the group.
+func (l *life) stop(reason ExitReason, detail string) outcome {
+	s := l.s
+	s.update(func(st *Status) { st.State = StateStopping })
+	s.log.Info("stopping gateway", zap.Int("pid", l.pid), zap.String("reason", string(reason)),
+		zap.String("signal", platform.SignalName(s.cfg.StopSignal)), zap.Duration("timeout", s.cfg.StopTimeout))
+	if err := l.proc.Signal(s.cfg.StopSignal); err != nil {
+		s.log.Warn("could not signal the gateway", zap.Int("pid", l.pid), zap.Error(err))
+	}
+	t := time.NewTimer(s.cfg.StopTimeout)
+	defer t.Stop()
+	timedOut, killed := false, false
+	kill := func(why string) {
+		if killed {
+			return
+		}
+		killed = true
+		s.log.Warn(why, zap.Int("pid", l.pid))
+		if err := l.proc.Kill(); err != nil {
+			s.log.Warn("could not kill the gateway's process group", zap.Int("pid", l.pid), zap.Error(err))
+		}
+	}
+wait:
+	for {
+		select {
+		case <-l.proc.Done():
+			break wait
+		case <-t.C:
+			timedOut = true
+			kill(fmt.Sprintf("gateway did not stop within %s; killing its process group", s.cfg.StopTimeout))
+		case m := <-s.notifyc:
+			if !l.accept(m) {
+				continue
+			}
+			if v, ok := m.Fields["STATUS"]; ok {
+				s.update(func(st *Status) { st.StatusText = v })
+			}
+			if v, ok := m.Fields["EXTEND_TIMEOUT_USEC"]; ok && !killed {
+				if us, err := strconv.ParseInt(v, 10, 64); err == nil && us > 0 {
+					t.Reset(time.Duration(us) * time.Microsecond)
+					s.log.Info("gateway extended its stop timeout", zap.Int("pid", l.pid), zap.Int64("usec", us))
+				}
+			}
+		case r := <-s.reqc:
+			close(r.ack)
+			switch r.kind {
+			case reqKill:
+				kill("stop escalated; killing the gateway's process group now")
+			case reqRestart:
+				l.pending = append(l.pending, r)
+			}
+		}
+	}
+	e := describeExit(l.proc.ExitStatus(), l.pid)
+	e.Reason, e.Error = reason, detail
+	if timedOut && (reason == ReasonStop || reason == ReasonRestart) {
+		e.Reason = ReasonKilledAfterTimeout
+	}
+	s.log.Info("gateway stopped", zap.Int("pid", l.pid), zap.String("reason", string(e.Reason)),
+		zap.String("status", exitText(e)))
+	l.cleanupGroup()
+	s.recordExit(e)
+	out := outcome{exit: e}
+	switch reason {
+	case ReasonStop:
+		out.stopped = true
+		failRestarts(l.pending, "schedd is stopping")
+		l.pending = nil
+	case ReasonRestart:
+		out.restart = true
+	default:
+		failRestarts(l.pending, "gateway failed: "+detail)
+		l.pending = nil
+	}
+	out.pending = l.pending
+	return out
+}
+
+// cleanupGroup makes sure no process of the gateway's group outlives it, so the next
+// gateway never meets a stale one holding its port or lock.
+func (l *life) cleanupGroup() {
+	ctx, cancel := context.WithTimeout(context.Background(), groupCleanupTimeout)
+	defer cancel()
+	if err := l.proc.KillGroupAndWait(ctx); err != nil {
+		l.s.log.Warn("processes of the gateway's group survived", zap.Int("pgid", l.pid), zap.Error(err))
+	}
+	if err := l.proc.Release(); err != nil {
+		l.s.log.Debug("release gateway process", zap.Int("pid", l.pid), zap.Error(err))
+	}
+	l.s.lastPID = l.pid
+}
+
+func exitText(e Exit) string {
+	switch {
+	case e.Signal != "":
+		return "signal " + e.Signal
+	case e.Code != nil:
+		return "exit code " + strconv.Itoa(*e.Code)
+	}
+	return string(e.Reason)
+}

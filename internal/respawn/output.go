@@ -1,0 +1,56 @@
+package respawn
+
+import (
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/schedd/schedd/internal/platform"
+)
+
+// outputLogger logs a gateway's output line by line with its pid. It is called from the
+// platform's drainer goroutines, which must never block on us: lines beyond the rate cap
+// are dropped and counted, and the count is logged once per second.
+type outputLogger struct {
+	log     *zap.Logger
+	perSec  int
+	pidc    chan struct{} // closed once pid is known
+	pid     int
+	mu      sync.Mutex
+	window  time.Time
+	n       int
+	dropped int
+}
+
+func newOutputLogger(log *zap.Logger, perSec int) *outputLogger {
+	return &outputLogger{log: log, perSec: perSec, pidc: make(chan struct{})}
+}
+
+// started records the pid; lines that arrived before it wait for it.
+func (o *outputLogger) started(pid int) {
+	o.pid = pid
+	close(o.pidc)
+}
+
+func (o *outputLogger) line(s platform.Stream, b []byte) {
+	<-o.pidc
+	now := time.Now()
+	o.mu.Lock()
+	if now.Sub(o.window) >= time.Second {
+		if o.dropped > 0 {
+			o.log.Warn("gateway output dropped over the rate cap", zap.Int("pid", o.pid),
+				zap.Int("lines", o.dropped), zap.Int("max_lines_per_second", o.perSec))
+		}
+		o.window, o.n, o.dropped = now, 0, 0
+	}
+	o.n++
+	keep := o.n <= o.perSec
+	if !keep {
+		o.dropped++
+	}
+	o.mu.Unlock()
+	if keep {
+		o.log.Info(string(b), zap.Int("pid", o.pid), zap.Stringer("stream", s))
+	}
+}

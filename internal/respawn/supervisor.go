@@ -1,0 +1,453 @@
+// Package respawn owns the gateway child process: it starts it, waits for readiness,
+// watches its liveness, stops it gracefully (the whole process group, SIGKILL after a
+// timeout) and restarts it when it dies, with a backoff that resets after healthy uptime
+// and a visible crash_looping state instead of a terminal give-up.
+//
+// One goroutine, Run, owns the child and every timer about it. Everything else talks to it
+// through channels, so the state machine can be driven step by step in a synctest bubble
+// with a fake Starter.
+package respawn
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/schedd/schedd/internal/platform"
+)
+
+// groupCleanupTimeout bounds the wait for a process group's stragglers after SIGKILL.
+const groupCleanupTimeout = 5 * time.Second
+
+// ErrNotRunning is returned by requests made after Run has returned.
+var ErrNotRunning = errors.New("supervisor is not running")
+
+// Supervisor runs one gateway. Create it with New, then call Run once.
+type Supervisor struct {
+	cfg     Config
+	log     *zap.Logger
+	starter Starter
+	groupOf func(pid int) (int, error)
+	rand    func() float64
+	onState func(Status)
+
+	notifyc chan platform.NotifyMessage
+	reqc    chan request
+	done    chan struct{}
+
+	mu     sync.Mutex // guards status only; never held across anything that blocks
+	status Status
+
+	// Owned by the Run goroutine.
+	failures  []time.Time // failure times within the crash-loop window
+	crashLoop bool
+	started   int // processes started so far
+	lastPID   int // the pid of the previous gateway
+}
+
+// Option changes how a Supervisor is built; tests use them to inject seams.
+type Option func(*Supervisor)
+
+// WithStarter replaces the process starter (default: real processes).
+func WithStarter(s Starter) Option { return func(sv *Supervisor) { sv.starter = s } }
+
+// WithLogger sets the logger (default: none).
+func WithLogger(l *zap.Logger) Option { return func(sv *Supervisor) { sv.log = l } }
+
+// WithRand sets the random source for backoff jitter; it must return values in [0, 1).
+func WithRand(f func() float64) Option { return func(sv *Supervisor) { sv.rand = f } }
+
+// WithGroupOf replaces the lookup of a notify sender's process group (default:
+// platform.ProcessGroup).
+func WithGroupOf(f func(pid int) (int, error)) Option { return func(sv *Supervisor) { sv.groupOf = f } }
+
+// OnStateChange registers f to be called, from the supervisor goroutine, with a snapshot
+// after every state change. f must not block.
+func OnStateChange(f func(Status)) Option { return func(sv *Supervisor) { sv.onState = f } }
+
+// New returns a supervisor for cfg with defaults filled in.
+func New(cfg Config, opts ...Option) (*Supervisor, error) {
+	if len(cfg.Argv) == 0 {
+		return nil, errors.New("gateway command is empty")
+	}
+	if cfg.StopSignal == nil {
+		cfg.StopSignal = syscall.SIGTERM
+	}
+	if cfg.StopTimeout <= 0 {
+		cfg.StopTimeout = 30 * time.Second
+	}
+	if cfg.ResetAfter <= 0 {
+		cfg.ResetAfter = 60 * time.Second
+	}
+	if cfg.CrashLoopFailures <= 0 {
+		cfg.CrashLoopFailures = 5
+	}
+	if cfg.CrashLoopWindow <= 0 {
+		cfg.CrashLoopWindow = 2 * time.Minute
+	}
+	if cfg.Liveness.Failures <= 0 {
+		cfg.Liveness.Failures = 3
+	}
+	if cfg.Liveness.Probe != nil && cfg.Liveness.Every <= 0 {
+		cfg.Liveness.Every = 10 * time.Second
+	}
+	if cfg.Liveness.Timeout <= 0 {
+		cfg.Liveness.Timeout = 5 * time.Second
+	}
+	if cfg.MaxLinesPerSecond <= 0 {
+		cfg.MaxLinesPerSecond = 1000
+	}
+	s := &Supervisor{
+		cfg:     cfg,
+		log:     zap.NewNop(),
+		starter: PlatformStarter{},
+		groupOf: platform.ProcessGroup,
+		rand:    rand.Float64,
+		notifyc: make(chan platform.NotifyMessage, 64),
+		reqc:    make(chan request),
+		done:    make(chan struct{}),
+		status:  Status{State: StateStopped},
+	}
+	for _, o := range opts {
+		o(s)
+	}
+	return s, nil
+}
+
+// Status returns a snapshot of the gateway's state.
+func (s *Supervisor) Status() Status {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.status
+	if st.LastExit != nil {
+		e := *st.LastExit
+		st.LastExit = &e
+	}
+	if st.Inflight != nil {
+		n := *st.Inflight
+		st.Inflight = &n
+	}
+	return st
+}
+
+// HandleNotify passes one message from the gateway's notify socket to the supervisor. It
+// blocks until the supervisor takes it, ctx ends, or the supervisor has stopped.
+func (s *Supervisor) HandleNotify(ctx context.Context, m platform.NotifyMessage) {
+	select {
+	case s.notifyc <- m:
+	case <-ctx.Done():
+	case <-s.done:
+	}
+}
+
+// Kill escalates a stop in progress: the gateway's process group gets SIGKILL now instead
+// of at the stop timeout (the second SIGTERM/SIGINT of an operator who means it).
+func (s *Supervisor) Kill(ctx context.Context) error {
+	_, err := s.do(ctx, request{kind: reqKill})
+	return err
+}
+
+// Ping reports whether the supervision loop answers; the systemd watchdog is fed only
+// while it does.
+func (s *Supervisor) Ping(ctx context.Context) error {
+	_, err := s.do(ctx, request{kind: reqPing})
+	return err
+}
+
+// Restart stops the running gateway gracefully and starts a new one (a fresh PID), then
+// waits until the new one is ready or has failed. Called during backoff it starts the
+// gateway at once.
+func (s *Supervisor) Restart(ctx context.Context) (RestartResult, error) {
+	r, err := s.do(ctx, request{kind: reqRestart})
+	if err != nil {
+		return RestartResult{}, err
+	}
+	select {
+	case res := <-r.result:
+		return res, nil
+	case <-ctx.Done():
+		return RestartResult{}, ctx.Err()
+	case <-s.done:
+		return RestartResult{}, ErrNotRunning
+	}
+}
+
+// RestartResult reports the outcome of one Restart.
+type RestartResult struct {
+	OK          bool
+	PID         int // the new gateway's pid (0 when none started)
+	PreviousPID int
+	Error       string // why it failed, when !OK
+}
+
+type reqKind int
+
+const (
+	reqPing reqKind = iota
+	reqKill
+	reqRestart
+)
+
+type request struct {
+	kind   reqKind
+	result chan RestartResult // reqRestart: receives the outcome once
+	ack    chan struct{}
+}
+
+func (s *Supervisor) do(ctx context.Context, r request) (request, error) {
+	r.ack = make(chan struct{})
+	if r.kind == reqRestart {
+		r.result = make(chan RestartResult, 1)
+	}
+	select {
+	case s.reqc <- r:
+	case <-ctx.Done():
+		return r, ctx.Err()
+	case <-s.done:
+		return r, ErrNotRunning
+	}
+	select {
+	case <-r.ack:
+		return r, nil
+	case <-ctx.Done():
+		return r, ctx.Err()
+	case <-s.done:
+		return r, ErrNotRunning
+	}
+}
+
+// Run supervises the gateway until ctx ends, then stops it gracefully and returns nil.
+// It must be called once.
+func (s *Supervisor) Run(ctx context.Context) error {
+	defer close(s.done)
+	var pendingRestarts []request // restart requests waiting for the next ready (or failed) start
+	for {
+		if ctx.Err() != nil {
+			s.stopped()
+			failRestarts(pendingRestarts, "schedd is stopping")
+			return nil
+		}
+		out := s.runOnce(ctx, pendingRestarts)
+		pendingRestarts = out.pending
+		if out.stopped {
+			s.stopped()
+			failRestarts(pendingRestarts, "schedd is stopping")
+			return nil
+		}
+		if out.restart {
+			continue
+		}
+		var ok bool
+		ok, pendingRestarts = s.wait(ctx, s.nextDelay(out.exit), pendingRestarts)
+		if !ok {
+			s.stopped()
+			failRestarts(pendingRestarts, "schedd is stopping")
+			return nil
+		}
+	}
+}
+
+func failRestarts(rs []request, why string) {
+	for _, r := range rs {
+		r.result <- RestartResult{Error: why}
+	}
+}
+
+// outcome is how one process lifetime ended.
+type outcome struct {
+	exit    Exit
+	stopped bool      // ctx ended: do not start again
+	restart bool      // stopped for a restart: start again at once, not a failure
+	pending []request // restart requests still waiting for a ready gateway
+}
+
+// runOnce starts one gateway and supervises it until it ends.
+func (s *Supervisor) runOnce(ctx context.Context, pending []request) outcome {
+	s.started++
+	prev := s.lastPID
+	if s.started > 1 {
+		s.update(func(st *Status) { st.Restarts++ })
+	}
+	s.update(func(st *Status) {
+		st.State = StateStarting
+		st.PID = 0
+		st.StartedAt = time.Now()
+		st.ReadySince = time.Time{}
+		st.NextStartAt = time.Time{}
+		st.StatusText = ""
+		st.Inflight = nil
+	})
+	proc, err := s.start()
+	if err != nil {
+		e := Exit{Reason: ReasonSpawnFailed, At: time.Now(), Error: err.Error()}
+		s.log.Error("gateway could not be started", zap.Strings("command", s.cfg.Argv), zap.Error(err))
+		s.recordExit(e)
+		failRestarts(pending, "spawn failed: "+err.Error())
+		return outcome{exit: e}
+	}
+	pid := proc.PID()
+	s.update(func(st *Status) { st.PID = pid })
+	s.log.Info("gateway started", zap.Int("pid", pid), zap.Strings("command", s.cfg.Argv))
+
+	l := &life{s: s, proc: proc, pid: pid, prevPID: prev, pending: pending}
+	return l.run(ctx)
+}
+
+// start builds the command and starts it. Output lines are logged with the pid.
+func (s *Supervisor) start() (Proc, error) {
+	set := make(map[string]string, len(s.cfg.Env)+3)
+	for k, v := range s.cfg.Env {
+		set[k] = v
+	}
+	if s.cfg.NotifySocket != "" {
+		set["NOTIFY_SOCKET"] = s.cfg.NotifySocket
+	}
+	if s.cfg.ControlSocket != "" {
+		set["SCHEDD_SOCKET"] = s.cfg.ControlSocket
+	}
+	if s.cfg.Liveness.Watchdog > 0 {
+		set["WATCHDOG_USEC"] = strconv.FormatInt(s.cfg.Liveness.Watchdog.Microseconds(), 10)
+	}
+	out := newOutputLogger(s.log.Named("gateway"), s.cfg.MaxLinesPerSecond)
+	proc, err := s.starter.Start(platform.Command{
+		Argv:   s.cfg.Argv,
+		Env:    platform.ChildEnv(s.cfg.BaseEnv, set),
+		Dir:    s.cfg.Dir,
+		Output: out.line,
+	})
+	if err != nil {
+		out.started(0)
+		return nil, err
+	}
+	out.started(proc.PID())
+	return proc, nil
+}
+
+// nextDelay decides how long to wait before the next start after e, and counts e toward
+// the crash loop. The first failure after a healthy run restarts at once; backoff starts
+// with the second consecutive failure. A spawn failure always waits, so a missing binary
+// never becomes a busy loop.
+func (s *Supervisor) nextDelay(e Exit) time.Duration {
+	if !e.failure() {
+		return 0
+	}
+	now := time.Now()
+	cut := now.Add(-s.cfg.CrashLoopWindow)
+	kept := s.failures[:0]
+	for _, t := range s.failures {
+		if t.After(cut) {
+			kept = append(kept, t)
+		}
+	}
+	s.failures = append(kept, now)
+	n := 0
+	s.update(func(st *Status) { st.ConsecutiveFailures++; n = st.ConsecutiveFailures })
+	if !s.crashLoop && len(s.failures) >= s.cfg.CrashLoopFailures {
+		s.crashLoop = true
+		s.log.Error("gateway is crash looping; schedd keeps restarting it with backoff up to the cap",
+			zap.Int("failures", len(s.failures)), zap.Duration("window", s.cfg.CrashLoopWindow),
+			zap.Duration("max_delay", s.cfg.Backoff.Max), zap.String("last_exit", string(e.Reason)))
+	}
+	switch {
+	case e.Reason == ReasonSpawnFailed:
+		return s.cfg.Backoff.Delay(n, s.rand())
+	case n <= 1:
+		return 0
+	default:
+		return s.cfg.Backoff.Delay(n-1, s.rand())
+	}
+}
+
+// wait sleeps d in the backoff (or crash_looping) state. A restart request ends the wait
+// early. It returns false when ctx ends.
+func (s *Supervisor) wait(ctx context.Context, d time.Duration, pending []request) (bool, []request) {
+	if d <= 0 {
+		return ctx.Err() == nil, pending
+	}
+	state := StateBackoff
+	if s.crashLoop {
+		state = StateCrashLooping
+	}
+	next := time.Now().Add(d)
+	s.update(func(st *Status) { st.State = state; st.PID = 0; st.NextStartAt = next })
+	s.log.Info("gateway will be started again", zap.Duration("in", d),
+		zap.Int("consecutive_failures", s.Status().ConsecutiveFailures), zap.String("state", string(state)))
+	t := time.NewTimer(d)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			return true, pending
+		case <-ctx.Done():
+			return false, pending
+		case <-s.notifyc: // no gateway: nothing to hear from
+		case r := <-s.reqc:
+			close(r.ack)
+			if r.kind == reqRestart {
+				s.log.Info("restart requested during backoff; starting the gateway now")
+				return true, append(pending, r)
+			}
+		}
+	}
+}
+
+func (s *Supervisor) stopped() {
+	s.update(func(st *Status) {
+		st.State = StateStopped
+		st.PID = 0
+		st.NextStartAt = time.Time{}
+		st.ReadySince = time.Time{}
+	})
+}
+
+// update changes the status under the lock and reports a state change.
+func (s *Supervisor) update(f func(*Status)) {
+	s.mu.Lock()
+	before := s.status.State
+	f(&s.status)
+	after := s.status.State
+	snap := s.status
+	s.mu.Unlock()
+	if before != after && s.onState != nil {
+		s.onState(snap)
+	}
+}
+
+func (s *Supervisor) recordExit(e Exit) {
+	s.update(func(st *Status) { st.LastExit = &e })
+}
+
+// healthy is called once the gateway has been ready for ResetAfter.
+func (s *Supervisor) healthy() {
+	if s.crashLoop {
+		s.log.Info("gateway recovered from crash looping", zap.Duration("ready_for", s.cfg.ResetAfter))
+	}
+	s.crashLoop = false
+	s.failures = s.failures[:0]
+	s.update(func(st *Status) { st.ConsecutiveFailures = 0 })
+}
+
+// describeExit turns a platform exit status into an Exit with the given default reason.
+func describeExit(ps platform.ExitStatus, pid int) Exit {
+	e := Exit{At: time.Now(), PID: pid}
+	switch {
+	case ps.Signaled:
+		e.Reason = ReasonSignal
+		e.Signal = ps.SignalName
+		if e.Signal == "" {
+			e.Signal = fmt.Sprintf("signal %d", ps.Signal)
+		}
+	default:
+		e.Reason = ReasonExit
+		code := ps.Code
+		e.Code = &code
+	}
+	return e
+}
