@@ -1,0 +1,22 @@
+// Package heartbeat decides when and whether each agent's heartbeat runs, and pulses the
+// agent's target when it does. The gateway keeps the "what" (its handler does the work
+// when pulsed); this package owns the "when" and the "whether".
+//
+// Three timing layers are kept apart, as upstream does:
+//
+//  1. the wake Dispatcher coalesces wake requests (250 ms, keyed by agent and session,
+//     never downgrading a pending reason), runs one batch at a time, and retries busy or
+//     failed batches after a one-second cooldown that sooner requests cannot pre-empt;
+//  2. per-agent schedules put each agent on phase slots (epoch multiples of its interval
+//     plus a stable per-agent phase), keep due times across config reloads and restarts,
+//     and skip ahead past quiet hours;
+//  3. a cooldown gate spaces event-driven wakes 30 s apart and stops floods (5 starts in
+//     60 s); manual wakes are exempt.
+//
+// Service ties them together behind one timer for all agents. It takes plain structs and
+// small interfaces (Gateway, StateStore, RunFunc) so the daemon wires it without this
+// package knowing about config files, processes or sockets.
+//
+// Active hours are wall-clock windows: a 08:00-22:00 window lasts 13 h on a spring-forward
+// day and 15 h on a fall-back day. That is intended: people mean local clock times.
+package heartbeat
