@@ -1,0 +1,609 @@
+package config
+
+import (
+	"fmt"
+	"maps"
+	"math"
+	"net"
+	"net/url"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Validate checks the whole configuration: every value's range and form, references between
+// sections (cron actions naming sinks and agents), and what is needed to run, such as
+// gateway.command (cmd may fill Command from `schedd run -- CMD` before calling it). Problems
+// about values that came from a file carry their file:line:column. It returns Errors or nil.
+func (c *Config) Validate() error {
+	k := &checker{c: c}
+	k.all()
+	if len(c.Gateway.Command) == 0 {
+		k.errf("gateway.command", "is required: set it in the config file or pass the command after `schedd run --`")
+	}
+	if len(k.errs) > 0 {
+		return k.errs.sorted()
+	}
+	return nil
+}
+
+// checker collects the problems of a typed Config.
+type checker struct {
+	c    *Config
+	bad  map[string]bool // paths that failed to decode: their problems are already reported
+	errs Errors
+}
+
+func parent(path string) string {
+	i := strings.LastIndexAny(path, ".[")
+	if i < 0 {
+		return ""
+	}
+	return path[:i]
+}
+
+// posOf is the position of path's value, or of its nearest ancestor that has one.
+func (c *Config) posOf(path string) (int, int) {
+	for p := path; p != ""; p = parent(p) {
+		if at, ok := c.pos[p]; ok {
+			return at.line, at.col
+		}
+	}
+	return 0, 0
+}
+
+func (k *checker) errf(path, format string, args ...any) {
+	for p := path; p != ""; p = parent(p) {
+		if k.bad[p] {
+			return
+		}
+	}
+	line, col := k.c.posOf(path)
+	k.errs = append(k.errs, &Error{File: k.c.Path, Line: line, Column: col, Field: path, Msg: fmt.Sprintf(format, args...)})
+}
+
+func (k *checker) all() {
+	k.gateway()
+	k.restart()
+	k.heartbeat()
+	k.deliveries()
+	k.cron()
+	k.control()
+}
+
+// Value checks.
+
+func (k *checker) nonNegative(path string, d Duration) {
+	if d < 0 {
+		k.errf(path, "must not be negative, got %s", d)
+	}
+}
+
+func (k *checker) positive(path string, d Duration) {
+	if d <= 0 {
+		k.errf(path, "must be greater than 0, got %s", d)
+	}
+}
+
+func (k *checker) atLeast(path string, n, lo int) {
+	if n < lo {
+		k.errf(path, "must be at least %d, got %d", lo, n)
+	}
+}
+
+func (k *checker) fraction(path string, f float64) {
+	if !(f >= 0 && f <= 1) {
+		k.errf(path, "must be between 0 and 1, got %v", f)
+	}
+}
+
+func (k *checker) signal(path, s string) {
+	if _, ok := canonicalSignal(s); !ok {
+		k.errf(path, "unknown signal %s (use a name like SIGTERM, TERM or a number like 15)", quote(s))
+	}
+}
+
+func (k *checker) command(path string, argv []string) {
+	if len(argv) == 0 {
+		k.errf(path, "is required (a list: [program, args...])")
+		return
+	}
+	if argv[0] == "" {
+		k.errf(index(path, 0), "the program must not be empty")
+	}
+}
+
+// url checks an absolute http(s) URL. The value is never echoed: it may hold credentials.
+func (k *checker) url(path, s string, required bool) {
+	if s == "" {
+		if required {
+			k.errf(path, "is required")
+		}
+		return
+	}
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		k.errf(path, "must be an absolute http:// or https:// URL")
+	}
+}
+
+var httpMethods = []string{"DELETE", "GET", "PATCH", "POST", "PUT"}
+
+func (k *checker) method(path, m string) {
+	if !slices.Contains(httpMethods, strings.ToUpper(m)) {
+		k.errf(path, "unknown HTTP method %s (use one of: %s)", quote(m), strings.Join(httpMethods, ", "))
+	}
+}
+
+// headers checks names and values; values are secrets and never echoed.
+func (k *checker) headers(path string, h map[string]string) {
+	for _, name := range slices.Sorted(maps.Keys(h)) {
+		if !isToken(name) {
+			k.errf(join(path, name), "invalid header name")
+		}
+		if strings.ContainsAny(h[name], "\r\n\x00") {
+			k.errf(join(path, name), "invalid header value (value hidden): contains a line break or NUL")
+		}
+	}
+}
+
+func isToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, r := range s {
+		ok := r < 0x7f && (r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' ||
+			strings.ContainsRune("!#$%&'*+-.^_`|~", r))
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// jsonPointer checks RFC 6901 syntax: "" or "/"-separated tokens with ~0 and ~1 escapes.
+func (k *checker) jsonPointer(path, p string) {
+	if p == "" {
+		return
+	}
+	ok := strings.HasPrefix(p, "/")
+	for i := 0; ok && i < len(p); i++ {
+		if p[i] == '~' {
+			ok = i+1 < len(p) && (p[i+1] == '0' || p[i+1] == '1')
+		}
+	}
+	if !ok {
+		k.errf(path, "invalid JSON pointer %s (like /status/ready; ~0 and ~1 escape ~ and /)", quote(p))
+	}
+}
+
+func (k *checker) timezone(path, tz string) {
+	if tz == "" {
+		return
+	}
+	if _, err := time.LoadLocation(tz); err != nil || tz == "Local" {
+		k.errf(path, "unknown time zone %s (use an IANA name like Europe/Berlin)", quote(tz))
+	}
+}
+
+func (k *checker) hostPort(path, s string) {
+	_, port, err := net.SplitHostPort(s)
+	if err == nil {
+		var n int
+		n, err = strconv.Atoi(port)
+		if err == nil && (n < 0 || n > 65535) {
+			err = strconv.ErrRange
+		}
+	}
+	if err != nil {
+		k.errf(path, "must be host:port with a numeric port, got %s", quote(s))
+	}
+}
+
+var nameRE = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
+
+func (k *checker) name(path, what, s string) {
+	if s == "" {
+		k.errf(path, "is required")
+	} else if !nameRE.MatchString(s) {
+		k.errf(path, "invalid %s %s (use letters, digits, '.', '_' and '-')", what, quote(s))
+	}
+}
+
+// kinds reports the problems of a union with the given set kinds (in declaration order).
+func (k *checker) kinds(path, what string, set, allowed []string) {
+	switch {
+	case len(set) == 0:
+		k.errf(path, "names no %s (use one of: %s)", what, strings.Join(allowed, ", "))
+	case len(set) > 1:
+		k.errf(join(path, set[1]), "names two %ss (%s and %s); use exactly one", what, set[0], set[1])
+	}
+	for _, s := range set {
+		if !slices.Contains(allowed, s) {
+			k.errf(join(path, s), "is not allowed here (use one of: %s)", strings.Join(allowed, ", "))
+		}
+	}
+}
+
+// set lists the names whose flag is true, in order.
+func set(pairs ...any) []string {
+	var out []string
+	for i := 0; i+1 < len(pairs); i += 2 {
+		if pairs[i+1].(bool) {
+			out = append(out, pairs[i].(string))
+		}
+	}
+	return out
+}
+
+// Sections.
+
+func (k *checker) gateway() {
+	g := &k.c.Gateway
+	for _, name := range slices.Sorted(maps.Keys(g.Env)) {
+		if name == "" || strings.ContainsAny(name, "=\x00") {
+			k.errf(join("gateway.env", name), "invalid environment variable name")
+		}
+		if strings.ContainsRune(g.Env[name], 0) {
+			k.errf(join("gateway.env", name), "invalid value (value hidden): contains a NUL byte")
+		}
+	}
+	k.probe("gateway.readiness", &g.Readiness, roleReadiness)
+	if g.Liveness != nil {
+		k.probe("gateway.liveness", g.Liveness, roleLiveness)
+	}
+	k.signal("gateway.stop.signal", g.Stop.Signal)
+	k.nonNegative("gateway.stop.timeout", g.Stop.Timeout)
+	b := g.Backoff
+	k.positive("gateway.backoff.initial", b.Initial)
+	if b.Max < b.Initial {
+		k.errf("gateway.backoff.max", "must be at least initial (%s), got %s", b.Initial, b.Max)
+	}
+	if !(b.Factor >= 1) || math.IsInf(b.Factor, 0) {
+		k.errf("gateway.backoff.factor", "must be a finite number of at least 1, got %v", b.Factor)
+	}
+	k.fraction("gateway.backoff.jitter", b.Jitter)
+	k.nonNegative("gateway.backoff.reset_after", b.ResetAfter)
+	k.atLeast("gateway.crash_loop.failures", g.CrashLoop.Failures, 1)
+	k.positive("gateway.crash_loop.window", g.CrashLoop.Window)
+	if n := g.Output.MaxLinesPerSecond; n != 0 || k.c.has("gateway.output.max_lines_per_second") {
+		k.atLeast("gateway.output.max_lines_per_second", n, 1)
+	}
+}
+
+func (k *checker) probe(path string, p *Probe, role probeRole) {
+	var allowed []string
+	switch role {
+	case roleReadiness:
+		allowed = []string{ProbeNotify, ProbeHTTP, ProbeTCP, ProbeExec, ProbeNone}
+	case roleLiveness:
+		allowed = []string{ProbeNotify, ProbeHTTP, ProbeExec, ProbeNone}
+	case roleIdle:
+		allowed = []string{ProbeNotify, ProbeHTTP, ProbeExec}
+	}
+	k.kinds(path, "probe kind", set(ProbeNotify, p.Notify != nil, ProbeHTTP, p.HTTP != nil,
+		ProbeTCP, p.TCP != nil, ProbeExec, p.Exec != nil, ProbeNone, p.None != nil), allowed)
+
+	k.positive(path+".timeout", p.Timeout)
+	periodic := role == roleLiveness && (p.HTTP != nil || p.Exec != nil)
+	if periodic {
+		k.positive(path+".every", p.Every)
+		k.atLeast(path+".failures", p.Failures, 1)
+	} else {
+		if p.Every != 0 {
+			k.errf(path+".every", "is only used by http and exec liveness probes")
+		}
+		if p.Failures != 0 {
+			k.errf(path+".failures", "is only used by http and exec liveness probes")
+		}
+	}
+	if h := p.HTTP; h != nil {
+		hp := path + ".http"
+		k.url(hp+".url", h.URL, true)
+		k.headers(hp+".headers", h.Headers)
+		if role == roleIdle {
+			if h.JSONPointer != "" {
+				k.errf(hp+".json_pointer", "is not used by idle probes (use inflight_pointer)")
+			}
+			if h.InflightPointer == "" {
+				k.errf(hp+".inflight_pointer", "is required for idle probes (a JSON pointer to the number of in-flight requests)")
+			}
+			k.jsonPointer(hp+".inflight_pointer", h.InflightPointer)
+		} else {
+			k.jsonPointer(hp+".json_pointer", h.JSONPointer)
+			if h.InflightPointer != "" {
+				k.errf(hp+".inflight_pointer", "is only used by idle probes")
+			}
+		}
+	}
+	if t := p.TCP; t != nil {
+		if t.Address == "" {
+			k.errf(path+".tcp.address", "is required")
+		} else {
+			k.hostPort(path+".tcp.address", t.Address)
+		}
+	}
+	if e := p.Exec; e != nil {
+		k.command(path+".exec.command", e.Command)
+	}
+}
+
+func (k *checker) restart() {
+	r := &k.c.Restart
+	k.nonNegative("restart.cooldown", r.Cooldown)
+	if r.Delay < 0 || r.Delay.D() > MaxRestartDelay {
+		k.errf("restart.delay", "must be between 0s and %s, got %s", Duration(MaxRestartDelay), r.Delay)
+	}
+	switch r.Method {
+	case MethodRespawn, MethodSignal:
+	default:
+		k.errf("restart.method", "must be %s or %s, got %s", MethodRespawn, MethodSignal, quote(r.Method))
+	}
+	if r.Signal != "" {
+		k.signal("restart.signal", r.Signal)
+	} else if r.Method == MethodSignal {
+		k.errf("restart.signal", "is required when method is signal")
+	}
+	di := &r.DeferUntilIdle
+	if di.Idle != nil {
+		k.probe("restart.defer_until_idle.idle", di.Idle, roleIdle)
+	} else if di.Enabled != nil && *di.Enabled {
+		k.errf("restart.defer_until_idle.enabled", "needs an idle probe (restart.defer_until_idle.idle)")
+	}
+	if di.Poll.D() < MinDeferralPoll {
+		k.errf("restart.defer_until_idle.poll", "must be at least %s, got %s", Duration(MinDeferralPoll), di.Poll)
+	} else if di.MaxWait < di.Poll {
+		k.errf("restart.defer_until_idle.max_wait", "must be at least poll (%s), got %s", di.Poll, di.MaxWait)
+	}
+}
+
+var (
+	// everyRE is the upstream interval grammar: one token whose unit may be missing
+	// (minutes), or several tokens that all have units.
+	everyRE    = regexp.MustCompile(`^(?:\d+(?:\.\d+)?(?:ms|s|m|h|d)?|(?:\d+(?:\.\d+)?(?:ms|s|m|h|d))+)$`)
+	hhmmRE     = regexp.MustCompile(`^(?:[01]\d|2[0-3]):[0-5]\d$`)
+	knownTZs   = []string{"user", "local"}
+	targetKind = []string{"http", "exec"}
+)
+
+func (k *checker) heartbeat() {
+	h := &k.c.Heartbeat
+	k.timezone("heartbeat.user_timezone", h.UserTimezone)
+	if h.Defaults.ID != "" {
+		k.errf("heartbeat.defaults.id", "is only used in heartbeat.agents")
+	}
+	if h.Defaults.Every == "" {
+		k.errf("heartbeat.defaults.every", "must not be empty (use 0 to disable)")
+	}
+	k.agent("heartbeat.defaults", &h.Defaults)
+	first := map[string]string{}
+	for i := range h.Agents {
+		a := &h.Agents[i]
+		p := index("heartbeat.agents", i)
+		k.name(p+".id", "agent id", a.ID)
+		if prev, dup := first[a.ID]; dup && a.ID != "" {
+			k.errf(p+".id", "duplicate agent id %s (first used at %s)", quote(a.ID), prev)
+		} else {
+			first[a.ID] = p
+		}
+		k.agent(p, a)
+	}
+}
+
+func (k *checker) agent(path string, a *HeartbeatAgent) {
+	if a.Every != "" && !everyRE.MatchString(strings.ToLower(strings.TrimSpace(a.Every))) {
+		k.errf(path+".every", "invalid interval %s (use 30m, 1h30m or a bare number of minutes; 0 disables)", quote(a.Every))
+	}
+	if ah := a.ActiveHours; ah != nil {
+		p := path + ".active_hours"
+		switch {
+		case ah.Start == "":
+			k.errf(p+".start", "is required (HH:MM)")
+		case !hhmmRE.MatchString(ah.Start):
+			k.errf(p+".start", "invalid time %s (use HH:MM from 00:00 to 23:59)", quote(ah.Start))
+		}
+		switch {
+		case ah.End == "":
+			k.errf(p+".end", "is required (HH:MM or 24:00)")
+		case !hhmmRE.MatchString(ah.End) && ah.End != "24:00":
+			k.errf(p+".end", "invalid time %s (use HH:MM from 00:00 to 23:59, or 24:00)", quote(ah.End))
+		case ah.End == ah.Start:
+			k.errf(p+".end", "equals start, so the window is never active (use 00:00 to 24:00 for always)")
+		}
+		if !slices.Contains(knownTZs, ah.Timezone) {
+			k.timezone(p+".timezone", ah.Timezone)
+		}
+	}
+	if t := a.Target; t != nil {
+		p := path + ".target"
+		if s := set("http", t.HTTP != nil, "exec", t.Exec != nil); len(s) != 1 {
+			k.kinds(p, "target kind", s, targetKind)
+		}
+		if t.HTTP != nil {
+			k.httpRequest(p+".http", t.HTTP.URL, t.HTTP.Method, t.HTTP.Headers, t.HTTP.Timeout)
+		}
+		if t.Exec != nil {
+			k.command(p+".exec.command", t.Exec.Command)
+			k.positive(p+".exec.timeout", t.Exec.Timeout)
+		}
+	}
+	if v := a.Visibility; v != nil {
+		for _, ch := range slices.Sorted(maps.Keys(v.Channels)) {
+			for _, acct := range slices.Sorted(maps.Keys(v.Channels[ch].Accounts)) {
+				if v.Channels[ch].Accounts[acct].Channels != nil {
+					k.errf(path+".visibility.channels."+ch+".accounts."+acct+".channels", "is not allowed inside an account")
+				}
+			}
+		}
+	}
+}
+
+func (k *checker) httpRequest(path, u, method string, headers map[string]string, timeout Duration) {
+	k.url(path+".url", u, true)
+	k.method(path+".method", method)
+	k.headers(path+".headers", headers)
+	k.positive(path+".timeout", timeout)
+}
+
+var syncModes = []string{"FULL", "NORMAL"}
+
+func (k *checker) deliveries() {
+	d := &k.c.Deliveries
+	if d.Store.SQLite != nil && d.Store.Postgres != nil {
+		k.errf("deliveries.store.postgres", "names two store kinds (sqlite and postgres); use exactly one")
+	}
+	if s := d.Store.SQLite; s != nil {
+		if s.Path == "" {
+			k.errf("deliveries.store.sqlite.path", "is required")
+		}
+		if !slices.Contains(syncModes, strings.ToUpper(s.Synchronous)) {
+			k.errf("deliveries.store.sqlite.synchronous", "must be FULL or NORMAL, got %s", quote(s.Synchronous))
+		}
+	}
+	if pg := d.Store.Postgres; pg != nil {
+		switch {
+		case pg.DSN == "":
+			k.errf("deliveries.store.postgres.dsn", "is required")
+		case strings.HasPrefix(pg.DSN, "postgres://") || strings.HasPrefix(pg.DSN, "postgresql://"):
+			if _, err := url.Parse(pg.DSN); err != nil {
+				k.errf("deliveries.store.postgres.dsn", "invalid URL (value hidden)")
+			}
+		}
+	}
+	k.atLeast("deliveries.max_retries", d.MaxRetries, 0)
+	if len(d.Schedule) == 0 {
+		k.errf("deliveries.schedule", "must list at least one delay")
+	}
+	for i, s := range d.Schedule {
+		k.nonNegative(index("deliveries.schedule", i), s)
+	}
+	k.fraction("deliveries.jitter", d.Jitter)
+	if d.MaxPayload < 1 {
+		k.errf("deliveries.max_payload", "must be at least 1 byte, got %d", d.MaxPayload)
+	}
+	k.atLeast("deliveries.max_entries", d.MaxEntries, 1)
+	for i, re := range d.PermanentErrors {
+		if _, err := regexp.Compile(re); err != nil {
+			k.errf(index("deliveries.permanent_errors", i), "invalid regular expression: %v", err)
+		}
+	}
+	k.positive("deliveries.recovery_budget", d.RecoveryBudget)
+	k.nonNegative("deliveries.replay_spacing", d.ReplaySpacing)
+	k.positive("deliveries.max_retry_after", d.MaxRetryAfter)
+	k.atLeast("deliveries.workers", d.Workers, 1)
+	for _, name := range slices.Sorted(maps.Keys(d.Sinks)) {
+		s := d.Sinks[name]
+		p := "deliveries.sinks." + name
+		k.name(p, "sink name", name)
+		if kinds := set("http", s.HTTP != nil, "exec", s.Exec != nil, "gateway", s.Gateway != nil); len(kinds) != 1 {
+			k.kinds(p, "sink kind", kinds, []string{"http", "exec", "gateway"})
+		}
+		if s.HTTP != nil {
+			k.httpRequest(p+".http", s.HTTP.URL, s.HTTP.Method, s.HTTP.Headers, s.HTTP.Timeout)
+		}
+		if e := s.Exec; e != nil {
+			k.command(p+".exec.command", e.Command)
+			k.positive(p+".exec.timeout", e.Timeout)
+			for i, code := range e.TransientCodes {
+				if code < 1 || code > 255 {
+					k.errf(index(p+".exec.transient_codes", i), "must be an exit code from 1 to 255, got %d", code)
+				}
+			}
+		}
+		if g := s.Gateway; g != nil {
+			if !strings.HasPrefix(g.Path, "/") {
+				k.errf(p+".gateway.path", "must be an HTTP path starting with /, got %s", quote(g.Path))
+			}
+			k.positive(p+".gateway.timeout", g.Timeout)
+			k.url(p+".gateway.base_url", g.BaseURL, false)
+			if g.BaseURL == "" && k.c.GatewayBaseURL() == "" {
+				k.errf(p+".gateway.base_url", "is required: neither gateway.readiness nor gateway.liveness is an http probe to take it from")
+			}
+		}
+	}
+}
+
+func (k *checker) cron() {
+	c := k.c
+	first := map[string]string{}
+	for i := range c.Cron {
+		j := &c.Cron[i]
+		p := index("cron", i)
+		k.name(p+".name", "cron job name", j.Name)
+		if prev, dup := first[j.Name]; dup && j.Name != "" {
+			k.errf(p+".name", "duplicate cron job name %s (first used at %s)", quote(j.Name), prev)
+		} else {
+			first[j.Name] = p
+		}
+		if strings.TrimSpace(j.Schedule) == "" {
+			k.errf(p+".schedule", "is required (a cron expression like \"0 7 * * *\")")
+		}
+		k.timezone(p+".timezone", j.Timezone)
+		a := j.Action
+		ap := p + ".action"
+		if kinds := set("heartbeat_wake", a.HeartbeatWake != nil, "exec", a.Exec != nil, "deliver", a.Deliver != nil); len(kinds) != 1 {
+			k.kinds(ap, "action", kinds, []string{"heartbeat_wake", "exec", "deliver"})
+		}
+		if w := a.HeartbeatWake; w != nil && w.Agent != "" && len(c.Heartbeat.Agents) > 0 {
+			ids := make([]string, len(c.Heartbeat.Agents))
+			for i, ag := range c.Heartbeat.Agents {
+				ids[i] = ag.ID
+			}
+			if !slices.Contains(ids, w.Agent) {
+				k.errf(ap+".heartbeat_wake.agent", "unknown agent %s%s", quote(w.Agent), hint(w.Agent, ids, "heartbeat.agents"))
+			}
+		}
+		if e := a.Exec; e != nil {
+			k.command(ap+".exec.command", e.Command)
+			k.positive(ap+".exec.timeout", e.Timeout)
+		}
+		if dl := a.Deliver; dl != nil {
+			if dl.Sink == "" {
+				k.errf(ap+".deliver.sink", "is required (a name from deliveries.sinks)")
+			} else if _, ok := c.Deliveries.Sinks[dl.Sink]; !ok {
+				names := slices.Sorted(maps.Keys(c.Deliveries.Sinks))
+				k.errf(ap+".deliver.sink", "unknown sink %s%s", quote(dl.Sink), hint(dl.Sink, names, "deliveries.sinks"))
+			}
+		}
+	}
+}
+
+// hint ends an "unknown X" message: a suggestion, or what exists.
+func hint(s string, known []string, where string) string {
+	if len(known) == 0 {
+		return " (" + where + " is empty)"
+	}
+	if sg := suggest(s, known); sg != "" {
+		return fmt.Sprintf(" (did you mean `%s`?)", sg)
+	}
+	return " (" + where + " has: " + strings.Join(known, ", ") + ")"
+}
+
+var (
+	logFormats = []string{"console", "json"}
+	logLevels  = []string{"debug", "info", "warn", "error"}
+)
+
+func (k *checker) control() {
+	c := k.c
+	k.atLeast("control.max_body", c.Control.MaxBody, 1)
+	if c.Control.MaxBody >= 1 && int64(c.Control.MaxBody) < c.Deliveries.MaxPayload.Bytes() {
+		if c.has("control.max_body") || !c.has("deliveries.max_payload") {
+			k.errf("control.max_body", "must be at least deliveries.max_payload (%d bytes), got %d", c.Deliveries.MaxPayload, c.Control.MaxBody)
+		} else {
+			k.errf("deliveries.max_payload", "must not exceed control.max_body (%d bytes), got %d bytes; raise control.max_body too", c.Control.MaxBody, c.Deliveries.MaxPayload)
+		}
+	}
+	k.positive("control.request_timeout", c.Control.RequestTimeout)
+	if c.Metrics.Listen != "" {
+		k.hostPort("metrics.listen", c.Metrics.Listen)
+	}
+	if !slices.Contains(logFormats, c.Log.Format) {
+		k.errf("log.format", "must be console or json, got %s", quote(c.Log.Format))
+	}
+	if !slices.Contains(logLevels, c.Log.Level) {
+		k.errf("log.level", "must be one of %s, got %s", strings.Join(logLevels, ", "), quote(c.Log.Level))
+	}
+}
