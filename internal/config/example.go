@@ -1,0 +1,189 @@
+package config
+
+// Example returns a commented configuration file (`schedd config example`). Its active keys
+// are exactly the defaults plus a gateway command; optional settings and alternatives are
+// commented out as "# key: value" lines. It Parses and Validates cleanly, and a test checks
+// that it mentions every key of the schema.
+func Example() string { return example }
+
+const example = `# schedd configuration file.
+#
+# Every key is shown with its default. Lines like "# key: value" are optional settings or
+# alternatives: uncomment them to use them. Unknown keys are errors. Durations use Go
+# syntax (250ms, 30s, 1m30s); a bare 0 is allowed.
+
+# The gateway: the one child process schedd supervises.
+gateway:
+  command: [openclaw, gateway, run, --port, "18789"]  # argv; required here or after "schedd run --"
+  env: {}                  # extra environment, e.g. {OPENCLAW_NO_RESPAWN: "1"}; values are secrets
+  workdir: ""              # working directory, relative to this file's directory; "" = schedd's own
+
+  # Readiness: when a started gateway counts as ready. Exactly one kind.
+  readiness:
+    none: {}               # ready as soon as the process has started
+    # notify: {}           # ready when the gateway sends READY=1 to $NOTIFY_SOCKET
+    # http:                # ready when a GET answers 2xx
+    #   url: http://127.0.0.1:18789/readyz
+    #   json_pointer: /ready                      # optional: the JSON value there must be true
+    #   headers: {Authorization: "Bearer TOKEN"}  # sent with the request; values are secrets
+    # tcp:                 # ready when a TCP connection opens
+    #   address: 127.0.0.1:18789
+    # exec:                # ready when the command exits 0
+    #   command: [openclaw, health]
+    timeout: 60s           # the whole wait; running out is a failed start
+
+  # Liveness: watches the running gateway. None by default. Exactly one kind.
+  # liveness:
+  #   notify: {}           # the gateway sends WATCHDOG=1 (schedd sets WATCHDOG_USEC)
+  #   http:                # a GET every "every"; "failures" failed checks in a row kill it
+  #     url: http://127.0.0.1:18789/healthz
+  #     json_pointer: /ok  # optional: the JSON value there must be true
+  #   exec:                # the command must exit 0
+  #     command: [openclaw, health]
+  #   timeout: 5s          # per check; for notify, the watchdog interval (default 30s)
+  #   every: 10s           # http and exec only
+  #   failures: 3          # http and exec only; a warning is logged before the kill
+
+  stop:
+    signal: SIGTERM        # sent to the gateway's process group; TERM or 15 work too
+    timeout: 30s           # then SIGKILL; 0 = at once
+  backoff:                 # delay between crash restarts; a crash after a healthy run restarts at once
+    initial: 1s
+    max: 1m
+    factor: 2              # at least 1
+    jitter: 0.2            # each delay is up to this fraction shorter (0 to 1)
+    reset_after: 1m        # ready this long counts as a healthy run
+  crash_loop:              # this many failed starts within window: state crash_looping
+    failures: 5
+    window: 2m
+  output:
+    max_lines_per_second: 1000  # gateway stdout/stderr lines logged per second; the rest are counted
+
+# Restart requests: SIGUSR1, "schedd restart", the control API, a changed gateway command.
+restart:
+  allow_signal: true       # accept SIGUSR1 as a restart request
+  cooldown: 30s            # minimum gap between two restarts
+  delay: 2s                # wait before restarting (0s to 60s); requests meanwhile are merged
+  method: respawn          # respawn (stop, then start a fresh process) or signal
+  signal: SIGHUP           # what method signal sends to the gateway
+  defer_until_idle:        # postpone a restart until the gateway is idle
+    # enabled: true        # default: true when idle is set
+    # idle:                # exactly one kind; a check that hangs or fails means busy
+    #   notify: {}         # idle when the gateway reports X_SCHEDD_INFLIGHT=0
+    #   http:
+    #     url: http://127.0.0.1:18789/status
+    #     inflight_pointer: /inFlight  # a JSON number; 0 = idle
+    #     headers: {Authorization: "Bearer TOKEN"}
+    #   exec:              # idle when the command exits 0
+    #     command: [openclaw, idle]
+    #   timeout: 5s        # per check
+    poll: 500ms            # at least 10ms
+    max_wait: 5m           # then restart anyway (forced)
+
+# Heartbeats: per-agent schedules that pulse a target when due.
+heartbeat:
+  enabled: true            # initial state of the global switch (schedd heartbeat enable|disable)
+  user_timezone: ""        # the IANA zone that timezone "user" means; "" = the host zone
+  defaults:                # every agent starts from these (a shallow merge)
+    every: 30m             # 30m, 1h30m, 2m500ms or a bare number of minutes; 0 disables
+    enabled: true
+    session: ""            # the session key runs use; "" = the main session
+    # active_hours:        # run only inside this daily window; none = always
+    #   start: "08:00"     # HH:MM, inclusive
+    #   end: "22:00"       # HH:MM or 24:00, exclusive
+    #   timezone: user     # user, local or an IANA zone like Europe/Berlin
+    # target:              # what a due heartbeat pulses; exactly one kind
+    #   http:
+    #     url: http://127.0.0.1:18789/hooks/wake
+    #     method: POST
+    #     headers: {Authorization: "Bearer TOKEN"}
+    #     timeout: 10s
+    #   exec:
+    #     command: [openclaw, heartbeat]
+    #     timeout: 30s
+    # visibility:          # which results are shown; unset keys fall back to the built-ins
+    #   show_ok: false
+    #   show_alerts: true
+    #   use_indicator: true
+    #   channels:          # per channel, with per-account settings inside
+    #     telegram:
+    #       show_ok: true
+    #       show_alerts: true
+    #       use_indicator: true
+    #       accounts:
+    #         work: {show_ok: false, show_alerts: true, use_indicator: true}
+  agents:                  # the agents that run heartbeats; none listed = only the default agent
+  #   - id: main           # letters, digits, '.', '_' and '-'; unique
+  #     every: 15m         # any key of defaults can be set per agent
+  #     enabled: true
+
+# Durable deliveries: stored before they are acknowledged, retried, dead-lettered with a reason.
+deliveries:
+  store:                   # exactly one kind
+    sqlite:
+      path: schedd.db      # relative to the state dir
+      synchronous: FULL    # FULL: durable on power loss; NORMAL: may lose the newest entries
+    # postgres:
+    #   dsn: postgres://schedd@db.example.net/schedd  # a secret
+  max_retries: 5           # transient failures before an entry is dead-lettered
+  schedule: [5s, 25s, 2m, 10m]  # retry delays; the last one repeats
+  jitter: 0.2              # each delay is up to this fraction shorter
+  max_payload: 1MiB        # bytes, or with a unit: KiB, MiB, GiB (KB, MB, GB are powers of 1000)
+  max_entries: 1000000     # stored entries at most
+  permanent_errors: []     # extra Go regexps that make an error permanent, e.g. ["(?i)quota exceeded"]
+  recovery_budget: 1m      # time limit of the startup recovery pass
+  replay_spacing: 250ms    # pause between recovered sends
+  max_retry_after: 1h      # a sink's Retry-After is clamped to this
+  workers: 16              # concurrent sends
+  sinks:                   # named destinations for deliveries and cron jobs; exactly one kind each
+  #   webhook:
+  #     http:
+  #       url: https://example.net/hook
+  #       method: POST
+  #       headers: {Authorization: "Bearer TOKEN"}
+  #       timeout: 10s
+  #   script:
+  #     exec:              # the payload on stdin; exit 0 = delivered
+  #       command: [/usr/local/bin/deliver]
+  #       timeout: 30s
+  #       transient_codes: [75]  # exit codes that mean "retry later"; others are permanent
+  #   outbox:
+  #     gateway:
+  #       path: /hooks/deliver   # HTTP path on the gateway
+  #       timeout: 10s
+  #       base_url: http://127.0.0.1:18789  # default: from the readiness or liveness http url
+
+# Cron jobs: an action on a schedule.
+cron:
+#   - name: morning        # letters, digits, '.', '_' and '-'; unique
+#     schedule: "0 7 * * *"
+#     timezone: Europe/Berlin  # an IANA zone; "" = the host zone
+#     action:              # exactly one kind
+#       heartbeat_wake:
+#         agent: main      # "" = the default agent
+#         reason: "cron:morning"  # default "cron:" and the job name
+#   - name: cleanup
+#     schedule: "30 3 * * *"
+#     action:
+#       exec: {command: [openclaw, cleanup], timeout: 30s}
+#   - name: digest
+#     schedule: "0 18 * * 1-5"
+#     action:
+#       deliver: {sink: webhook, data: '{"kind": "digest"}'}
+
+# The local control API (HTTP and JSON over a unix socket) that the schedd CLI uses.
+control:
+  socket: ""               # "" = the platform default; relative to this file's directory
+  group: ""                # makes the socket 0660 for this group; otherwise it is 0600
+  max_body: 2097152        # request body limit in bytes; at least deliveries.max_payload
+  request_timeout: 30s     # to read a request and write its reply
+
+metrics:
+  listen: ""               # host:port for Prometheus metrics, like 127.0.0.1:9477; "" = off
+
+log:
+  format: console          # console or json
+  level: info              # debug, info, warn or error
+
+state_dir: ""              # durable state; "" = the platform default; relative to this file's directory
+`
