@@ -17,6 +17,9 @@
 // small interfaces (Gateway, StateStore, RunFunc) so the daemon wires it without this
 // package knowing about config files, processes or sockets.
 //
-// Active hours are wall-clock windows: a 08:00-22:00 window lasts 13 h on a spring-forward
-// day and 15 h on a fall-back day. That is intended: people mean local clock times.
+// Active hours are wall-clock windows, on purpose: people mean local clock times. A window
+// that spans a DST transition is shorter or longer that day (in America/New_York a
+// 22:00-06:00 window lasts 7 h on the spring-forward night and 9 h on the fall-back night),
+// a window inside a skipped hour never opens that day, and one inside a repeated hour is
+// open twice.
 package heartbeat

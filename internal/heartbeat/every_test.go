@@ -70,10 +70,10 @@ func TestResolveInterval(t *testing.T) {
 
 func TestFormatEvery(t *testing.T) {
 	for d, want := range map[time.Duration]string{
-		0:                                   "0",
-		90 * time.Minute:                    "1h30m",
+		0:                                    "0",
+		90 * time.Minute:                     "1h30m",
 		2*time.Minute + 500*time.Millisecond: "2m500ms",
-		49 * time.Hour:                      "2d1h",
+		49 * time.Hour:                       "2d1h",
 	} {
 		if got := FormatEvery(d); got != want {
 			t.Errorf("FormatEvery(%v) = %q, want %q", d, got, want)

@@ -1,0 +1,115 @@
+package heartbeat
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"time"
+)
+
+// Cooldown gate constants (upstream heartbeat-cooldown.ts).
+const (
+	// MinEventSpacing is the least time between the start of a run and an event wake.
+	MinEventSpacing = 30 * time.Second
+	// FloodWindow and FloodStarts: this many run starts within the window defer further
+	// wakes until the oldest of them leaves the window.
+	FloodWindow = 60 * time.Second
+	FloodStarts = 5
+	// startRing is how many run starts an agent remembers.
+	startRing = FloodStarts + 1
+	// seekHorizon bounds the search for the next active slot.
+	seekHorizon = 7 * 24 * time.Hour
+)
+
+func intervalMs(interval time.Duration) int64 { return max(1, interval.Milliseconds()) }
+
+// Phase is the agent's stable offset inside its interval: the first four bytes of
+// sha256(seed + ":" + agentID), big endian, modulo the interval in milliseconds.
+func Phase(seed, agentID string, interval time.Duration) time.Duration {
+	sum := sha256.Sum256([]byte(seed + ":" + agentID))
+	return time.Duration(int64(binary.BigEndian.Uint32(sum[:4]))%intervalMs(interval)) * time.Millisecond
+}
+
+// NextSlot is the first slot strictly after now: slots sit at Unix-epoch multiples of the
+// interval plus the phase, so they are UTC-anchored and the same across restarts.
+func NextSlot(now time.Time, interval, phase time.Duration) time.Time {
+	i := intervalMs(interval)
+	nowMs := now.UnixMilli()
+	delta := ((phase.Milliseconds()-nowMs%i)%i + i) % i
+	if delta == 0 {
+		delta = i
+	}
+	return time.UnixMilli(nowMs + delta).UTC()
+}
+
+// Slot is a schedule remembered from before a reload or restart.
+type Slot struct {
+	Interval time.Duration
+	Phase    time.Duration
+	NextDue  time.Time
+}
+
+// ResolveNextDue keeps prev.NextDue when interval and phase are unchanged and it is still
+// in the future (a reload or restart does not move the schedule), else the next slot.
+func ResolveNextDue(now time.Time, interval, phase time.Duration, prev *Slot) time.Time {
+	if prev != nil && prev.Interval == interval && prev.Phase == phase && prev.NextDue.After(now) {
+		return prev.NextDue
+	}
+	return NextSlot(now, interval, phase)
+}
+
+// SeekActive returns the first time from start, stepping by whole intervals (at least one
+// minute), at which active is true, looking at most seven days ahead. If none is, it
+// returns start and the run-time gate skips it.
+func SeekActive(start time.Time, interval time.Duration, active func(time.Time) bool) time.Time {
+	i := intervalMs(interval)
+	step := time.Duration(i*((60_000+i-1)/i)) * time.Millisecond
+	end := start.Add(seekHorizon)
+	for t := start; !t.After(end); t = t.Add(step) {
+		if active(t) {
+			return t
+		}
+	}
+	return start
+}
+
+// advanceDue is the next due time after a run (or a skip that advances): an interval run
+// moves to the next phase slot after now, any other reason to now + interval (it counts as
+// a fresh run). The result is moved past quiet hours.
+func advanceDue(now time.Time, kind ReasonKind, interval, phase time.Duration, active func(time.Time) bool) time.Time {
+	next := now.Add(interval)
+	if kind == KindInterval {
+		next = NextSlot(now, interval, phase)
+	}
+	return SeekActive(next, interval, active)
+}
+
+// cooldown decides whether a wake of kind may start a run now, given the agent's recent
+// run starts (oldest first). Manual and interval wakes are exempt: a person asked, or the
+// schedule already spaces them one per slot. Every other wake is deferred while 5 runs
+// started in the last 60 s (flood, until the oldest of them is 60 s old, +1 ms) and within
+// 30 s of the last start (min-spacing); an agent's first run is never deferred.
+func cooldown(kind ReasonKind, starts []time.Time, now time.Time) (until time.Time, reason string, deferred bool) {
+	if kind == KindManual || kind == KindInterval || len(starts) == 0 {
+		return time.Time{}, "", false
+	}
+	if n := len(starts); n >= FloodStarts {
+		oldest := starts[n-FloodStarts]
+		if now.Sub(oldest) < FloodWindow {
+			return oldest.Add(FloodWindow + time.Millisecond), SkipFlood, true
+		}
+	}
+	last := starts[len(starts)-1]
+	if now.Sub(last) < MinEventSpacing {
+		return last.Add(MinEventSpacing), SkipMinSpacing, true
+	}
+	return time.Time{}, "", false
+}
+
+// recordStart appends t to the ring of recent run starts.
+func recordStart(starts []time.Time, t time.Time) []time.Time {
+	starts = append(starts, t)
+	if len(starts) > startRing {
+		starts = append(starts[:0], starts[len(starts)-startRing:]...)
+	}
+	return starts
+}
