@@ -1,0 +1,281 @@
+//go:build unix
+
+package platform
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Process is a started child: the leader of its own process group (pgid == pid).
+type Process struct {
+	pid    int
+	done   chan struct{}
+	status ExitStatus // written before done is closed
+	out    *drainers
+
+	mu        sync.Mutex
+	reaped    bool // the leader has been reaped
+	groupGone bool // KillGroupAndWait saw the group empty: the pgid may be reused
+}
+
+// Start starts cmd in a new process group (Setpgid) with stdin from /dev/null and
+// stdout/stderr on pipes drained into cmd.Output. On Linux the child also gets
+// SIGKILL as its parent-death signal, as a second line of defence should schedd itself
+// be killed: the fork happens on an OS thread locked to the goroutine that waits for the
+// child, so the signal fires only when schedd dies, not when some runtime thread exits.
+func Start(cmd Command) (*Process, error) {
+	if len(cmd.Argv) == 0 {
+		return nil, &SpawnError{Op: "lookpath", Err: errEmptyArgv}
+	}
+	path, err := resolveArgv0(cmd.Argv[0])
+	if err != nil {
+		return nil, err
+	}
+	if err := checkDir(cmd.Dir); err != nil {
+		return nil, err
+	}
+	devnull, err := os.Open(os.DevNull)
+	if err != nil {
+		return nil, &SpawnError{Op: "stdin", Path: os.DevNull, Err: underlyingErr(err)}
+	}
+	defer devnull.Close()
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return nil, &SpawnError{Op: "pipe", Err: err}
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		outR.Close()
+		outW.Close()
+		return nil, &SpawnError{Op: "pipe", Err: err}
+	}
+	attr := &os.ProcAttr{
+		Dir:   cmd.Dir,
+		Env:   envOrDefault(cmd.Env, os.Environ),
+		Files: append([]*os.File{devnull, outW, errW}, cmd.ExtraFiles...),
+		Sys:   sysProcAttr(),
+	}
+	p := &Process{done: make(chan struct{})}
+	started := make(chan error, 1)
+	go p.supervise(path, cmd.Argv, attr, started)
+	err = <-started
+	// The child holds its own copies of the write ends; ours must go so EOF can come.
+	outW.Close()
+	errW.Close()
+	if err != nil {
+		outR.Close()
+		errR.Close()
+		return nil, &SpawnError{Op: "exec", Path: path, Err: underlyingErr(err)}
+	}
+	p.out = startDrainers(cmd.Output, outR, errR)
+	return p, nil
+}
+
+// supervise forks the child and then waits for it on the same locked OS thread.
+func (p *Process) supervise(path string, argv []string, attr *os.ProcAttr, started chan<- error) {
+	unlock := lockSpawnThread()
+	defer unlock()
+	proc, err := os.StartProcess(path, argv, attr)
+	if err != nil {
+		started <- err
+		return
+	}
+	p.pid = proc.Pid
+	// From here on the pid is waited for with wait4 directly, so that where the platform
+	// allows it (Linux) the leader stays a zombie, pinning its pgid, until p.mu is held.
+	_ = proc.Release()
+	started <- nil
+
+	var ws syscall.WaitStatus
+	var err2 error
+	if waitExited(p.pid) {
+		p.mu.Lock()
+		ws, err2 = reap(p.pid)
+		p.reaped = true
+		p.mu.Unlock()
+	} else {
+		ws, err2 = reap(p.pid)
+		p.mu.Lock()
+		p.reaped = true
+		p.mu.Unlock()
+	}
+	if err2 != nil {
+		p.status = unknownStatus
+	} else {
+		p.status = exitStatusOf(ws)
+	}
+	close(p.done)
+}
+
+// reap waits for pid with wait4, retrying on EINTR.
+func reap(pid int) (syscall.WaitStatus, error) {
+	var ws syscall.WaitStatus
+	for {
+		_, err := syscall.Wait4(pid, &ws, 0, nil)
+		if err != syscall.EINTR {
+			return ws, err
+		}
+	}
+}
+
+// PID returns the leader's pid, which is also the process group id.
+func (p *Process) PID() int { return p.pid }
+
+// Done is closed once the leader has been reaped. It does not wait for the output pipes:
+// descendants may hold them open long after the leader is gone.
+func (p *Process) Done() <-chan struct{} { return p.done }
+
+// OutputClosed is closed once both output pipes reached EOF (every holder of the write
+// ends closed them or died) or Release closed them, and every Output call has returned.
+func (p *Process) OutputClosed() <-chan struct{} { return p.out.done }
+
+// ExitStatus reports how the leader ended. Before Done is closed it returns a status
+// with Code -1 and neither Exited nor Signaled set.
+func (p *Process) ExitStatus() ExitStatus {
+	select {
+	case <-p.done:
+		return p.status
+	default:
+		return unknownStatus
+	}
+}
+
+// Signal sends sig to the whole process group (kill(-pgid, sig)). It returns
+// os.ErrProcessDone when no member of the group is left.
+func (p *Process) Signal(sig os.Signal) error {
+	s, ok := sig.(syscall.Signal)
+	if !ok {
+		return fmt.Errorf("signal %v: %w", sig, ErrNotSupported)
+	}
+	// kill(2) does not block; holding mu keeps the leader from being reaped (and its pid
+	// from being freed) between the check and the kill.
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.groupGone {
+		return os.ErrProcessDone
+	}
+	if err := unix.Kill(-p.pid, s); err != nil {
+		if errors.Is(err, unix.ESRCH) {
+			return os.ErrProcessDone
+		}
+		return fmt.Errorf("signal process group %d: %w", p.pid, err)
+	}
+	return nil
+}
+
+// Kill sends SIGKILL to the whole process group.
+func (p *Process) Kill() error { return p.Signal(unix.SIGKILL) }
+
+// killPollMax caps the pause between checks for a group that is still there.
+const killPollMax = 50 * time.Millisecond
+
+// KillGroupAndWait SIGKILLs whatever is left in the process group (descendants that
+// outlived the leader) and waits, up to ctx, until no live member of the group remains.
+// Called before Done, it kills the leader too and waits for it first. Members that are
+// already dead but not yet reaped by their new parent (zombies) count as gone on Linux;
+// when schedd is their subreaper (SetChildSubreaper) it reaps them here.
+func (p *Process) KillGroupAndWait(ctx context.Context) error {
+	select {
+	case <-p.done:
+	default:
+		if err := p.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
+			return err
+		}
+		select {
+		case <-p.done:
+		case <-ctx.Done():
+			return fmt.Errorf("kill process group %d: %w", p.pid, ctx.Err())
+		}
+	}
+	p.mu.Lock()
+	gone := p.groupGone
+	p.mu.Unlock()
+	if gone {
+		return nil
+	}
+	pgid := p.pid
+	delay := time.Millisecond
+	for {
+		reapGroup(pgid)
+		alive, err := groupAlive(pgid)
+		if err != nil {
+			return fmt.Errorf("kill process group %d: %w", pgid, err)
+		}
+		if !alive {
+			// Members seen as zombies a moment ago may be ours to reap by now.
+			reapGroup(pgid)
+			p.mu.Lock()
+			p.groupGone = true
+			p.mu.Unlock()
+			return nil
+		}
+		// Members may still fork: kill on every round, not once.
+		_ = unix.Kill(-pgid, unix.SIGKILL)
+		t := time.NewTimer(delay)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("kill process group %d: %w", pgid, ctx.Err())
+		}
+		delay = min(delay*2, killPollMax)
+	}
+}
+
+// groupAlive reports whether the group still has a member that is not a zombie.
+func groupAlive(pgid int) (bool, error) {
+	err := unix.Kill(-pgid, 0)
+	switch {
+	case errors.Is(err, unix.ESRCH):
+		return false, nil
+	case err != nil:
+		// EPERM: members exist but none can be signalled by us.
+		return true, err
+	}
+	return groupHasLiveMember(pgid), nil
+}
+
+// reapGroup reaps members of pgid that are our own children. The leader is reaped by
+// supervise; others become our children only when we are their subreaper.
+func reapGroup(pgid int) {
+	for {
+		var ws syscall.WaitStatus
+		pid, err := syscall.Wait4(-pgid, &ws, syscall.WNOHANG, nil)
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil || pid <= 0 {
+			return
+		}
+	}
+}
+
+// Release frees the pipes once the group is gone: it waits for the drainers to reach
+// EOF (closing the read ends if a process outside the group still holds the write ends)
+// and for them to exit. It fails while the leader is running.
+func (p *Process) Release() error {
+	select {
+	case <-p.done:
+	default:
+		return errStillRunning
+	}
+	p.out.release()
+	return nil
+}
+
+// ProcessGroup returns the process group id of pid.
+func ProcessGroup(pid int) (int, error) {
+	pgid, err := unix.Getpgid(pid)
+	if err != nil {
+		return 0, fmt.Errorf("process group of %d: %w", pid, err)
+	}
+	return pgid, nil
+}
