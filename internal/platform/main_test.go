@@ -110,3 +110,6 @@ func waitDone(t *testing.T, ch <-chan struct{}, what string) {
 		t.Fatalf("timed out waiting for %s", what)
 	}
 }
+
+// afterTimeout returns a channel that fires after waitTimeout.
+func afterTimeout() <-chan time.Time { return time.After(waitTimeout) }
