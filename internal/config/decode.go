@@ -26,7 +26,7 @@ type decoder struct {
 	pos    map[string]position
 	bad    map[string]bool // paths whose value failed to decode; checks skip them
 	budget int
-	active map[*yaml.Node]bool // alias targets being expanded (cycle guard)
+	active map[*yaml.Node]bool // collections being decoded: an alias to one is a cycle
 }
 
 func newDecoder(file string) *decoder {
@@ -79,8 +79,11 @@ func (d *decoder) document(data []byte) *yaml.Node {
 		return nil
 	}
 	if len(doc.Content) == 0 || isNull(doc.Content[0]) {
-		line := max(doc.Line, 1)
-		d.errAt(line, max(doc.Column, 1), "", "empty config file (see `schedd config example`)")
+		at := &doc
+		if len(doc.Content) > 0 {
+			at = doc.Content[0]
+		}
+		d.errAt(max(at.Line, 1), max(at.Column, 1), "", "empty config file (see `schedd config example`)")
 		return nil
 	}
 	var next yaml.Node
@@ -232,23 +235,31 @@ func join(path, key string) string {
 	return path + "." + key
 }
 
-// resolve follows an alias. It returns nil (after reporting) for an alias that would expand
-// into itself; the caller must call done(n) when it has finished with the returned node.
-func (d *decoder) resolve(n *yaml.Node, field string) (*yaml.Node, func()) {
+// resolve follows an alias. It returns nil (after reporting) for an alias to a node that is
+// being decoded, which would expand into itself.
+func (d *decoder) resolve(n *yaml.Node, field string) *yaml.Node {
 	if n.Kind != yaml.AliasNode {
-		return n, func() {}
+		return n
 	}
 	t := n.Alias
 	if t == nil {
 		d.errNode(n, field, "alias *%s refers to nothing", n.Value)
-		return nil, nil
+		return nil
 	}
 	if d.active[t] {
 		d.errNode(n, field, "alias *%s refers to a node that contains it", n.Value)
-		return nil, nil
+		return nil
 	}
-	d.active[t] = true
-	return t, func() { delete(d.active, t) }
+	return t
+}
+
+// enter marks a collection node as being decoded until the returned func is called.
+func (d *decoder) enter(n *yaml.Node) func() {
+	if n.Kind != yaml.MappingNode && n.Kind != yaml.SequenceNode {
+		return func() {}
+	}
+	d.active[n] = true
+	return func() { delete(d.active, n) }
 }
 
 // spend counts one node against the budget; false means stop.
@@ -276,11 +287,10 @@ func (d *decoder) pairs(n *yaml.Node, path string) []pair {
 			merged = append(merged, d.mergePairs(v, path)...)
 			continue
 		}
-		rk, done := d.resolve(k, path)
+		rk := d.resolve(k, path)
 		if rk == nil {
 			continue
 		}
-		done()
 		if rk.Kind != yaml.ScalarNode {
 			d.errNode(k, path, "a key must be a string, got %s", describe(rk, false))
 			continue
@@ -305,11 +315,11 @@ func (d *decoder) pairs(n *yaml.Node, path string) []pair {
 // mergePairs returns the entries a merge key's value brings: a mapping, or a list of
 // mappings where earlier ones win.
 func (d *decoder) mergePairs(v *yaml.Node, path string) []pair {
-	rv, done := d.resolve(v, path)
+	rv := d.resolve(v, path)
 	if rv == nil {
 		return nil
 	}
-	defer done()
+	defer d.enter(rv)()
 	var srcs []*yaml.Node
 	switch rv.Kind {
 	case yaml.MappingNode:
@@ -323,22 +333,22 @@ func (d *decoder) mergePairs(v *yaml.Node, path string) []pair {
 	var out []pair
 	seen := map[string]bool{}
 	for _, s := range srcs {
-		rs, sdone := d.resolve(s, path)
+		rs := d.resolve(s, path)
 		if rs == nil {
 			continue
 		}
 		if rs.Kind != yaml.MappingNode {
 			d.errNode(s, path, "a merge (<<) needs a mapping or a list of mappings, got %s", describe(rs, false))
-			sdone()
 			continue
 		}
+		leave := d.enter(rs)
 		for _, p := range d.pairs(rs, path) {
 			if !seen[p.k.Value] {
 				seen[p.k.Value] = true
 				out = append(out, p)
 			}
 		}
-		sdone()
+		leave()
 	}
 	return out
 }
@@ -399,11 +409,10 @@ func infoOf(t reflect.Type) *structInfo {
 // position. A null value leaves v untouched (absent), except a kind of a union, which null
 // selects.
 func (d *decoder) field(n *yaml.Node, v reflect.Value, path string, secret, inUnion bool) {
-	rn, done := d.resolve(n, path)
+	rn := d.resolve(n, path)
 	if rn == nil {
 		return
 	}
-	defer done()
 	if isNull(rn) {
 		if inUnion && v.Kind() == reflect.Pointer {
 			v.Set(reflect.New(v.Type().Elem()))
@@ -424,6 +433,7 @@ func (d *decoder) value(n *yaml.Node, v reflect.Value, path string, secret bool)
 		d.errNode(n, path, "unsupported YAML tag %s", n.Tag)
 		return
 	}
+	defer d.enter(n)()
 	switch v.Type() {
 	case durationType:
 		if n.Kind != yaml.ScalarNode {
@@ -514,11 +524,10 @@ func (d *decoder) value(n *yaml.Node, v reflect.Value, path string, secret bool)
 
 // element decodes a list element or map value: null gives the zero value.
 func (d *decoder) element(n *yaml.Node, v reflect.Value, path string, secret bool) {
-	rn, done := d.resolve(n, path)
+	rn := d.resolve(n, path)
 	if rn == nil {
 		return
 	}
-	defer done()
 	d.pos[path] = position{n.Line, n.Column}
 	if isNull(rn) {
 		return

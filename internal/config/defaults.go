@@ -201,12 +201,15 @@ func (c *Config) probeDefaults(path string, p *Probe, role probeRole) {
 	case roleReadiness:
 		c.defDur(path+".timeout", &p.Timeout, DefaultReadinessTimeout)
 	case roleLiveness:
-		if p.Notify != nil {
+		switch {
+		case p.Notify != nil:
 			c.defDur(path+".timeout", &p.Timeout, DefaultWatchdogInterval)
-		} else {
+		case p.HTTP != nil || p.Exec != nil:
 			c.defDur(path+".timeout", &p.Timeout, DefaultLivenessTimeout)
 			c.defDur(path+".every", &p.Every, DefaultLivenessEvery)
 			c.defInt(path+".failures", &p.Failures, DefaultLivenessFailures)
+		default:
+			c.defDur(path+".timeout", &p.Timeout, DefaultLivenessTimeout)
 		}
 	case roleIdle:
 		c.defDur(path+".timeout", &p.Timeout, DefaultIdleTimeout)
