@@ -47,7 +47,7 @@ gateway:
   stop:
     signal: SIGTERM        # sent to the gateway's process group; TERM or 15 work too
     timeout: 30s           # then SIGKILL; 0 = at once
-  backoff:                 # delay between crash restarts; a crash after a healthy run restarts at once
+  backoff:                 # delay between crash restarts (a crash after a healthy run: at once)
     initial: 1s
     max: 1m
     factor: 2              # at least 1
@@ -57,7 +57,7 @@ gateway:
     failures: 5
     window: 2m
   output:
-    max_lines_per_second: 1000  # gateway stdout/stderr lines logged per second; the rest are counted
+    max_lines_per_second: 1000  # gateway output lines logged per second; the rest are counted
 
 # Restart requests: SIGUSR1, "schedd restart", the control API, a changed gateway command.
 restart:
@@ -130,7 +130,7 @@ deliveries:
   jitter: 0.2              # each delay is up to this fraction shorter
   max_payload: 1MiB        # bytes, or with a unit: KiB, MiB, GiB (KB, MB, GB are powers of 1000)
   max_entries: 1000000     # stored entries at most
-  permanent_errors: []     # extra Go regexps that make an error permanent, e.g. ["(?i)quota exceeded"]
+  permanent_errors: []     # extra Go regexps that make an error permanent, e.g. ["(?i)quota"]
   recovery_budget: 1m      # time limit of the startup recovery pass
   replay_spacing: 250ms    # pause between recovered sends
   max_retry_after: 1h      # a sink's Retry-After is clamped to this
@@ -185,5 +185,5 @@ log:
   format: console          # console or json
   level: info              # debug, info, warn or error
 
-state_dir: ""              # durable state; "" = the platform default; relative to this file's directory
+state_dir: ""              # durable state; "" = the platform default; relative to this file's dir
 `
