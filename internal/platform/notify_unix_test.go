@@ -1,0 +1,136 @@
+//go:build unix
+
+package platform
+
+import (
+	"errors"
+	"net"
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+)
+
+func listenNotify(t *testing.T) *NotifySocket {
+	t.Helper()
+	s, err := ListenNotify(filepath.Join(t.TempDir(), "notify.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func sendNotify(t *testing.T, path, msg string) {
+	t.Helper()
+	conn, err := net.DialUnix("unixgram", nil, &net.UnixAddr{Name: path, Net: "unixgram"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.Write([]byte(msg)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestNotifySocketRecv(t *testing.T) {
+	s := listenNotify(t)
+	fi, err := os.Stat(s.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if perm := fi.Mode().Perm(); perm != 0o600 {
+		t.Errorf("mode %v, want 0600", perm)
+	}
+	sendNotify(t, s.Path(), "READY=1\nSTATUS=starting\nnot a field\nSTATUS=ready\n")
+	msg, err := s.Recv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(msg.Fields) != 2 || msg.Fields["READY"] != "1" || msg.Fields["STATUS"] != "ready" {
+		t.Errorf("fields = %q", msg.Fields)
+	}
+	wantPID := 0
+	if runtime.GOOS == "linux" {
+		wantPID = os.Getpid()
+	}
+	if msg.PID != wantPID {
+		t.Errorf("PID = %d, want %d", msg.PID, wantPID)
+	}
+}
+
+// A datagram larger than the buffer keeps its complete lines only.
+func TestNotifySocketTruncates(t *testing.T) {
+	s := listenNotify(t)
+	big := make([]byte, notifyBufSize+100)
+	for i := range big {
+		big[i] = 'x'
+	}
+	sendNotify(t, s.Path(), "READY=1\nSTATUS="+string(big))
+	msg, err := s.Recv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(msg.Fields) != 1 || msg.Fields["READY"] != "1" {
+		t.Errorf("fields = %d keys, READY=%q", len(msg.Fields), msg.Fields["READY"])
+	}
+}
+
+func TestNotifySocketStaleFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "notify.sock")
+	// A socket file left behind by an earlier run.
+	old, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: path, Net: "unixgram"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	old.Close()
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("stale socket file missing: %v", err)
+	}
+	s, err := ListenNotify(path)
+	if err != nil {
+		t.Fatalf("ListenNotify over a stale socket: %v", err)
+	}
+	s.Close()
+
+	// A regular file is not ours to remove.
+	if err := os.WriteFile(path, []byte("data"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := ListenNotify(path); err == nil {
+		s.Close()
+		t.Fatal("ListenNotify replaced a regular file")
+	}
+	if data, _ := os.ReadFile(path); string(data) != "data" {
+		t.Error("regular file changed")
+	}
+}
+
+func TestNotifySocketClose(t *testing.T) {
+	s, err := ListenNotify(filepath.Join(t.TempDir(), "notify.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	errc := make(chan error, 1)
+	go func() {
+		_, err := s.Recv()
+		errc <- err
+	}()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-errc:
+		if !errors.Is(err, net.ErrClosed) {
+			t.Errorf("Recv after Close = %v, want net.ErrClosed", err)
+		}
+	case <-afterTimeout():
+		t.Fatal("Recv not unblocked by Close")
+	}
+	if _, err := os.Stat(s.Path()); !os.IsNotExist(err) {
+		t.Errorf("socket file left: %v", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+}
