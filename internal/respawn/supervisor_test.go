@@ -565,6 +565,7 @@ func TestRestartFailsReadiness(t *testing.T) {
 		if h.at() != 10*time.Second {
 			t.Fatalf("failure reported at %v, want at the 10s readiness timeout", h.at())
 		}
+		synctest.Wait()
 		if st := h.sup.Status(); st.ConsecutiveFailures != 1 {
 			t.Fatalf("status %+v", st)
 		}

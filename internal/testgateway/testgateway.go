@@ -1,0 +1,261 @@
+//go:build unix
+
+// Package testgateway is a fake gateway for real-process tests. A test binary calls
+// MaybeRun at the top of TestMain; when SCHEDD_FAKE_GATEWAY is set, the binary behaves as
+// the gateway that variable describes and exits, so tests start "the gateway" by
+// re-executing themselves.
+//
+// The description is a comma-separated list of options:
+//
+//	ready              send READY=1 on NOTIFY_SOCKET (after ready-delay)
+//	ready-delay=D      wait D before READY=1
+//	exit=N             exit with code N after `after`
+//	signal=NAME        kill itself with signal NAME after `after` (TERM, USR1, KILL: the
+//	                   Go runtime turns a SEGV or ABRT sent to itself into a crash with
+//	                   exit code 2, so use a shell for those)
+//	after=D            when exit/signal happen (default 0)
+//	ignore-term        ignore SIGTERM (and keep writing output)
+//	term-delay=D       on SIGTERM, wait D before exiting 0
+//	spew               write a line every millisecond for ever
+//	flood=N            write N bytes of numbered lines as fast as possible, then live on
+//	grandchild=FILE    start a grandchild in the same group that writes its pid to FILE
+//	                   and sleeps for ever
+//	close-output       close stdout and stderr, then live on
+//	watchdog=D         send WATCHDOG=1 every D
+//	watchdog-stop=D    stop sending WATCHDOG=1 after D
+//	env-file=FILE      write the environment to FILE, one variable per line
+//	pid-file=FILE      append the pid to FILE, one per line
+//	inflight=N         send X_SCHEDD_INFLIGHT=N
+//	status=TEXT        send STATUS=TEXT
+//	http=ADDR          serve 200 on ADDR (/healthz, /readyz)
+//
+// Without exit/signal the fake runs until SIGTERM or SIGINT and then exits 0.
+package testgateway
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Env is the variable that turns a test binary into the fake gateway.
+const Env = "SCHEDD_FAKE_GATEWAY"
+
+// GoRace is the GORACE value to give a fake gateway built with -race: without it the race
+// runtime sleeps a second before every exit.
+const GoRace = "atexit_sleep_ms=0"
+
+// MaybeRun runs the fake gateway and exits if Env is set; otherwise it returns.
+func MaybeRun() {
+	spec, ok := os.LookupEnv(Env)
+	if !ok {
+		return
+	}
+	os.Exit(run(parse(spec)))
+}
+
+// Command returns the environment assignment that makes exe (the test binary) behave as
+// the fake gateway with options opts.
+func Command(opts ...string) string {
+	return Env + "=" + strings.Join(opts, ",")
+}
+
+type options map[string]string
+
+func parse(spec string) options {
+	o := options{}
+	for _, kv := range strings.Split(spec, ",") {
+		if kv == "" {
+			continue
+		}
+		k, v, _ := strings.Cut(kv, "=")
+		o[k] = v
+	}
+	return o
+}
+
+func (o options) dur(k string) time.Duration {
+	d, err := time.ParseDuration(o[k])
+	if err != nil && o[k] != "" {
+		fail("%s=%q: %v", k, o[k], err)
+	}
+	return d
+}
+
+func (o options) has(k string) bool { _, ok := o[k]; return ok }
+
+func fail(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "fake gateway: "+format+"\n", args...)
+	os.Exit(99)
+}
+
+var notifyMu sync.Mutex
+
+func notify(state string) {
+	path := os.Getenv("NOTIFY_SOCKET")
+	if path == "" {
+		return
+	}
+	notifyMu.Lock()
+	defer notifyMu.Unlock()
+	c, err := net.DialUnix("unixgram", nil, &net.UnixAddr{Name: path, Net: "unixgram"})
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "fake gateway: notify: %v\n", err)
+		return
+	}
+	defer c.Close()
+	if _, err := c.Write([]byte(state)); err != nil {
+		fmt.Fprintf(os.Stderr, "fake gateway: notify: %v\n", err)
+	}
+}
+
+func appendLine(path, line string) {
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	if err != nil {
+		fail("%v", err)
+	}
+	defer f.Close()
+	fmt.Fprintln(f, line)
+}
+
+func run(o options) int {
+	if o.has("sleeper") { // the grandchild
+		appendLine(o["sleeper"], strconv.Itoa(os.Getpid()))
+		signal.Ignore(syscall.SIGTERM)
+		select {}
+	}
+	sigs := make(chan os.Signal, 8)
+	if o.has("ignore-term") {
+		signal.Ignore(syscall.SIGTERM)
+		signal.Notify(sigs, syscall.SIGINT)
+	} else {
+		signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+	}
+	if f := o["pid-file"]; f != "" {
+		appendLine(f, strconv.Itoa(os.Getpid()))
+	}
+	if f := o["env-file"]; f != "" {
+		if err := os.WriteFile(f, []byte(strings.Join(os.Environ(), "\n")+"\n"), 0o600); err != nil {
+			fail("%v", err)
+		}
+	}
+	if f := o["grandchild"]; f != "" {
+		startGrandchild(f)
+	}
+	if addr := o["http"]; addr != "" {
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			fail("%v", err)
+		}
+		go http.Serve(ln, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			fmt.Fprintln(w, `{"ok":true,"inFlight":0}`)
+		}))
+	}
+	fmt.Println("fake gateway started, pid", os.Getpid())
+	if n := o["flood"]; n != "" {
+		total, _ := strconv.Atoi(n)
+		line := strings.Repeat("x", 99)
+		for i := 0; i < total; i += 100 + 10 {
+			fmt.Printf("%09d %s\n", i, line)
+		}
+		fmt.Println("flood done")
+	}
+	if o.has("spew") {
+		go func() {
+			for i := 0; ; i++ {
+				fmt.Println("spew", i)
+				time.Sleep(time.Millisecond)
+			}
+		}()
+	}
+	if o.has("close-output") {
+		os.Stdout.Close()
+		os.Stderr.Close()
+	}
+	if s := o["status"]; s != "" {
+		notify("STATUS=" + s)
+	}
+	if n := o["inflight"]; n != "" {
+		notify("X_SCHEDD_INFLIGHT=" + n)
+	}
+	if o.has("ready") {
+		time.Sleep(o.dur("ready-delay"))
+		notify("READY=1")
+	}
+	if d := o.dur("watchdog"); d > 0 {
+		stop := o.dur("watchdog-stop")
+		go func() {
+			start := time.Now()
+			for stop == 0 || time.Since(start) < stop {
+				notify("WATCHDOG=1")
+				time.Sleep(d)
+			}
+		}()
+	}
+	var deadline <-chan time.Time
+	if o.has("exit") || o.has("signal") {
+		deadline = time.After(o.dur("after"))
+	}
+	select {
+	case <-deadline:
+		if name := o["signal"]; name != "" {
+			sig := signalByName(name)
+			signal.Reset(sig)
+			syscall.Kill(os.Getpid(), sig)
+			time.Sleep(time.Minute)
+			return 98
+		}
+		code, _ := strconv.Atoi(o["exit"])
+		return code
+	case <-sigs:
+		notify("STOPPING=1")
+		time.Sleep(o.dur("term-delay"))
+		return 0
+	}
+}
+
+func signalByName(name string) syscall.Signal {
+	switch strings.TrimPrefix(strings.ToUpper(name), "SIG") {
+	case "SEGV":
+		return syscall.SIGSEGV
+	case "KILL":
+		return syscall.SIGKILL
+	case "ABRT":
+		return syscall.SIGABRT
+	case "TERM":
+		return syscall.SIGTERM
+	case "USR1":
+		return syscall.SIGUSR1
+	}
+	fail("unknown signal %q", name)
+	return 0
+}
+
+// startGrandchild starts a copy of this binary that stays in our process group, writes its
+// pid to file and sleeps for ever; it is not waited for.
+func startGrandchild(file string) {
+	exe, err := os.Executable()
+	if err != nil {
+		fail("%v", err)
+	}
+	cmd := exec.Command(exe)
+	cmd.Env = append(os.Environ(), Command("sleeper="+file))
+	if err := cmd.Start(); err != nil {
+		fail("grandchild: %v", err)
+	}
+	for range 500 { // wait until it has written its pid
+		if b, err := os.ReadFile(file); err == nil && len(b) > 0 {
+			return
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	fail("grandchild did not start")
+}
