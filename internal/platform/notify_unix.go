@@ -3,7 +3,9 @@
 package platform
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"os"
 	"sync"
@@ -96,7 +98,7 @@ func parseControl(oob []byte) int {
 func (s *NotifySocket) Close() error {
 	s.closeOnce.Do(func() {
 		s.closeErr = s.conn.Close()
-		if err := os.Remove(s.path); err != nil && !os.IsNotExist(err) && s.closeErr == nil {
+		if err := os.Remove(s.path); err != nil && !errors.Is(err, fs.ErrNotExist) && s.closeErr == nil {
 			s.closeErr = err
 		}
 	})

@@ -400,7 +400,7 @@ func TestChildSeesScrubbedEnv(t *testing.T) {
 		parent = append(parent, k+"=leak")
 	}
 	parent = append(parent, "SCHEDD_KEEP=kept")
-	env := ChildEnv(parent, map[string]string{helperEnv: "1", "NOTIFY_SOCKET": "/ours"})
+	env := ChildEnv(parent, map[string]string{helperEnv: "1", "GORACE": "atexit_sleep_ms=0", "NOTIFY_SOCKET": "/ours"})
 	out := newLines()
 	p := startCmd(t, Command{Argv: helperArgv("env"), Env: env, Output: out.output})
 	waitDone(t, p.Done(), "exit")
