@@ -1,0 +1,81 @@
+# schedd — run `make` or `make help` for the targets.
+
+GO          ?= go
+VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS     := -s -w -X main.version=$(VERSION)
+STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
+BIN         := bin
+DEMO_DIR    := .demo
+
+.DEFAULT_GOAL := help
+
+.PHONY: help
+help: ## Show the targets
+	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  %-14s %s\n", $$1, $$2}'
+
+.PHONY: build
+build: ## Build bin/schedd and the example gateway
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/schedd ./cmd/schedd
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/example-gateway ./examples/gateway
+
+.PHONY: test
+test: ## Run every test with the race detector (the CI test command)
+	$(GO) test -race -count=1 ./...
+
+.PHONY: test-short
+test-short: ## Run the fast tests only (no real-process end-to-end runs)
+	$(GO) test -short -count=1 ./...
+
+.PHONY: vet
+vet: ## go vet, for this platform and for darwin and windows
+	$(GO) vet ./...
+	GOOS=darwin $(GO) vet ./...
+	GOOS=windows $(GO) vet ./...
+
+.PHONY: staticcheck
+staticcheck: ## Run staticcheck (pinned version, fetched through the module proxy)
+	$(GO) run $(STATICCHECK) ./...
+
+.PHONY: fmt-check
+fmt-check: ## Fail if any file is not gofmt'd
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+
+.PHONY: fmt
+fmt: ## gofmt every file
+	gofmt -w $$(git ls-files '*.go')
+
+.PHONY: tidy-check
+tidy-check: ## Fail if go.mod/go.sum are not tidy
+	$(GO) mod tidy -diff
+
+.PHONY: cross
+cross: ## Build for darwin and windows (and linux/arm64)
+	GOOS=darwin GOARCH=arm64 $(GO) build -o /dev/null ./...
+	GOOS=darwin GOARCH=amd64 $(GO) build -o /dev/null ./...
+	GOOS=windows GOARCH=amd64 $(GO) build -o /dev/null ./...
+	GOOS=linux GOARCH=arm64 $(GO) build -o /dev/null ./...
+
+.PHONY: fuzz
+fuzz: ## Run every fuzz target for FUZZTIME each (default 20s)
+	@for pkg in $$($(GO) list ./...); do \
+	  for f in $$($(GO) test -list 'Fuzz.*' $$pkg | grep '^Fuzz'); do \
+	    echo "== $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $${FUZZTIME:-20s} $$pkg || exit 1; \
+	  done; \
+	done
+
+.PHONY: bench
+bench: build ## Run the benchmarks of bench/ (see bench/README.md)
+	bash bench/run.sh
+
+.PHONY: ci
+ci: fmt-check vet staticcheck tidy-check test cross ## Everything CI checks
+
+.PHONY: demo
+demo: build ## Supervise the example gateway with no config file (^C stops)
+	@echo "schedd supervises bin/example-gateway on http://127.0.0.1:8089"
+	@echo "In another terminal: bin/schedd status   (kill the gateway's pid and watch it come back)"
+	$(BIN)/schedd run --state-dir $(DEMO_DIR) -- $(BIN)/example-gateway
+
+.PHONY: clean
+clean: ## Remove build output and demo state
+	rm -rf $(BIN) $(DEMO_DIR) dist

@@ -1,0 +1,484 @@
+//go:build unix
+
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/schedd/schedd/internal/control"
+	"github.com/schedd/schedd/internal/respawn"
+	"github.com/schedd/schedd/internal/testgateway"
+)
+
+// These tests run the real daemon: the test binary re-executed as `schedd run`
+// (daemonEnv), supervising the test binary re-executed as the fake gateway.
+
+func maybeRunFakeGateway() { testgateway.MaybeRun() }
+
+// daemon is one schedd process under test.
+type testDaemon struct {
+	t      *testing.T
+	cmd    *exec.Cmd
+	dir    string // state dir
+	socket string
+	out    *syncBuffer
+	done   chan struct{}
+	code   int
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// shortDir is a temp dir with a path short enough for unix sockets.
+func shortDir(t *testing.T) string {
+	t.Helper()
+	d, err := os.MkdirTemp("", "sd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(d) })
+	return d
+}
+
+// gatewayArgv is the command line that runs the fake gateway with opts.
+func gatewayArgv(t *testing.T, opts ...string) []string {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return []string{"/usr/bin/env", testgateway.Command(opts...), "GORACE=" + testgateway.GoRace, exe}
+}
+
+type daemonOpts struct {
+	dir     string   // state dir (default: a new one)
+	args    []string // extra flags before "--"
+	gateway []string // gateway options (testgateway)
+	env     []string // extra environment for the daemon
+	setpgid bool     // own process group, as a foreground job in a terminal
+}
+
+// startDaemon starts `schedd run` and waits until its control socket answers.
+func startDaemon(t *testing.T, o daemonOpts) *testDaemon {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("end-to-end test")
+	}
+	d := newDaemon(t, o)
+	if err := d.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		err := d.cmd.Wait()
+		d.code = exitCode(err)
+		close(d.done)
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-d.done:
+		default:
+			d.cmd.Process.Signal(syscall.SIGKILL)
+			<-d.done
+		}
+		if t.Failed() {
+			t.Logf("schedd output:\n%s", d.out.String())
+		}
+	})
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		if _, err := d.status(); err == nil {
+			return d
+		}
+		select {
+		case <-d.done:
+			t.Fatalf("schedd exited with %d before serving:\n%s", d.code, d.out.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("schedd did not serve its socket in time:\n%s", d.out.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func newDaemon(t *testing.T, o daemonOpts) *testDaemon {
+	t.Helper()
+	dir := o.dir
+	if dir == "" {
+		dir = shortDir(t)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &testDaemon{t: t, dir: dir, socket: filepath.Join(dir, "schedd.sock"), out: &syncBuffer{}, done: make(chan struct{})}
+	args := append([]string{"run", "--state-dir", dir, "--socket", d.socket, "--service-manager", "none"}, o.args...)
+	if o.gateway != nil {
+		args = append(append(args, "--"), gatewayArgv(t, o.gateway...)...)
+	}
+	d.cmd = exec.Command(exe, args...)
+	env := []string{daemonEnv + "=1", "GORACE=" + testgateway.GoRace}
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, testgateway.Env+"=") && !strings.HasPrefix(kv, "NOTIFY_SOCKET=") &&
+			!strings.HasPrefix(kv, "WATCHDOG_") && !strings.HasPrefix(kv, "SCHEDD_SOCKET=") {
+			env = append(env, kv)
+		}
+	}
+	d.cmd.Env = append(env, o.env...)
+	d.cmd.Stdout, d.cmd.Stderr = d.out, d.out
+	d.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: o.setpgid}
+	return d
+}
+
+func exitCode(err error) int {
+	if err == nil {
+		return 0
+	}
+	if ee, ok := errors.AsType[*exec.ExitError](err); ok {
+		return ee.ExitCode()
+	}
+	return -1
+}
+
+func (d *testDaemon) status() (control.Status, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return control.NewClient(d.socket).Status(ctx)
+}
+
+// waitFor polls the status until cond holds (10 s at most).
+func (d *testDaemon) waitFor(what string, cond func(respawn.Status) bool) control.Status {
+	d.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		st, err := d.status()
+		if err == nil && cond(st.Gateway) {
+			return st
+		}
+		if time.Now().After(deadline) {
+			d.t.Fatalf("timed out waiting for %s; last status %+v, err %v", what, st.Gateway, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// wait waits for the daemon to exit and returns its exit code.
+func (d *testDaemon) wait(limit time.Duration) int {
+	d.t.Helper()
+	select {
+	case <-d.done:
+		return d.code
+	case <-time.After(limit):
+		d.t.Fatalf("schedd did not exit within %v", limit)
+		return -1
+	}
+}
+
+// cli runs a schedd client command in process and returns its exit code and output.
+func cli(args ...string) (int, string, string) {
+	var stdout, stderr bytes.Buffer
+	code := Main(args, &stdout, &stderr)
+	return code, stdout.String(), stderr.String()
+}
+
+func alive(pid int) bool {
+	if syscall.Kill(pid, 0) != nil {
+		return false
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return true
+	}
+	i := bytes.LastIndexByte(b, ')')
+	return i < 0 || i+2 >= len(b) || b[i+2] != 'Z'
+}
+
+// TestE2EKillAndComeBack is the README walk-through: schedd supervises a gateway with no
+// config file; killing it brings a new one at once; killing again quickly shows the
+// backoff (state, consecutive failures, next start) in `schedd status`.
+func TestE2EKillAndComeBack(t *testing.T) {
+	d := startDaemon(t, daemonOpts{gateway: []string{}})
+	st := d.waitFor("ready", func(g respawn.Status) bool { return g.State == respawn.StateReady })
+	first := st.Gateway.PID
+	if st.Schedd.PID != d.cmd.Process.Pid || st.Schedd.ServiceManager != "none" || st.Schedd.ConfigPath != "" {
+		t.Fatalf("schedd block %+v", st.Schedd)
+	}
+	syscall.Kill(first, syscall.SIGKILL)
+	st = d.waitFor("a new gateway", func(g respawn.Status) bool { return g.State == respawn.StateReady && g.PID != first })
+	if st.Gateway.Restarts != 1 || st.Gateway.LastExit == nil || st.Gateway.LastExit.Signal != "SIGKILL" {
+		t.Fatalf("after the kill: %+v", st.Gateway)
+	}
+	second := st.Gateway.PID
+	syscall.Kill(second, syscall.SIGKILL)
+	st = d.waitFor("backoff", func(g respawn.Status) bool { return g.State == respawn.StateBackoff })
+	if st.Gateway.ConsecutiveFailures != 2 || st.Gateway.NextStartAt.IsZero() {
+		t.Fatalf("backoff status %+v", st.Gateway)
+	}
+	code, out, errOut := cli("status", "--socket", d.socket)
+	if code != 0 || !strings.Contains(out, "backoff") || !strings.Contains(out, "next start") || !strings.Contains(out, "SIGKILL") {
+		t.Fatalf("schedd status = %d\n%s%s", code, out, errOut)
+	}
+	code, out, _ = cli("status", "--json", "--socket", d.socket)
+	var raw map[string]map[string]any
+	if code != 0 || json.Unmarshal([]byte(out), &raw) != nil {
+		t.Fatalf("status --json = %d: %s", code, out)
+	}
+	for _, k := range []string{"state", "pid", "started_at", "restarts", "consecutive_failures", "next_start_at", "last_exit"} {
+		if _, ok := raw["gateway"][k]; !ok {
+			t.Errorf("status --json gateway block lacks %q: %s", k, out)
+		}
+	}
+	for _, k := range []string{"pid", "version", "started_at", "service_manager", "config_path"} {
+		if _, ok := raw["schedd"][k]; !ok {
+			t.Errorf("status --json schedd block lacks %q", k)
+		}
+	}
+	d.waitFor("a third gateway", func(g respawn.Status) bool { return g.State == respawn.StateReady && g.PID != second })
+	d.cmd.Process.Signal(syscall.SIGTERM)
+	if code := d.wait(30 * time.Second); code != 0 {
+		t.Fatalf("exit code %d after SIGTERM, want 0", code)
+	}
+}
+
+// TestE2ESecondInstance is R-SUP-07: a second `schedd run` on the same state dir exits
+// with code 73 and a message naming the holder; the first is unaffected.
+func TestE2ESecondInstance(t *testing.T) {
+	d := startDaemon(t, daemonOpts{gateway: []string{}})
+	st := d.waitFor("ready", func(g respawn.Status) bool { return g.State == respawn.StateReady })
+	second := newDaemon(t, daemonOpts{dir: d.dir, gateway: []string{}})
+	second.socket = filepath.Join(shortDir(t), "other.sock")
+	second.cmd.Stdout, second.cmd.Stderr = nil, nil
+	out, err := second.cmd.CombinedOutput()
+	if code := exitCode(err); code != exitLocked {
+		t.Fatalf("second instance exit code %d, want %d:\n%s", code, exitLocked, out)
+	}
+	if !strings.Contains(string(out), strconv.Itoa(d.cmd.Process.Pid)) || !strings.Contains(string(out), "--state-dir") {
+		t.Fatalf("message does not name the running pid and the way out:\n%s", out)
+	}
+	st2 := d.waitFor("still ready", func(g respawn.Status) bool { return g.State == respawn.StateReady })
+	if st2.Gateway.PID != st.Gateway.PID || st2.Gateway.Restarts != 0 {
+		t.Fatalf("the first instance was disturbed: %+v", st2.Gateway)
+	}
+}
+
+// TestE2EStopNeverRespawns is R-SUP-05 at process level: SIGTERM during a backoff sleep
+// exits 0 at once and starts nothing more.
+func TestE2EStopNeverRespawns(t *testing.T) {
+	pids := filepath.Join(t.TempDir(), "pids")
+	d := startDaemon(t, daemonOpts{gateway: []string{"exit=1", "pid-file=" + pids}})
+	d.waitFor("backoff", func(g respawn.Status) bool { return g.ConsecutiveFailures >= 3 && g.State == respawn.StateBackoff })
+	n := len(strings.Fields(readFile(t, pids)))
+	d.cmd.Process.Signal(syscall.SIGTERM)
+	if code := d.wait(10 * time.Second); code != 0 {
+		t.Fatalf("exit code %d, want 0", code)
+	}
+	time.Sleep(200 * time.Millisecond)
+	if m := len(strings.Fields(readFile(t, pids))); m != n {
+		t.Fatalf("%d gateways started after the stop", m-n)
+	}
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// TestE2EInterrupt is R-SIG-09: ^C in a terminal sends SIGINT to the foreground process
+// group (schedd's); the gateway runs in its own group, schedd stops it gracefully, and
+// the whole tree is gone.
+func TestE2EInterrupt(t *testing.T) {
+	gc := filepath.Join(t.TempDir(), "grandchild")
+	d := startDaemon(t, daemonOpts{gateway: []string{"grandchild=" + gc}, setpgid: true})
+	st := d.waitFor("ready", func(g respawn.Status) bool { return g.State == respawn.StateReady })
+	if err := syscall.Kill(-d.cmd.Process.Pid, syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	if code := d.wait(30 * time.Second); code != 0 {
+		t.Fatalf("exit code %d after ^C, want 0", code)
+	}
+	pids := []int{st.Gateway.PID}
+	for _, f := range strings.Fields(readFile(t, gc)) {
+		n, _ := strconv.Atoi(f)
+		pids = append(pids, n)
+	}
+	for _, pid := range pids {
+		if alive(pid) {
+			t.Errorf("pid %d survived ^C", pid)
+		}
+	}
+	if !strings.Contains(d.out.String(), "reason") || !strings.Contains(d.out.String(), "stop") {
+		t.Errorf("no graceful stop in the log:\n%s", d.out.String())
+	}
+}
+
+// TestE2ESecondSignalEscalates is R-SIG-05: a gateway that ignores SIGTERM has a 60 s
+// stop timeout; a second SIGTERM 100 ms after the first kills it at once, and schedd
+// exits 0 without a panic.
+func TestE2ESecondSignalEscalates(t *testing.T) {
+	cfg := writeConfig(t, "gateway:\n  stop: {timeout: 60s}\n  readiness: {notify: {}, timeout: 30s}\n")
+	d := startDaemon(t, daemonOpts{args: []string{"--config", cfg}, gateway: []string{"ignore-term", "ready"}})
+	d.waitFor("ready", func(g respawn.Status) bool { return g.State == respawn.StateReady })
+	start := time.Now()
+	d.cmd.Process.Signal(syscall.SIGTERM)
+	time.Sleep(100 * time.Millisecond)
+	d.cmd.Process.Signal(syscall.SIGTERM)
+	if code := d.wait(30 * time.Second); code != 0 {
+		t.Fatalf("exit code %d, want 0", code)
+	}
+	if time.Since(start) > 30*time.Second {
+		t.Fatal("the second signal did not cut the 60 s stop timeout short")
+	}
+	if out := d.out.String(); !strings.Contains(out, "second stop signal") || strings.Contains(out, "panic") {
+		t.Fatalf("log:\n%s", out)
+	}
+}
+
+func writeConfig(t *testing.T, yaml string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "schedd.yaml")
+	if err := os.WriteFile(p, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestE2ENotifySocket is the notify-socket half of R-INIT-02: under a service manager
+// (a test NOTIFY_SOCKET with WATCHDOG_USEC), schedd sends STATUS= on state changes,
+// READY=1 once the gateway is first ready (and never again on a restart), WATCHDOG=1
+// while its loop is healthy, and STOPPING=1 on stop; the gateway never sees the service
+// manager's variables.
+func TestE2ENotifySocket(t *testing.T) {
+	dir := shortDir(t)
+	path := filepath.Join(dir, "sm.sock")
+	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: path, Net: "unixgram"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	var mu sync.Mutex
+	var msgs []string
+	go func() {
+		buf := make([]byte, 4096)
+		for {
+			n, err := conn.Read(buf)
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			msgs = append(msgs, string(buf[:n]))
+			mu.Unlock()
+		}
+	}()
+	got := func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(msgs)
+	}
+	envFile := filepath.Join(dir, "env")
+	cfg := writeConfig(t, "gateway:\n  readiness: {notify: {}, timeout: 30s}\n")
+	d := startDaemon(t, daemonOpts{
+		args:    []string{"--config", cfg},
+		gateway: []string{"ready", "ready-delay=100ms", "env-file=" + envFile},
+		env:     []string{"NOTIFY_SOCKET=" + path, "WATCHDOG_USEC=200000", "INVOCATION_ID=abc", "JOURNAL_STREAM=1:2", "LISTEN_FDS=3"},
+	})
+	st := d.waitFor("ready", func(g respawn.Status) bool { return g.State == respawn.StateReady })
+	deadline := time.Now().Add(10 * time.Second)
+	for !slices.Contains(got(), "WATCHDOG=1") && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	m := got()
+	iReady := slices.Index(m, "READY=1")
+	if iReady < 0 || !slices.Contains(m[:iReady], "STATUS=gateway starting") {
+		t.Fatalf("want STATUS=gateway starting, then READY=1; got %q", m)
+	}
+	if !slices.Contains(m, fmt.Sprintf("STATUS=gateway ready (pid %d)", st.Gateway.PID)) || !slices.Contains(m, "WATCHDOG=1") {
+		t.Fatalf("want STATUS=gateway ready and WATCHDOG=1; got %q", m)
+	}
+	// A restart of the gateway is not a second READY=1.
+	syscall.Kill(st.Gateway.PID, syscall.SIGKILL)
+	d.waitFor("a new gateway", func(g respawn.Status) bool { return g.State == respawn.StateReady && g.PID != st.Gateway.PID })
+	env := readFile(t, envFile)
+	for _, bad := range []string{"NOTIFY_SOCKET=" + path, "WATCHDOG_USEC=", "INVOCATION_ID=", "JOURNAL_STREAM=", "LISTEN_FDS="} {
+		if strings.Contains(env, bad) {
+			t.Errorf("gateway env has %s", bad)
+		}
+	}
+	if !strings.Contains(env, "NOTIFY_SOCKET="+filepath.Join(d.dir, "gateway.notify")) || !strings.Contains(env, "SCHEDD_SOCKET="+d.socket) {
+		t.Errorf("gateway env lacks schedd's own NOTIFY_SOCKET and SCHEDD_SOCKET:\n%s", env)
+	}
+	d.cmd.Process.Signal(syscall.SIGTERM)
+	if code := d.wait(30 * time.Second); code != 0 {
+		t.Fatalf("exit code %d", code)
+	}
+	m = got()
+	if n := count(m, "READY=1"); n != 1 {
+		t.Fatalf("READY=1 sent %d times, want once: %q", n, m)
+	}
+	if !slices.Contains(m, "STOPPING=1") {
+		t.Fatalf("no STOPPING=1: %q", m)
+	}
+}
+
+func count(s []string, v string) int {
+	n := 0
+	for _, x := range s {
+		if x == v {
+			n++
+		}
+	}
+	return n
+}
+
+// TestE2EConfigErrors: a bad config exits 78 naming file:line:column; a missing command
+// is a usage error (2).
+func TestE2EConfigErrors(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end test")
+	}
+	bad := writeConfig(t, "gateway:\n  command: [x]\n  stopp: {}\n")
+	d := newDaemon(t, daemonOpts{args: []string{"--config", bad}})
+	d.cmd.Stdout, d.cmd.Stderr = nil, nil
+	out, err := d.cmd.CombinedOutput()
+	if code := exitCode(err); code != exitConfig || !strings.Contains(string(out), bad+":3:3") {
+		t.Fatalf("exit %d, want 78 with %s:3:3:\n%s", code, bad, out)
+	}
+	d = newDaemon(t, daemonOpts{})
+	d.cmd.Stdout, d.cmd.Stderr = nil, nil
+	out, err = d.cmd.CombinedOutput()
+	if code := exitCode(err); code != exitUsage || !strings.Contains(string(out), "no gateway command") {
+		t.Fatalf("exit %d, want 2:\n%s", code, out)
+	}
+}

@@ -1,0 +1,133 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/schedd/schedd/internal/config"
+	"github.com/schedd/schedd/internal/platform"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+// Exit codes (the contract in DESIGN.md and README.md).
+const (
+	exitOK      = 0
+	exitFailure = 1
+	exitUsage   = 2
+	exitLocked  = 73 // another schedd holds the state dir
+	exitRespawn = 75 // "start me again" for the service manager
+	exitConfig  = 78 // configuration error: do not restart
+)
+
+// exitError carries an exit code to Main.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+func withCode(code int, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &exitError{code: code, err: err}
+}
+
+// globals are the flags every client command shares.
+type globals struct {
+	socket string
+}
+
+// socketPath resolves the control socket: --socket, $SCHEDD_SOCKET, then the default.
+func (g *globals) socketPath() string {
+	if g.socket != "" {
+		return g.socket
+	}
+	if s := os.Getenv("SCHEDD_SOCKET"); s != "" {
+		return s
+	}
+	return defaultSocket()
+}
+
+func defaultSocket() string {
+	return filepath.Join(platform.DefaultRuntimeDir(), "schedd.sock")
+}
+
+// Main runs the CLI with args and returns the process exit code.
+func Main(args []string, stdout, stderr io.Writer) int {
+	root := newRootCmd(stdout, stderr)
+	root.SetArgs(args)
+	err := root.Execute()
+	if err == nil {
+		return exitOK
+	}
+	fmt.Fprintln(stderr, "schedd:", err)
+	if ee, ok := errors.AsType[*exitError](err); ok {
+		return ee.code
+	}
+	if _, ok := errors.AsType[config.Errors](err); ok {
+		return exitConfig
+	}
+	if _, ok := errors.AsType[*config.Error](err); ok {
+		return exitConfig
+	}
+	if _, ok := errors.AsType[usageError](err); ok {
+		return exitUsage
+	}
+	return exitFailure
+}
+
+// usageError marks a command-line mistake (exit 2).
+type usageError struct{ error }
+
+func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
+	g := &globals{}
+	root := &cobra.Command{
+		Use:   "schedd",
+		Short: "Supervise a gateway process: restarts, heartbeats and durable deliveries",
+		Long: `schedd owns one long-running gateway process and everything about it that depends
+on time: it starts it, knows when it is ready and alive, stops it gracefully and
+restarts it with backoff when it dies.
+
+Start supervising a command with no config file:
+
+  schedd run -- ./my-gateway --port 8080
+
+Then, from another terminal:
+
+  schedd status            # what the gateway is doing
+  schedd config example    # a commented config file with every setting`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return usageError{fmt.Errorf("%w (see `%s --help`)", err, c.CommandPath())}
+	})
+	root.PersistentFlags().StringVar(&g.socket, "socket", "", "control socket `PATH` (default $SCHEDD_SOCKET, else "+defaultSocket()+")")
+	root.AddCommand(
+		newRunCmd(g),
+		newStatusCmd(g),
+		newVersionCmd(),
+		newConfigCmd(),
+	)
+	return root
+}
+
+// noArgs is cobra.NoArgs with a usage error.
+func noArgs(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return usageError{fmt.Errorf("%s takes no arguments, got %q", cmd.CommandPath(), args)}
+	}
+	return nil
+}

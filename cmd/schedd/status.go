@@ -1,0 +1,122 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/schedd/schedd/internal/control"
+	"github.com/schedd/schedd/internal/respawn"
+)
+
+func newStatusCmd(g *globals) *cobra.Command {
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "status",
+		Short: "Show what schedd and the gateway are doing",
+		Long: `Show the daemon and the gateway: state, pid, uptime, restarts, the last exit and,
+while it waits to restart a failed gateway, when the next start is due.
+
+  schedd status          # a table for people
+  schedd status --json   # the full status document for scripts`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, cancel := context.WithTimeout(cmd.Context(), 10*time.Second)
+			defer cancel()
+			cl := control.NewClient(g.socketPath())
+			if asJSON {
+				raw, err := cl.StatusRaw(ctx)
+				if err != nil {
+					return err
+				}
+				_, err = cmd.OutOrStdout().Write(raw)
+				return err
+			}
+			st, err := cl.Status(ctx)
+			if err != nil {
+				return err
+			}
+			printStatus(cmd.OutOrStdout(), st, time.Now())
+			return nil
+		},
+	}
+	c.Flags().BoolVar(&asJSON, "json", false, "print the full status as JSON")
+	return c
+}
+
+// printStatus writes the human table of a status document.
+func printStatus(w io.Writer, st control.Status, now time.Time) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	s := st.Schedd
+	row := func(k string, v ...string) { fmt.Fprintf(tw, "%s\t%s\n", k, strings.Join(v, "  ")) }
+	row("schedd", fmt.Sprintf("pid %d", s.PID), "version "+s.Version, "up "+since(s.StartedAt, now), "service manager "+s.ServiceManager)
+	cfg := s.ConfigPath
+	if cfg == "" {
+		cfg = "(built-in defaults)"
+	}
+	row("config", cfg)
+	gw := st.Gateway
+	line := []string{string(gw.State)}
+	if gw.PID != 0 {
+		line = append(line, fmt.Sprintf("pid %d", gw.PID))
+	}
+	if !gw.ReadySince.IsZero() {
+		line = append(line, "ready for "+since(gw.ReadySince, now))
+	} else if !gw.StartedAt.IsZero() && gw.State == respawn.StateStarting {
+		line = append(line, "starting for "+since(gw.StartedAt, now))
+	}
+	row("gateway", line...)
+	row("restarts", strconv.Itoa(gw.Restarts), fmt.Sprintf("consecutive failures %d", gw.ConsecutiveFailures))
+	if !gw.NextStartAt.IsZero() {
+		row("next start", "in "+until(gw.NextStartAt, now), "at "+gw.NextStartAt.Local().Format(time.TimeOnly))
+	}
+	if e := gw.LastExit; e != nil {
+		what := string(e.Reason)
+		switch {
+		case e.Signal != "":
+			what += " (" + e.Signal + ")"
+		case e.Code != nil:
+			what += fmt.Sprintf(" (code %d)", *e.Code)
+		}
+		v := []string{what, since(e.At, now) + " ago"}
+		if e.Error != "" {
+			v = append(v, e.Error)
+		}
+		row("last exit", v...)
+	}
+	if gw.StatusText != "" {
+		row("gateway says", gw.StatusText)
+	}
+	tw.Flush()
+}
+
+func since(t, now time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return roundDur(now.Sub(t)).String()
+}
+
+func until(t, now time.Time) string {
+	d := t.Sub(now)
+	if d < 0 {
+		d = 0
+	}
+	return roundDur(d).String()
+}
+
+func roundDur(d time.Duration) time.Duration {
+	switch {
+	case d >= time.Minute:
+		return d.Round(time.Second)
+	case d >= time.Second:
+		return d.Round(100 * time.Millisecond)
+	}
+	return d.Round(time.Millisecond)
+}

@@ -1,0 +1,132 @@
+// Command gateway is a small example gateway for trying schedd: an HTTP server that tells
+// its supervisor when it is ready, what it is doing and how much work it has in flight,
+// using the sd_notify protocol that schedd (and systemd) understand.
+//
+//	go build -o bin/ ./examples/gateway
+//	schedd run -- bin/gateway --listen 127.0.0.1:8089
+//
+// Environment knobs for demos:
+//
+//	EXAMPLE_CRASH_AFTER=3s   exit with code 1 after that long (watch the backoff)
+//	EXAMPLE_SLOW_START=2s    take that long before READY=1
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strconv"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+func main() {
+	listen := flag.String("listen", "127.0.0.1:8089", "address to serve HTTP on")
+	flag.Parse()
+	log.SetFlags(0)
+	log.SetPrefix(fmt.Sprintf("example-gateway[%d]: ", os.Getpid()))
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+
+	if d := envDuration("EXAMPLE_SLOW_START"); d > 0 {
+		log.Printf("starting slowly (%s)", d)
+		time.Sleep(d)
+	}
+	var inflight, served atomic.Int64
+	mux := http.NewServeMux()
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		n := inflight.Add(1)
+		notify(fmt.Sprintf("X_SCHEDD_INFLIGHT=%d", n))
+		defer func() { notify(fmt.Sprintf("X_SCHEDD_INFLIGHT=%d", inflight.Add(-1))) }()
+		served.Add(1)
+		fmt.Fprintf(w, "hello from pid %d\n", os.Getpid())
+	})
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, `{"ok":true,"inFlight":%d}`+"\n", inflight.Load())
+	})
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		log.Fatalf("listen: %v", err)
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Fatalf("serve: %v", err)
+		}
+	}()
+	log.Printf("serving on http://%s", ln.Addr())
+	notify("READY=1\nSTATUS=serving on " + ln.Addr().String())
+
+	// Feed the watchdog if schedd asked for one (gateway.liveness: {notify: {}}).
+	if us, _ := strconv.ParseInt(os.Getenv("WATCHDOG_USEC"), 10, 64); us > 0 {
+		go func() {
+			t := time.NewTicker(time.Duration(us) * time.Microsecond / 2)
+			defer t.Stop()
+			for range t.C {
+				notify("WATCHDOG=1")
+			}
+		}()
+	}
+
+	var crash <-chan time.Time
+	if d := envDuration("EXAMPLE_CRASH_AFTER"); d > 0 {
+		crash = time.After(d)
+	}
+	status := time.NewTicker(10 * time.Second)
+	defer status.Stop()
+	for {
+		select {
+		case <-crash:
+			log.Printf("crashing on purpose (EXAMPLE_CRASH_AFTER)")
+			os.Exit(1)
+		case <-status.C:
+			notify(fmt.Sprintf("STATUS=serving on %s, %d requests so far", ln.Addr(), served.Load()))
+		case <-ctx.Done():
+			log.Printf("stopping")
+			notify("STOPPING=1")
+			sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if err := srv.Shutdown(sctx); err != nil {
+				log.Printf("shutdown: %v", err)
+			}
+			return
+		}
+	}
+}
+
+// notify sends one sd_notify message to $NOTIFY_SOCKET, if there is one.
+func notify(state string) {
+	path := os.Getenv("NOTIFY_SOCKET")
+	if path == "" {
+		return
+	}
+	c, err := net.Dial("unixgram", path)
+	if err != nil {
+		log.Printf("notify: %v", err)
+		return
+	}
+	defer c.Close()
+	if _, err := c.Write([]byte(state)); err != nil {
+		log.Printf("notify: %v", err)
+	}
+}
+
+func envDuration(name string) time.Duration {
+	v := os.Getenv(name)
+	if v == "" {
+		return 0
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		log.Fatalf("%s=%q: %v", name, v, err)
+	}
+	return d
+}

@@ -1,0 +1,71 @@
+package daemon
+
+import (
+	"fmt"
+
+	"github.com/schedd/schedd/internal/backoff"
+	"github.com/schedd/schedd/internal/config"
+	"github.com/schedd/schedd/internal/platform"
+	"github.com/schedd/schedd/internal/probe"
+	"github.com/schedd/schedd/internal/respawn"
+)
+
+// SupervisorConfig turns the gateway section of the config file into the supervisor's
+// configuration. environ is the environment the gateway's is built from.
+func SupervisorConfig(c *config.Config, environ []string) (respawn.Config, error) {
+	g := c.Gateway
+	sig, err := platform.ParseSignal(g.Stop.Signal)
+	if err != nil {
+		return respawn.Config{}, fmt.Errorf("gateway.stop.signal: %w", err)
+	}
+	rc := respawn.Config{
+		Argv:        g.Command,
+		Env:         g.Env,
+		BaseEnv:     environ,
+		Dir:         g.Workdir,
+		StopSignal:  sig,
+		StopTimeout: g.Stop.Timeout.D(),
+		Backoff: backoff.Policy{
+			Initial: g.Backoff.Initial.D(),
+			Max:     g.Backoff.Max.D(),
+			Factor:  g.Backoff.Factor,
+			Jitter:  g.Backoff.Jitter,
+		},
+		ResetAfter:        g.Backoff.ResetAfter.D(),
+		CrashLoopFailures: g.CrashLoop.Failures,
+		CrashLoopWindow:   g.CrashLoop.Window.D(),
+		MaxLinesPerSecond: g.Output.MaxLinesPerSecond,
+	}
+	rc.Readiness = respawn.Readiness{Timeout: g.Readiness.Timeout.D()}
+	switch g.Readiness.Kind() {
+	case "notify":
+		rc.Readiness.Notify = true
+	case "none", "":
+	default:
+		rc.Readiness.Probe = checker(g.Readiness, environ)
+	}
+	if l := g.Liveness; l != nil {
+		rc.Liveness = respawn.Liveness{Every: l.Every.D(), Timeout: l.Timeout.D(), Failures: l.Failures}
+		switch l.Kind() {
+		case "notify":
+			rc.Liveness.Watchdog = l.Timeout.D()
+		case "none", "":
+		default:
+			rc.Liveness.Probe = checker(*l, environ)
+		}
+	}
+	return rc, nil
+}
+
+// checker builds the probe a config probe names (http, tcp or exec).
+func checker(p config.Probe, environ []string) probe.Checker {
+	switch {
+	case p.HTTP != nil:
+		return probe.HTTP{URL: p.HTTP.URL, Pointer: p.HTTP.JSONPointer, Headers: p.HTTP.Headers}
+	case p.TCP != nil:
+		return probe.TCP{Address: p.TCP.Address}
+	case p.Exec != nil:
+		return probe.Exec{Argv: p.Exec.Command, Env: platform.ChildEnv(environ, nil)}
+	}
+	return nil
+}

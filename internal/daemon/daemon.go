@@ -1,0 +1,310 @@
+// Package daemon wires schedd into one process: it takes the state-dir lock, opens the
+// gateway's notify socket and the control socket, runs the supervisor, talks to its own
+// service manager (READY, STATUS, STOPPING, WATCHDOG) and turns signals into actions.
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/schedd/schedd/internal/config"
+	"github.com/schedd/schedd/internal/control"
+	"github.com/schedd/schedd/internal/platform"
+	"github.com/schedd/schedd/internal/respawn"
+)
+
+// Notifier talks to the service manager that runs schedd (platform.SdNotifier).
+type Notifier interface {
+	Notify(state string) (bool, error)
+	WatchdogInterval() (time.Duration, error)
+}
+
+// Options is everything Run needs; cmd/schedd builds it from flags and the config file.
+type Options struct {
+	Config         *config.Config
+	StateDir       string
+	RuntimeDir     string // notify socket lives here
+	Socket         string // control socket path
+	ServiceManager string // systemd|launchd|schtasks|none
+	Version        string
+	Logger         *zap.Logger
+	Notifier       Notifier
+	// Signals delivers the signals registered by platform.Signals before anything slow ran.
+	Signals <-chan os.Signal
+	// Environ is the environment the gateway's is built from (os.Environ()).
+	Environ []string
+	// Starter replaces how gateway processes are started (tests).
+	Starter respawn.Starter
+}
+
+// Daemon is one running schedd.
+type Daemon struct {
+	opts      Options
+	log       *zap.Logger
+	sup       *respawn.Supervisor
+	startedAt time.Time
+
+	readyOnce sync.Once
+}
+
+// Run runs the daemon until a stop signal (or ctx ends): the gateway is stopped gracefully
+// and Run returns nil. Errors before the gateway could be supervised are returned: a held
+// lock as *platform.LockedError, a live socket as control.ErrInUse.
+func Run(ctx context.Context, opts Options) error {
+	if opts.Logger == nil {
+		opts.Logger = zap.NewNop()
+	}
+	if opts.Notifier == nil {
+		opts.Notifier = platform.SdNotifier{}
+	}
+	d := &Daemon{opts: opts, log: opts.Logger, startedAt: time.Now()}
+	return d.run(ctx)
+}
+
+func (d *Daemon) run(ctx context.Context) error {
+	o := d.opts
+	if err := os.MkdirAll(o.StateDir, 0o700); err != nil {
+		return fmt.Errorf("state dir: %w", err)
+	}
+	lock, err := platform.LockStateDir(o.StateDir)
+	if err != nil {
+		return err
+	}
+	defer lock.Close()
+
+	if err := os.MkdirAll(o.RuntimeDir, 0o700); err != nil {
+		return fmt.Errorf("runtime dir: %w", err)
+	}
+	notifyPath := filepath.Join(o.RuntimeDir, "gateway.notify")
+	ns, err := platform.ListenNotify(notifyPath)
+	switch {
+	case errors.Is(err, platform.ErrNotSupported):
+		notifyPath = ""
+		d.log.Info("no notify socket on this platform; notify readiness and watchdog are off")
+	case err != nil:
+		return fmt.Errorf("gateway notify socket: %w", err)
+	default:
+		defer ns.Close()
+	}
+
+	ln, err := control.Listen(o.Socket, 0o600)
+	if err != nil {
+		return err
+	}
+	defer ln.Close()
+
+	scfg, err := SupervisorConfig(o.Config, o.Environ)
+	if err != nil {
+		return err
+	}
+	scfg.NotifySocket = notifyPath
+	scfg.ControlSocket = o.Socket
+	sopts := []respawn.Option{respawn.WithLogger(d.log), respawn.OnStateChange(d.stateChanged)}
+	if o.Starter != nil {
+		sopts = append(sopts, respawn.WithStarter(o.Starter))
+	}
+	d.sup, err = respawn.New(scfg, sopts...)
+	if err != nil {
+		return err
+	}
+
+	d.log.Info("schedd started", zap.String("version", o.Version), zap.Int("pid", os.Getpid()),
+		zap.String("state_dir", o.StateDir), zap.String("socket", o.Socket),
+		zap.String("service_manager", o.ServiceManager), zap.String("config", o.Config.Path))
+
+	supCtx, stopSup := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopSup()
+	bg, bgCancel := context.WithCancel(context.WithoutCancel(ctx))
+	var g errgroup.Group
+	g.Go(func() error {
+		srv := control.NewServer(control.ServerOptions{
+			Backend:        d,
+			Logger:         d.log.Named("control"),
+			MaxBody:        int64(o.Config.Control.MaxBody),
+			RequestTimeout: o.Config.Control.RequestTimeout.D(),
+			PeerCheck:      platform.CheckPeerIsOwner,
+		})
+		return srv.Serve(bg, ln)
+	})
+	if ns != nil {
+		g.Go(func() error { d.readNotify(bg, ns); return nil })
+	}
+	g.Go(func() error { d.watchdog(bg); return nil })
+
+	supDone := make(chan error, 1)
+	go func() { supDone <- d.sup.Run(supCtx) }()
+
+	stopping := false
+	stop := func(why string) {
+		if stopping {
+			return
+		}
+		stopping = true
+		d.log.Info("stopping", zap.String("why", why))
+		d.notify("STOPPING=1")
+		stopSup()
+	}
+	var supErr error
+loop:
+	for {
+		select {
+		case supErr = <-supDone:
+			break loop
+		case <-ctx.Done():
+			stop("context ended")
+		case sig := <-o.Signals:
+			switch {
+			case platform.IsTerminate(sig):
+				if stopping {
+					d.log.Warn("second stop signal; killing the gateway now", zap.String("signal", platform.SignalName(sig)))
+					kctx, cancel := context.WithTimeout(context.Background(), time.Second)
+					_ = d.sup.Kill(kctx)
+					cancel()
+					continue
+				}
+				stop("signal " + platform.SignalName(sig))
+			case platform.IsRestart(sig):
+				d.log.Info("restart requested by signal", zap.String("signal", platform.SignalName(sig)))
+				if !stopping {
+					go d.restart(supCtx, "signal "+platform.SignalName(sig))
+				}
+			case platform.IsReload(sig):
+				d.log.Info("reload requested by signal; no live settings to reload yet", zap.String("signal", platform.SignalName(sig)))
+			}
+		}
+	}
+	bgCancel()
+	return errors.Join(supErr, ignoreClosed(g.Wait()))
+}
+
+func ignoreClosed(err error) error {
+	if errors.Is(err, net.ErrClosed) || errors.Is(err, context.Canceled) {
+		return nil
+	}
+	return err
+}
+
+// restart asks the supervisor for a restart and logs the result.
+func (d *Daemon) restart(ctx context.Context, reason string) {
+	res, err := d.sup.Restart(ctx)
+	switch {
+	case err != nil:
+		d.log.Warn("restart not done", zap.String("reason", reason), zap.Error(err))
+	case !res.OK:
+		d.log.Warn("restart failed", zap.String("reason", reason), zap.String("error", res.Error))
+	default:
+		d.log.Info("restart done", zap.String("reason", reason), zap.Int("pid", res.PID), zap.Int("previous_pid", res.PreviousPID))
+	}
+}
+
+// readNotify passes the gateway's notify messages to the supervisor.
+func (d *Daemon) readNotify(ctx context.Context, ns *platform.NotifySocket) {
+	go func() { <-ctx.Done(); ns.Close() }()
+	for {
+		m, err := ns.Recv()
+		if err != nil {
+			if ctx.Err() == nil && !errors.Is(err, net.ErrClosed) {
+				d.log.Warn("gateway notify socket", zap.Error(err))
+				continue
+			}
+			return
+		}
+		d.sup.HandleNotify(ctx, m)
+	}
+}
+
+// watchdog feeds our own service manager's watchdog at half its interval, but only while
+// the supervision loop answers: a wedged loop lets the service manager restart us.
+func (d *Daemon) watchdog(ctx context.Context) {
+	iv, err := d.opts.Notifier.WatchdogInterval()
+	if err != nil {
+		d.log.Warn("service manager watchdog", zap.Error(err))
+		return
+	}
+	if iv <= 0 {
+		return
+	}
+	d.log.Info("feeding the service manager watchdog", zap.Duration("every", iv/2))
+	t := time.NewTicker(iv / 2)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			pctx, cancel := context.WithTimeout(ctx, iv/4)
+			err := d.sup.Ping(pctx)
+			cancel()
+			if err != nil {
+				d.log.Warn("supervision loop did not answer; not feeding the watchdog", zap.Error(err))
+				continue
+			}
+			d.notify("WATCHDOG=1")
+		}
+	}
+}
+
+// stateChanged tells the service manager about the gateway (called by the supervisor).
+func (d *Daemon) stateChanged(st respawn.Status) {
+	d.notify("STATUS=" + statusLine(st))
+	if st.State == respawn.StateReady {
+		d.readyOnce.Do(func() {
+			d.notify("READY=1")
+			d.log.Info("told the service manager schedd is ready")
+		})
+	}
+}
+
+func (d *Daemon) notify(state string) {
+	if _, err := d.opts.Notifier.Notify(state); err != nil {
+		d.log.Warn("notify service manager", zap.String("state", state), zap.Error(err))
+	}
+}
+
+// statusLine is the one-line STATUS= text for a gateway state.
+func statusLine(st respawn.Status) string {
+	switch st.State {
+	case respawn.StateReady:
+		return fmt.Sprintf("gateway ready (pid %d)", st.PID)
+	case respawn.StateStarting:
+		return "gateway starting"
+	case respawn.StateStopping:
+		return fmt.Sprintf("gateway stopping (pid %d)", st.PID)
+	case respawn.StateBackoff, respawn.StateCrashLooping:
+		s := "gateway down, restarting"
+		if st.State == respawn.StateCrashLooping {
+			s = "gateway crash looping"
+		}
+		if !st.NextStartAt.IsZero() {
+			s += fmt.Sprintf("; next start in %s", time.Until(st.NextStartAt).Round(time.Millisecond))
+		}
+		return s
+	}
+	return "gateway " + string(st.State)
+}
+
+// Status implements control.Backend.
+func (d *Daemon) Status(context.Context) control.Status {
+	o := d.opts
+	return control.Status{
+		Schedd: control.Schedd{
+			PID:            os.Getpid(),
+			Version:        o.Version,
+			StartedAt:      d.startedAt,
+			ServiceManager: o.ServiceManager,
+			ConfigPath:     o.Config.Path,
+			StateDir:       o.StateDir,
+			Socket:         o.Socket,
+		},
+		Gateway: d.sup.Status(),
+	}
+}
