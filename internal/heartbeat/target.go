@@ -1,0 +1,298 @@
+package heartbeat
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Pulse is what a target receives when an agent's heartbeat runs: the JSON body of an
+// http target, the stdin of an exec target.
+type Pulse struct {
+	AgentID     string             `json:"agent_id"`
+	SessionKey  string             `json:"session_key"`
+	Reason      string             `json:"reason"`
+	ReasonKind  ReasonKind         `json:"reason_kind"`
+	Visibility  ResolvedVisibility `json:"visibility"`
+	ScheduledAt time.Time          `json:"scheduled_at"`
+	Attempt     int                `json:"attempt"` // 1, then +1 for each busy retry
+}
+
+// Event statuses a target may report (upstream heartbeat events).
+const (
+	EventSent    = "sent"
+	EventOKEmpty = "ok-empty"
+	EventOKToken = "ok-token"
+	EventSkipped = "skipped"
+	EventFailed  = "failed"
+)
+
+// maxPreview is how much of an event preview is kept.
+const maxPreview = 200
+
+// Event is what the gateway did with a pulse, as its reply said.
+type Event struct {
+	Status    string    `json:"status"`
+	Preview   string    `json:"preview,omitempty"`
+	Reason    string    `json:"reason,omitempty"`
+	Indicator string    `json:"indicator,omitempty"` // ok|alert|error, when use_indicator is on
+	At        time.Time `json:"at"`
+}
+
+func validEventStatus(s string) bool {
+	switch s {
+	case EventSent, EventOKEmpty, EventOKToken, EventSkipped, EventFailed:
+		return true
+	}
+	return false
+}
+
+// indicatorFor maps an event status to the indicator upstream shows.
+func indicatorFor(status string) string {
+	switch status {
+	case EventOKEmpty, EventOKToken:
+		return "ok"
+	case EventSent:
+		return "alert"
+	case EventFailed:
+		return "error"
+	}
+	return ""
+}
+
+// outcome is how a pulse went.
+type outcome uint8
+
+const (
+	outcomeRan outcome = iota
+	outcomeBusy
+	outcomeFailed
+)
+
+type pulseResult struct {
+	outcome outcome
+	reason  string // busy or failure reason
+	event   *Event // from the reply, if it carried one
+}
+
+// pulser delivers pulses to one configured target.
+type pulser interface {
+	pulse(ctx context.Context, p Pulse) pulseResult
+	timeout() time.Duration
+}
+
+// reply is the optional JSON a target answers with.
+type reply struct {
+	Status  string `json:"status"`
+	Reason  string `json:"reason"`
+	Preview string `json:"preview"`
+}
+
+// parseReply reads a target's reply. A reply that is not a JSON object, or whose status is
+// not an event status, carries no event.
+func parseReply(data []byte) (r reply, ok bool) {
+	data = bytes.TrimSpace(data)
+	if len(data) == 0 || data[0] != '{' || json.Unmarshal(data, &r) != nil {
+		return reply{}, false
+	}
+	return r, validEventStatus(r.Status)
+}
+
+// classify turns a transport success plus an optional reply into a result.
+func classify(data []byte) pulseResult {
+	r, ok := parseReply(data)
+	if !ok {
+		return pulseResult{outcome: outcomeRan}
+	}
+	ev := &Event{Status: r.Status, Reason: r.Reason, Preview: truncate(r.Preview, maxPreview)}
+	switch {
+	case r.Status == EventSkipped && IsBusyReason(r.Reason):
+		return pulseResult{outcome: outcomeBusy, reason: r.Reason, event: ev}
+	case r.Status == EventFailed:
+		return pulseResult{outcome: outcomeFailed, reason: nonEmpty(r.Reason, "target reported failure"), event: ev}
+	}
+	return pulseResult{outcome: outcomeRan, event: ev}
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	s = s[:n]
+	for len(s) > 0 && !utf8.ValidString(s) {
+		s = s[:len(s)-1]
+	}
+	return s
+}
+
+func nonEmpty(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// maxReply caps how much of a target's reply is read.
+const maxReply = 64 << 10
+
+type httpPulser struct {
+	url     string
+	method  string
+	headers map[string]string
+	limit   time.Duration
+	client  *http.Client
+}
+
+func newHTTPPulser(t *HTTPTarget, client *http.Client, fallback time.Duration) *httpPulser {
+	method := strings.ToUpper(strings.TrimSpace(t.Method))
+	if method == "" {
+		method = http.MethodPost
+	}
+	return &httpPulser{url: t.URL, method: method, headers: t.Headers, limit: nonZero(t.Timeout, fallback), client: client}
+}
+
+func (h *httpPulser) timeout() time.Duration { return h.limit }
+
+// pulse POSTs p. 2xx ran (unless the reply says busy or failed); 429 and 503 are busy;
+// anything else, a transport error or the timeout failed.
+func (h *httpPulser) pulse(ctx context.Context, p Pulse) pulseResult {
+	body, err := json.Marshal(p)
+	if err != nil {
+		return pulseResult{outcome: outcomeFailed, reason: "encode pulse: " + err.Error()}
+	}
+	req, err := http.NewRequestWithContext(ctx, h.method, h.url, bytes.NewReader(body))
+	if err != nil {
+		return pulseResult{outcome: outcomeFailed, reason: "build request: " + err.Error()}
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", "schedd-heartbeat")
+	for k, v := range h.headers {
+		req.Header.Set(k, v)
+	}
+	resp, err := h.client.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return pulseResult{outcome: outcomeFailed, reason: ctxReason(ctx)}
+		}
+		// Report the cause without the URL, which may carry a token.
+		if ue, ok := errors.AsType[*url.Error](err); ok {
+			err = ue.Err
+		}
+		return pulseResult{outcome: outcomeFailed, reason: "http: " + err.Error()}
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxReply))
+	if err != nil && ctx.Err() != nil {
+		return pulseResult{outcome: outcomeFailed, reason: ctxReason(ctx)}
+	}
+	switch code := resp.StatusCode; {
+	case code == http.StatusTooManyRequests || code == http.StatusServiceUnavailable:
+		res := pulseResult{outcome: outcomeBusy, reason: SkipRequestsInFlight}
+		if r, ok := parseReply(data); ok && IsBusyReason(r.Reason) {
+			res.reason = r.Reason
+		}
+		return res
+	case code >= 200 && code < 300:
+		return classify(data)
+	default:
+		return pulseResult{outcome: outcomeFailed, reason: "http status " + strconv.Itoa(code)}
+	}
+}
+
+// RunFunc runs argv to completion with env added to the daemon's environment and stdin
+// fed to it, returning the exit code and (capped) stdout. It must kill the command and
+// return once ctx ends. A non-zero exit is not an error; err is for a command that could
+// not start or did not finish. The daemon fills it from platform.RunCommand.
+type RunFunc func(ctx context.Context, argv, env []string, stdin []byte) (exitCode int, stdout []byte, err error)
+
+// ExitBusy is the exit code (EX_TEMPFAIL) by which an exec target says "busy, retry".
+const ExitBusy = 75
+
+type execPulser struct {
+	argv  []string
+	limit time.Duration
+	run   RunFunc
+}
+
+func (e *execPulser) timeout() time.Duration { return e.limit }
+
+// pulse runs the command: exit 0 ran (unless stdout's reply says busy or failed), 75 busy,
+// anything else, a start error or the timeout failed.
+func (e *execPulser) pulse(ctx context.Context, p Pulse) pulseResult {
+	stdin, err := json.Marshal(p)
+	if err != nil {
+		return pulseResult{outcome: outcomeFailed, reason: "encode pulse: " + err.Error()}
+	}
+	code, stdout, err := e.run(ctx, e.argv, PulseEnv(p), stdin)
+	switch {
+	case ctx.Err() != nil:
+		return pulseResult{outcome: outcomeFailed, reason: ctxReason(ctx)}
+	case err != nil:
+		return pulseResult{outcome: outcomeFailed, reason: err.Error()}
+	case code == ExitBusy:
+		return pulseResult{outcome: outcomeBusy, reason: SkipRequestsInFlight}
+	case code != 0:
+		return pulseResult{outcome: outcomeFailed, reason: fmt.Sprintf("exit status %d", code)}
+	}
+	return classify(stdout)
+}
+
+// PulseEnv is the environment an exec target gets on top of the daemon's.
+func PulseEnv(p Pulse) []string {
+	return []string{
+		"SCHEDD_AGENT_ID=" + p.AgentID,
+		"SCHEDD_SESSION_KEY=" + p.SessionKey,
+		"SCHEDD_REASON=" + p.Reason,
+		"SCHEDD_REASON_KIND=" + string(p.ReasonKind),
+		"SCHEDD_VISIBILITY=" + p.Visibility.String(),
+		"SCHEDD_SCHEDULED_AT=" + p.ScheduledAt.UTC().Format(time.RFC3339Nano),
+		"SCHEDD_ATTEMPT=" + strconv.Itoa(p.Attempt),
+	}
+}
+
+// Failure reasons of a pulse cut short.
+const (
+	reasonTimeout = "timeout"
+	reasonStopped = "stopped"
+)
+
+// ctxReason says why ctx ended: the pulse's own timeout, or the service stopping.
+func ctxReason(ctx context.Context) string {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return reasonTimeout
+	}
+	return reasonStopped
+}
+
+func nonZero(d, fallback time.Duration) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return fallback
+}
+
+// errNoRunFunc is returned by New when an exec target is configured without a RunFunc.
+var errNoRunFunc = errors.New("exec target configured but Deps.Run is nil")
+
+// newPulser builds the pulser for t.
+func newPulser(t *Target, client *http.Client, run RunFunc) (pulser, error) {
+	switch {
+	case t.HTTP != nil:
+		return newHTTPPulser(t.HTTP, client, DefaultHTTPTimeout), nil
+	case t.Exec != nil:
+		if run == nil {
+			return nil, errNoRunFunc
+		}
+		return &execPulser{argv: t.Exec.Command, limit: nonZero(t.Exec.Timeout, DefaultExecTimeout), run: run}, nil
+	}
+	return nil, errors.New("target names no kind")
+}
