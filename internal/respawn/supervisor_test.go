@@ -109,7 +109,7 @@ func TestCrashLoopBackoffSchedule(t *testing.T) {
 			if got, want := st.NextStartAt.Sub(h.t0), want[i+1]*time.Second; got != want {
 				t.Fatalf("after failure %d: next_start_at = t0+%v, want t0+%v", i+1, got, want)
 			}
-			time.Sleep(st.NextStartAt.Sub(time.Now()) - time.Nanosecond)
+			time.Sleep(time.Until(st.NextStartAt) - time.Nanosecond)
 			synctest.Wait()
 			fs.none(t) // not a nanosecond early
 			time.Sleep(time.Nanosecond)
@@ -168,8 +168,8 @@ func TestBackoffResetAfterHealthyUptime(t *testing.T) {
 		// The second consecutive failure waits the initial delay, not the old 16 s.
 		p2.exitCode(3)
 		synctest.Wait()
-		if st := h.sup.Status(); st.State != StateBackoff || st.NextStartAt.Sub(time.Now()) != time.Second {
-			t.Fatalf("after the second failure: state %s, next start in %v; want backoff, 1s", st.State, st.NextStartAt.Sub(time.Now()))
+		if st := h.sup.Status(); st.State != StateBackoff || time.Until(st.NextStartAt) != time.Second {
+			t.Fatalf("after the second failure: state %s, next start in %v; want backoff, 1s", st.State, time.Until(st.NextStartAt))
 		}
 	})
 }
