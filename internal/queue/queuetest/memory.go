@@ -1,0 +1,583 @@
+// Package queuetest has an in-memory queue.Store for tests of its consumers (it works inside
+// testing/synctest bubbles, where SQLite I/O would not be durably blocking) and a conformance
+// suite that every Store implementation must pass, so the fake and the real store agree.
+package queuetest
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/schedd/schedd/internal/queue"
+)
+
+// Memory is a queue.Store kept in memory. It follows the SQLite store's semantics (including
+// millisecond time precision) and can inject faults.
+type Memory struct {
+	// MaxEntries and MaxPayload are the bounds (defaults as queue's).
+	MaxEntries int
+	MaxPayload int
+
+	mu      sync.Mutex
+	entries map[int64]*memEntry
+	keys    map[string]int64
+	nextID  int64
+	epoch   int64
+	closed  bool
+	readErr func(op string) error
+	wrErr   func(op string) error
+	calls   map[string]int
+}
+
+type memEntry struct {
+	e    queue.Entry
+	hash [32]byte
+}
+
+var _ queue.Store = (*Memory)(nil)
+
+// NewMemory returns an empty store.
+func NewMemory() *Memory {
+	return &Memory{
+		MaxEntries: queue.DefaultMaxEntries,
+		MaxPayload: queue.DefaultMaxPayload,
+		entries:    map[int64]*memEntry{},
+		keys:       map[string]int64{},
+		calls:      map[string]int{},
+	}
+}
+
+// SetReadFault makes read operations ("get", "list", "live", "due", "next_due",
+// "interrupted", "counts") fail when f returns an error; nil clears it.
+func (m *Memory) SetReadFault(f func(op string) error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.readErr = f
+}
+
+// SetWriteFault makes write operations (named as in queue.Options.FaultHook) fail when f
+// returns an error; nil clears it. A failed write changes nothing.
+func (m *Memory) SetWriteFault(f func(op string) error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.wrErr = f
+}
+
+// Calls returns how many times an operation was called.
+func (m *Memory) Calls(op string) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.calls[op]
+}
+
+// Put stores e as is (tests use it to set up states, such as an entry left sending by an
+// old epoch). Its key must be unique.
+func (m *Memory) Put(e queue.Entry) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if e.ID == 0 {
+		m.nextID++
+		e.ID = m.nextID
+	}
+	m.nextID = max(m.nextID, e.ID)
+	m.entries[e.ID] = &memEntry{e: cloneEntry(e), hash: sha256.Sum256(e.Payload)}
+	m.keys[e.Key] = e.ID
+}
+
+func (m *Memory) read(op string) error {
+	m.calls[op]++
+	if m.closed {
+		return queue.ErrClosed
+	}
+	if m.readErr != nil {
+		if err := m.readErr(op); err != nil {
+			return fmt.Errorf("%s: %w", op, err)
+		}
+	}
+	return nil
+}
+
+func (m *Memory) write(op string) error {
+	m.calls[op]++
+	if m.closed {
+		return queue.ErrClosed
+	}
+	if m.wrErr != nil {
+		if err := m.wrErr(op); err != nil {
+			return fmt.Errorf("%s: %w", op, err)
+		}
+	}
+	return nil
+}
+
+func now() time.Time { return ms(time.Now()) }
+
+func ms(t time.Time) time.Time {
+	if t.IsZero() {
+		return t
+	}
+	return time.UnixMilli(t.UnixMilli()).UTC()
+}
+
+func cloneEntry(e queue.Entry) queue.Entry {
+	e.Headers = maps.Clone(e.Headers)
+	e.Payload = bytes.Clone(e.Payload)
+	return e
+}
+
+func (m *Memory) live() int {
+	n := 0
+	for _, x := range m.entries {
+		if x.e.State == queue.StatePending || x.e.State == queue.StateSending {
+			n++
+		}
+	}
+	return n
+}
+
+// NewEpoch allocates the next epoch.
+func (m *Memory) NewEpoch(ctx context.Context) (int64, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := m.write("epoch"); err != nil {
+		return 0, err
+	}
+	m.epoch++
+	return m.epoch, nil
+}
+
+// Enqueue stores a new entry or returns the one holding the key.
+func (m *Memory) Enqueue(ctx context.Context, n queue.NewEntry) (queue.Entry, bool, error) {
+	if err := n.Validate(); err != nil {
+		return queue.Entry{}, false, fmt.Errorf("enqueue: %w", err)
+	}
+	if len(n.Payload) > m.MaxPayload {
+		return queue.Entry{}, false, fmt.Errorf("enqueue: %w",
+			&queue.BoundError{Err: queue.ErrPayloadTooLarge, Limit: m.MaxPayload, Got: len(n.Payload)})
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := m.write("enqueue"); err != nil {
+		return queue.Entry{}, false, err
+	}
+	sum := sha256.Sum256(n.Payload)
+	if id, ok := m.keys[n.Key]; ok {
+		x := m.entries[id]
+		e := cloneEntry(x.e)
+		e.Payload = nil
+		if x.e.Sink != n.Sink || x.hash != sum {
+			return queue.Entry{}, false, fmt.Errorf("enqueue: %w", &queue.KeyMismatchError{Key: n.Key, Existing: e})
+		}
+		return e, false, nil
+	}
+	if live := m.live(); live >= m.MaxEntries {
+		return queue.Entry{}, false, fmt.Errorf("enqueue: %w",
+			&queue.BoundError{Err: queue.ErrQueueFull, Limit: m.MaxEntries, Got: live + 1})
+	}
+	t := now()
+	next := t
+	if n.NotBefore.After(t) {
+		next = ms(n.NotBefore)
+	}
+	m.nextID++
+	payload := bytes.Clone(n.Payload)
+	if payload == nil {
+		payload = []byte{}
+	}
+	e := queue.Entry{
+		ID: m.nextID, Sink: n.Sink, Key: n.Key, Headers: maps.Clone(n.Headers), Payload: payload,
+		PayloadSize: len(payload), Priority: n.Priority, State: queue.StatePending,
+		NextAttemptAt: next, CreatedAt: t, UpdatedAt: t, ExpiresAt: ms(n.ExpiresAt),
+	}
+	if len(e.Headers) == 0 {
+		e.Headers = nil
+	}
+	m.entries[e.ID] = &memEntry{e: e, hash: sum}
+	m.keys[e.Key] = e.ID
+	return cloneEntry(e), true, nil
+}
+
+// Get returns one entry with its payload.
+func (m *Memory) Get(ctx context.Context, id int64) (queue.Entry, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := m.read("get"); err != nil {
+		return queue.Entry{}, err
+	}
+	x, ok := m.entries[id]
+	if !ok {
+		return queue.Entry{}, fmt.Errorf("get delivery %d: %w", id, queue.ErrNotFound)
+	}
+	return cloneEntry(x.e), nil
+}
+
+func (m *Memory) sorted(keep func(e *queue.Entry) bool) []queue.Entry {
+	var out []queue.Entry
+	for _, x := range m.entries {
+		if keep(&x.e) {
+			e := cloneEntry(x.e)
+			e.Payload = nil
+			out = append(out, e)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+// List returns entries without payloads, in id order.
+func (m *Memory) List(ctx context.Context, f queue.Filter) ([]queue.Entry, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := m.read("list"); err != nil {
+		return nil, err
+	}
+	limit := f.Limit
+	if limit <= 0 {
+		limit = 100
+	}
+	limit = min(limit, 1000)
+	out := m.sorted(func(e *queue.Entry) bool {
+		return e.ID > f.AfterID && (f.State == "" || e.State == f.State) && (f.Sink == "" || e.Sink == f.Sink)
+	})
+	return out[:min(len(out), limit)], nil
+}
+
+// Live returns refs of pending and sending entries.
+func (m *Memory) Live(ctx context.Context, afterID int64, limit int) ([]queue.Ref, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := m.read("live"); err != nil {
+		return nil, err
+	}
+	es := m.sorted(func(e *queue.Entry) bool {
+		return e.ID > afterID && (e.State == queue.StatePending || e.State == queue.StateSending)
+	})
+	es = es[:min(len(es), max(limit, 1))]
+	out := make([]queue.Ref, len(es))
+	for i, e := range es {
+		out[i] = queue.Ref{ID: e.ID, Sink: e.Sink, Priority: e.Priority, State: e.State, Failures: e.Failures,
+			NextAttemptAt: e.NextAttemptAt, ExpiresAt: e.ExpiresAt, Epoch: e.Epoch}
+	}
+	return out, nil
+}
+
+func dispatchOrder(es []queue.Entry) {
+	sort.Slice(es, func(i, j int) bool {
+		a, b := es[i], es[j]
+		if a.Priority != b.Priority {
+			return a.Priority < b.Priority
+		}
+		if !a.NextAttemptAt.Equal(b.NextAttemptAt) {
+			return a.NextAttemptAt.Before(b.NextAttemptAt)
+		}
+		return a.ID < b.ID
+	})
+}
+
+// Due returns due pending entries in dispatch order.
+func (m *Memory) Due(ctx context.Context, at time.Time, limit int) ([]queue.Entry, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := m.read("due"); err != nil {
+		return nil, err
+	}
+	at = ms(at)
+	out := m.sorted(func(e *queue.Entry) bool { return e.State == queue.StatePending && !e.NextAttemptAt.After(at) })
+	dispatchOrder(out)
+	return out[:min(len(out), max(limit, 1))], nil
+}
+
+// NextDue returns the earliest due time of a pending entry.
+func (m *Memory) NextDue(ctx context.Context) (time.Time, bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := m.read("next_due"); err != nil {
+		return time.Time{}, false, err
+	}
+	var at time.Time
+	ok := false
+	for _, x := range m.entries {
+		if x.e.State == queue.StatePending && (!ok || x.e.NextAttemptAt.Before(at)) {
+			at, ok = x.e.NextAttemptAt, true
+		}
+	}
+	return at, ok, nil
+}
+
+// ListInterrupted returns entries left sending by another epoch.
+func (m *Memory) ListInterrupted(ctx context.Context, epoch int64, limit int) ([]queue.Entry, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := m.read("interrupted"); err != nil {
+		return nil, err
+	}
+	out := m.sorted(func(e *queue.Entry) bool { return e.Interrupted(epoch) })
+	return out[:min(len(out), max(limit, 1))], nil
+}
+
+// Counts returns entries per state.
+func (m *Memory) Counts(ctx context.Context) (queue.Counts, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := m.read("counts"); err != nil {
+		return queue.Counts{}, err
+	}
+	var c queue.Counts
+	var oldest int64
+	for _, x := range m.entries {
+		switch x.e.State {
+		case queue.StatePending:
+			c.Pending++
+		case queue.StateSending:
+			c.Sending++
+		case queue.StateDelivered:
+			c.Delivered++
+		case queue.StateDead:
+			c.Dead++
+		}
+		if x.e.Quarantined {
+			c.Quarantined++
+		}
+		if (x.e.State == queue.StatePending || x.e.State == queue.StateSending) && (oldest == 0 || x.e.ID < oldest) {
+			oldest = x.e.ID
+			c.OldestAt = x.e.CreatedAt
+		}
+	}
+	return c, nil
+}
+
+func (m *Memory) claim(x *memEntry, epoch int64, lease time.Duration, t time.Time) queue.Entry {
+	x.e.State = queue.StateSending
+	x.e.Epoch = epoch
+	x.e.LeaseUntil = ms(t.Add(lease))
+	x.e.Attempts++
+	x.e.LastAttemptAt = t
+	x.e.UpdatedAt = t
+	return cloneEntry(x.e)
+}
+
+// MarkSending claims one entry for epoch.
+func (m *Memory) MarkSending(ctx context.Context, id, epoch int64, lease time.Duration) (queue.Entry, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := m.write("mark_sending"); err != nil {
+		return queue.Entry{}, err
+	}
+	x, ok := m.entries[id]
+	if !ok {
+		return queue.Entry{}, fmt.Errorf("mark delivery %d sending: %w", id, queue.ErrNotFound)
+	}
+	t := now()
+	if !x.e.ClaimableBy(epoch, t) {
+		return queue.Entry{}, fmt.Errorf("mark delivery %d sending: %w", id, queue.ErrNotClaimable)
+	}
+	return m.claim(x, epoch, lease, t), nil
+}
+
+// ClaimDue claims due pending entries in dispatch order.
+func (m *Memory) ClaimDue(ctx context.Context, c queue.Claim) ([]queue.Entry, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := m.write("claim_due"); err != nil {
+		return nil, err
+	}
+	at := ms(c.Now)
+	due := m.sorted(func(e *queue.Entry) bool { return e.State == queue.StatePending && !e.NextAttemptAt.After(at) })
+	dispatchOrder(due)
+	due = due[:min(len(due), max(c.Limit, 1))]
+	t := now()
+	out := make([]queue.Entry, len(due))
+	for i, e := range due {
+		out[i] = m.claim(m.entries[e.ID], c.Epoch, c.Lease, t)
+	}
+	return out, nil
+}
+
+func (m *Memory) owned(op string, id, epoch int64) (*memEntry, error) {
+	if err := m.write(op); err != nil {
+		return nil, err
+	}
+	x, ok := m.entries[id]
+	if !ok {
+		return nil, fmt.Errorf("%s delivery %d: %w", op, id, queue.ErrNotFound)
+	}
+	if x.e.State != queue.StateSending || x.e.Epoch != epoch {
+		return nil, fmt.Errorf("%s delivery %d: %w", op, id, queue.ErrNotOwner)
+	}
+	return x, nil
+}
+
+func unclaim(x *memEntry, t time.Time) {
+	x.e.State = queue.StatePending
+	x.e.Epoch = 0
+	x.e.LeaseUntil = time.Time{}
+	x.e.UpdatedAt = t
+}
+
+// Complete makes a sending entry a delivered tombstone.
+func (m *Memory) Complete(ctx context.Context, id, epoch int64) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	x, err := m.owned("complete", id, epoch)
+	if err != nil {
+		return err
+	}
+	t := now()
+	x.e.State = queue.StateDelivered
+	x.e.Payload = []byte{}
+	x.e.FinishedAt, x.e.UpdatedAt = t, t
+	x.e.LeaseUntil = time.Time{}
+	return nil
+}
+
+// Fail records a transient failure.
+func (m *Memory) Fail(ctx context.Context, id, epoch int64, f queue.Failure) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	x, err := m.owned("fail", id, epoch)
+	if err != nil {
+		return err
+	}
+	unclaim(x, now())
+	x.e.Failures++
+	x.e.LastError = f.Err
+	x.e.NextAttemptAt = ms(f.NextAt)
+	return nil
+}
+
+// Release returns a claimed entry to pending without charging a failure.
+func (m *Memory) Release(ctx context.Context, id, epoch int64, nextAt time.Time) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	x, err := m.owned("release", id, epoch)
+	if err != nil {
+		return err
+	}
+	unclaim(x, now())
+	x.e.NextAttemptAt = ms(nextAt)
+	return nil
+}
+
+// Dead dead-letters a pending entry or one sending under epoch.
+func (m *Memory) Dead(ctx context.Context, id, epoch int64, reason, lastErr string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := m.write("dead"); err != nil {
+		return err
+	}
+	x, ok := m.entries[id]
+	if !ok {
+		return fmt.Errorf("dead-letter delivery %d: %w", id, queue.ErrNotFound)
+	}
+	switch {
+	case x.e.State == queue.StatePending, x.e.State == queue.StateSending && x.e.Epoch == epoch:
+	case x.e.State == queue.StateSending:
+		return fmt.Errorf("dead-letter delivery %d: %w", id, queue.ErrNotOwner)
+	default:
+		return fmt.Errorf("dead-letter delivery %d: %w: %s", id, queue.ErrWrongState, x.e.State)
+	}
+	t := now()
+	x.e.State = queue.StateDead
+	x.e.DeadReason = reason
+	if lastErr != "" {
+		x.e.LastError = lastErr
+	}
+	x.e.FinishedAt, x.e.UpdatedAt = t, t
+	x.e.Epoch, x.e.LeaseUntil = 0, time.Time{}
+	return nil
+}
+
+// Retry moves a dead entry back to pending.
+func (m *Memory) Retry(ctx context.Context, id int64) (queue.Entry, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := m.write("retry"); err != nil {
+		return queue.Entry{}, err
+	}
+	x, ok := m.entries[id]
+	if !ok {
+		return queue.Entry{}, fmt.Errorf("retry delivery %d: %w", id, queue.ErrNotFound)
+	}
+	if x.e.State != queue.StateDead {
+		return queue.Entry{}, fmt.Errorf("retry delivery %d: %w: %s", id, queue.ErrWrongState, x.e.State)
+	}
+	if live := m.live(); live >= m.MaxEntries {
+		return queue.Entry{}, fmt.Errorf("retry delivery %d: %w", id,
+			&queue.BoundError{Err: queue.ErrQueueFull, Limit: m.MaxEntries, Got: live + 1})
+	}
+	t := now()
+	x.e.State = queue.StatePending
+	x.e.Failures = 0
+	x.e.NextAttemptAt = t
+	x.e.DeadReason = ""
+	x.e.FinishedAt = time.Time{}
+	x.e.UpdatedAt = t
+	x.e.Quarantined = false
+	e := cloneEntry(x.e)
+	e.Payload = nil
+	return e, nil
+}
+
+// Drop deletes a pending or dead entry.
+func (m *Memory) Drop(ctx context.Context, id int64) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := m.write("drop"); err != nil {
+		return err
+	}
+	x, ok := m.entries[id]
+	if !ok {
+		return fmt.Errorf("drop delivery %d: %w", id, queue.ErrNotFound)
+	}
+	switch x.e.State {
+	case queue.StateSending:
+		return fmt.Errorf("drop delivery %d: %w", id, queue.ErrBusy)
+	case queue.StateDelivered:
+		return fmt.Errorf("drop delivery %d: %w: a delivered tombstone is kept until purged", id, queue.ErrWrongState)
+	}
+	delete(m.entries, id)
+	delete(m.keys, x.e.Key)
+	return nil
+}
+
+// Purge deletes terminal entries that finished before f.OlderThan.
+func (m *Memory) Purge(ctx context.Context, f queue.PurgeFilter) (int, error) {
+	if f.State != queue.StateDead && f.State != queue.StateDelivered {
+		return 0, fmt.Errorf("purge deliveries: %w: state %q is not dead or delivered", queue.ErrInvalid, f.State)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := m.write("purge"); err != nil {
+		return 0, err
+	}
+	cut := ms(f.OlderThan)
+	n := 0
+	for _, id := range slices.Collect(maps.Keys(m.entries)) {
+		x := m.entries[id]
+		if x.e.State == f.State && x.e.FinishedAt.Before(cut) {
+			delete(m.entries, id)
+			delete(m.keys, x.e.Key)
+			n++
+		}
+	}
+	return n, nil
+}
+
+// Info describes the store.
+func (m *Memory) Info() queue.Info {
+	return queue.Info{Driver: "memory", Synchronous: "none", Schema: queue.SchemaVersion}
+}
+
+// Close marks the store closed.
+func (m *Memory) Close() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.closed = true
+	return nil
+}

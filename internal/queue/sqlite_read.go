@@ -1,0 +1,441 @@
+package queue
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+const entryCols = `id, sink, idem_key, headers, payload_size, priority, state, attempts, failures,
+	next_attempt_at, last_attempt_at, last_error, dead_reason, created_at, updated_at, finished_at,
+	expires_at, owner_epoch, lease_until, quarantined`
+
+const nEntryCols = 20
+
+// rawRow holds a row scanned without conversions, so that a damaged value is a decode
+// error of that row and not a scan failure of the whole query.
+type rawRow struct {
+	vals    [nEntryCols + 1]any
+	payload bool
+}
+
+func (r *rawRow) dest(withPayload bool) []any {
+	r.payload = withPayload
+	n := nEntryCols
+	if withPayload {
+		n++
+	}
+	d := make([]any, n)
+	for i := range d {
+		d[i] = &r.vals[i]
+	}
+	return d
+}
+
+type scanner interface{ Scan(...any) error }
+
+// decode converts the row. A row that breaks an invariant is damaged: decode returns its id
+// and the reason. A row already quarantined decodes leniently (whatever can be read).
+func (r *rawRow) decode() (Entry, error) {
+	v := r.vals
+	var e Entry
+	var problems []string
+	bad := func(col string) { problems = append(problems, col) }
+	id, ok := asInt(v[0])
+	if !ok {
+		return e, &damagedError{reason: "id unreadable"}
+	}
+	e.ID = id
+	q, _ := asInt(v[19])
+	e.Quarantined = q != 0
+
+	if e.Sink, ok = asString(v[1]); !ok || e.Sink == "" {
+		bad("sink")
+	}
+	if e.Key, ok = asString(v[2]); !ok || e.Key == "" {
+		bad("idem_key")
+	}
+	if h, ok := asString(v[3]); !ok {
+		bad("headers")
+	} else if h != "" && h != "{}" {
+		if err := json.Unmarshal([]byte(h), &e.Headers); err != nil {
+			bad("headers")
+		}
+	}
+	size, ok := asInt(v[4])
+	if !ok || size < 0 {
+		bad("payload_size")
+	}
+	e.PayloadSize = int(size)
+	prio, ok := asInt(v[5])
+	if !ok {
+		bad("priority")
+	}
+	e.Priority = int(prio)
+	st, _ := asString(v[6])
+	e.State = State(st)
+	if !e.State.Valid() {
+		bad("state")
+	}
+	att, ok1 := asInt(v[7])
+	fail, ok2 := asInt(v[8])
+	if !ok1 || !ok2 || att < 0 || fail < 0 {
+		bad("attempts")
+	}
+	e.Attempts, e.Failures = int(att), int(fail)
+	if e.NextAttemptAt, ok = asTime(v[9], true); !ok {
+		bad("next_attempt_at")
+	}
+	if e.LastAttemptAt, ok = asTime(v[10], false); !ok {
+		bad("last_attempt_at")
+	}
+	e.LastError, _ = asString(v[11])
+	e.DeadReason, _ = asString(v[12])
+	if e.CreatedAt, ok = asTime(v[13], true); !ok {
+		bad("created_at")
+	}
+	e.UpdatedAt, _ = asTime(v[14], false)
+	e.FinishedAt, _ = asTime(v[15], false)
+	if e.ExpiresAt, ok = asTime(v[16], false); !ok {
+		bad("expires_at")
+	}
+	ep, _ := asInt(v[17])
+	e.Epoch = ep
+	e.LeaseUntil, _ = asTime(v[18], false)
+	if e.State == StateSending && e.Epoch == 0 {
+		bad("owner_epoch")
+	}
+	if r.payload {
+		switch p := v[nEntryCols].(type) {
+		case []byte:
+			e.Payload = p
+		case string:
+			e.Payload = []byte(p)
+		case nil:
+			e.Payload = []byte{}
+		default:
+			bad("payload")
+		}
+	}
+	if e.Quarantined {
+		if !e.State.Valid() {
+			e.State = StateDead
+		}
+		return e, nil
+	}
+	if len(problems) > 0 {
+		return e, &damagedError{id: e.ID, reason: "damaged " + joinComma(problems)}
+	}
+	return e, nil
+}
+
+type damagedError struct {
+	id     int64
+	reason string
+}
+
+func (e *damagedError) Error() string { return fmt.Sprintf("delivery %d: %s", e.id, e.reason) }
+
+func joinComma(s []string) string {
+	out := ""
+	for i, x := range s {
+		if i > 0 {
+			out += ", "
+		}
+		out += x
+	}
+	return out
+}
+
+func asInt(v any) (int64, bool) {
+	switch x := v.(type) {
+	case int64:
+		return x, true
+	case float64:
+		if x == float64(int64(x)) {
+			return int64(x), true
+		}
+	case string:
+		n, err := strconv.ParseInt(x, 10, 64)
+		return n, err == nil
+	case []byte:
+		n, err := strconv.ParseInt(string(x), 10, 64)
+		return n, err == nil
+	}
+	return 0, false
+}
+
+func asString(v any) (string, bool) {
+	switch x := v.(type) {
+	case string:
+		return x, true
+	case []byte:
+		return string(x), true
+	case nil:
+		return "", true
+	}
+	return "", false
+}
+
+// asTime reads a millisecond stamp; NULL is the zero time, accepted unless required.
+func asTime(v any, required bool) (time.Time, bool) {
+	if v == nil {
+		return time.Time{}, !required
+	}
+	ms, ok := asInt(v)
+	if !ok {
+		return time.Time{}, false
+	}
+	return fromMs(sql.NullInt64{Int64: ms, Valid: true}), true
+}
+
+// Get returns one entry with its payload. A damaged row is quarantined first.
+func (s *SQLite) Get(ctx context.Context, id int64) (Entry, error) {
+	e, err := s.getOnce(ctx, id)
+	var d *damagedError
+	if errors.As(err, &d) {
+		if err := s.quarantine(ctx, d); err != nil {
+			return Entry{}, fmt.Errorf("get delivery %d: %w", id, err)
+		}
+		e, err = s.getOnce(ctx, id)
+	}
+	if err != nil {
+		return Entry{}, fmt.Errorf("get delivery %d: %w", id, err)
+	}
+	return e, nil
+}
+
+func (s *SQLite) getOnce(ctx context.Context, id int64) (Entry, error) {
+	var r rawRow
+	err := s.rdb.QueryRowContext(ctx, "SELECT "+entryCols+", payload FROM deliveries WHERE id = ?", id).Scan(r.dest(true)...)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Entry{}, ErrNotFound
+	}
+	if err != nil {
+		return Entry{}, err
+	}
+	return r.decode()
+}
+
+// queryEntries runs a query returning entryCols rows; damaged rows are quarantined and left out.
+func (s *SQLite) queryEntries(ctx context.Context, query string, args ...any) ([]Entry, error) {
+	rows, err := s.rdb.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	var out []Entry
+	var damaged []*damagedError
+	for rows.Next() {
+		var r rawRow
+		if err := rows.Scan(r.dest(false)...); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		e, err := r.decode()
+		var d *damagedError
+		if errors.As(err, &d) {
+			damaged = append(damaged, d)
+			continue
+		}
+		out = append(out, e)
+	}
+	err = rows.Err()
+	rows.Close()
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range damaged {
+		if err := s.quarantine(ctx, d); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// List returns entries without payloads after the filter's cursor, in id order.
+func (s *SQLite) List(ctx context.Context, f Filter) ([]Entry, error) {
+	limit := f.Limit
+	if limit <= 0 {
+		limit = 100
+	}
+	limit = min(limit, 1000)
+	q := "SELECT " + entryCols + " FROM deliveries WHERE id > ?"
+	args := []any{f.AfterID}
+	if f.State != "" {
+		q += " AND state = ?"
+		args = append(args, string(f.State))
+	}
+	if f.Sink != "" {
+		q += " AND sink = ?"
+		args = append(args, f.Sink)
+	}
+	q += " ORDER BY id LIMIT ?"
+	args = append(args, limit)
+	out, err := s.queryEntries(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list deliveries: %w", err)
+	}
+	return out, nil
+}
+
+// Due returns due pending entries in dispatch order.
+func (s *SQLite) Due(ctx context.Context, now time.Time, limit int) ([]Entry, error) {
+	out, err := s.queryEntries(ctx, "SELECT "+entryCols+` FROM deliveries
+		WHERE state = 'pending' AND next_attempt_at <= ? ORDER BY priority, next_attempt_at, id LIMIT ?`,
+		now.UnixMilli(), max(limit, 1))
+	if err != nil {
+		return nil, fmt.Errorf("due deliveries: %w", err)
+	}
+	return out, nil
+}
+
+// ListInterrupted returns entries left sending by another epoch.
+func (s *SQLite) ListInterrupted(ctx context.Context, epoch int64, limit int) ([]Entry, error) {
+	out, err := s.queryEntries(ctx, "SELECT "+entryCols+` FROM deliveries
+		WHERE state = 'sending' AND owner_epoch IS NOT ? ORDER BY id LIMIT ?`, epoch, max(limit, 1))
+	if err != nil {
+		return nil, fmt.Errorf("interrupted deliveries: %w", err)
+	}
+	return out, nil
+}
+
+// NextDue returns the earliest due time of a pending entry.
+func (s *SQLite) NextDue(ctx context.Context) (time.Time, bool, error) {
+	var v sql.NullInt64
+	err := s.rdb.QueryRowContext(ctx,
+		"SELECT min(next_attempt_at) FROM deliveries WHERE state = 'pending'").Scan(&v)
+	if err != nil {
+		return time.Time{}, false, fmt.Errorf("next due delivery: %w", err)
+	}
+	if !v.Valid {
+		return time.Time{}, false, nil
+	}
+	return time.UnixMilli(v.Int64).UTC(), true, nil
+}
+
+// Live returns refs of pending and sending entries in id order.
+func (s *SQLite) Live(ctx context.Context, afterID int64, limit int) ([]Ref, error) {
+	rows, err := s.rdb.QueryContext(ctx, `SELECT id, sink, priority, state, failures, next_attempt_at,
+		expires_at, owner_epoch FROM deliveries WHERE state IN ('pending', 'sending') AND id > ?
+		ORDER BY id LIMIT ?`, afterID, max(limit, 1))
+	if err != nil {
+		return nil, fmt.Errorf("live deliveries: %w", err)
+	}
+	defer rows.Close()
+	var out []Ref
+	var damaged []*damagedError
+	for rows.Next() {
+		var v [8]any
+		if err := rows.Scan(&v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7]); err != nil {
+			return nil, fmt.Errorf("live deliveries: %w", err)
+		}
+		var r Ref
+		var ok [6]bool
+		r.ID, ok[0] = asInt(v[0])
+		r.Sink, ok[1] = asString(v[1])
+		var p, f int64
+		p, ok[2] = asInt(v[2])
+		f, ok[3] = asInt(v[4])
+		r.Priority, r.Failures = int(p), int(f)
+		st, _ := asString(v[3])
+		r.State = State(st)
+		r.NextAttemptAt, ok[4] = asTime(v[5], true)
+		r.ExpiresAt, ok[5] = asTime(v[6], false)
+		r.Epoch, _ = asInt(v[7])
+		if !ok[0] {
+			continue
+		}
+		if ok != [6]bool{true, true, true, true, true, true} || r.Sink == "" {
+			damaged = append(damaged, &damagedError{id: r.ID, reason: "damaged scheduling columns"})
+			continue
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("live deliveries: %w", err)
+	}
+	rows.Close()
+	for _, d := range damaged {
+		if err := s.quarantine(ctx, d); err != nil {
+			return nil, fmt.Errorf("live deliveries: %w", err)
+		}
+	}
+	return out, nil
+}
+
+// Counts returns the entries per state and the creation time of the oldest live one.
+func (s *SQLite) Counts(ctx context.Context) (Counts, error) {
+	var c Counts
+	rows, err := s.rdb.QueryContext(ctx,
+		"SELECT state, count(*), sum(quarantined) FROM deliveries GROUP BY state")
+	if err != nil {
+		return c, fmt.Errorf("count deliveries: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var st sql.NullString
+		var n, q sql.NullInt64
+		if err := rows.Scan(&st, &n, &q); err != nil {
+			return c, fmt.Errorf("count deliveries: %w", err)
+		}
+		c.Quarantined += int(q.Int64)
+		switch State(st.String) {
+		case StatePending:
+			c.Pending = int(n.Int64)
+		case StateSending:
+			c.Sending = int(n.Int64)
+		case StateDelivered:
+			c.Delivered = int(n.Int64)
+		case StateDead:
+			c.Dead = int(n.Int64)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return c, fmt.Errorf("count deliveries: %w", err)
+	}
+	var oldest sql.NullInt64
+	err = s.rdb.QueryRowContext(ctx,
+		"SELECT created_at FROM deliveries WHERE state IN ('pending', 'sending') ORDER BY id LIMIT 1").Scan(&oldest)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return c, fmt.Errorf("count deliveries: %w", err)
+	}
+	c.OldestAt = fromMs(oldest)
+	return c, nil
+}
+
+// quarantine dead-letters a damaged row with the reason, so no scan trips on it again.
+func (s *SQLite) quarantine(ctx context.Context, d *damagedError) error {
+	reason := ReasonQuarantined + ": " + d.reason
+	err := s.submit(ctx, "quarantine", func(tx *sql.Tx, w *batch) error {
+		return quarantineTx(ctx, tx, w, d.id, reason, s.now())
+	})
+	if err != nil {
+		return fmt.Errorf("quarantine delivery %d: %w", d.id, err)
+	}
+	s.log.Warn("delivery quarantined", zap.Int64("id", d.id), zap.String("reason", reason))
+	return nil
+}
+
+func quarantineTx(ctx context.Context, tx *sql.Tx, w *batch, id int64, reason string, now time.Time) error {
+	var st any
+	err := tx.QueryRowContext(ctx, "SELECT state FROM deliveries WHERE id = ?", id).Scan(&st)
+	if errors.Is(err, sql.ErrNoRows) {
+		return ErrNotFound
+	}
+	if err != nil {
+		return err
+	}
+	if s, _ := asString(st); s == string(StatePending) || s == string(StateSending) {
+		w.delta--
+	}
+	_, err = tx.ExecContext(ctx, `UPDATE deliveries SET state = 'dead', quarantined = 1, dead_reason = ?,
+		finished_at = ?, updated_at = ?, owner_epoch = NULL, lease_until = NULL WHERE id = ?`,
+		reason, now.UnixMilli(), now.UnixMilli(), id)
+	return err
+}

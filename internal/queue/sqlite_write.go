@@ -1,0 +1,568 @@
+package queue
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// writeOp is one operation for the writer goroutine. run executes inside the batch's
+// transaction (within its own savepoint) and records the change of the live count in b.
+type writeOp struct {
+	name string
+	run  func(tx *sql.Tx, b *batch) error
+	done chan error
+}
+
+// batch is the state of one group-commit transaction.
+type batch struct {
+	live  int // committed live count plus the deltas of the operations so far
+	delta int // delta of the operation being run
+}
+
+// submit hands an operation to the writer and waits for its own result, which comes only
+// after the transaction carrying it committed (or failed). Once submitted, the result is
+// awaited even if ctx ends, so the answer is always the truth about the store.
+func (s *SQLite) submit(ctx context.Context, name string, run func(tx *sql.Tx, b *batch) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	op := &writeOp{name: name, run: run, done: make(chan error, 1)}
+	s.mu.RLock()
+	if s.closed {
+		s.mu.RUnlock()
+		return ErrClosed
+	}
+	s.reqs <- op // the writer drains reqs until Close, which waits for this RLock
+	s.mu.RUnlock()
+	return <-op.done
+}
+
+// writer owns the write connection: it takes the first waiting operation, adds every other
+// operation already waiting (up to MaxBatch), and runs them in one transaction.
+func (s *SQLite) writer() {
+	defer close(s.done)
+	for op := range s.reqs {
+		ops := []*writeOp{op}
+	fill:
+		for len(ops) < s.opts.MaxBatch {
+			select {
+			case more, ok := <-s.reqs:
+				if !ok {
+					break fill
+				}
+				ops = append(ops, more)
+			default:
+				break fill
+			}
+		}
+		s.runBatch(ops)
+	}
+}
+
+func (s *SQLite) runBatch(ops []*writeOp) {
+	// Operations already accepted run to completion: their callers wait for the answer.
+	ctx := context.Background()
+	results := make([]error, len(ops))
+	b := &batch{live: s.live}
+	failAll := func(err error) {
+		err = storageError(err)
+		for i, op := range ops {
+			if results[i] == nil || !logical(results[i]) {
+				results[i] = err
+			}
+			op.done <- results[i]
+		}
+		s.statsMu.Lock()
+		s.stats.Failed++
+		s.statsMu.Unlock()
+		s.log.Error("delivery store commit failed", zap.Int("ops", len(ops)), zap.Error(err))
+	}
+	tx, err := s.wconn.BeginTx(ctx, nil)
+	if err != nil {
+		failAll(err)
+		return
+	}
+	rollback := func(err error) {
+		_ = tx.Rollback()
+		failAll(err)
+	}
+	for i, op := range ops {
+		if _, err := tx.ExecContext(ctx, "SAVEPOINT op"); err != nil {
+			rollback(err)
+			return
+		}
+		b.delta = 0
+		err := s.hook(op.name)
+		if err == nil {
+			err = op.run(tx, b)
+		}
+		switch {
+		case err == nil:
+			b.live += b.delta
+		case logical(err):
+			results[i] = err
+			if _, err := tx.ExecContext(ctx, "ROLLBACK TO op"); err != nil {
+				rollback(err)
+				return
+			}
+		default:
+			rollback(err)
+			return
+		}
+		if _, err := tx.ExecContext(ctx, "RELEASE op"); err != nil {
+			rollback(err)
+			return
+		}
+	}
+	if s.opts.beforeCommit != nil {
+		s.opts.beforeCommit(len(ops))
+	}
+	if err := s.hook("commit"); err != nil {
+		rollback(err)
+		return
+	}
+	if err := tx.Commit(); err != nil {
+		// A failed COMMIT can leave the transaction open on the connection: end it.
+		_, _ = s.wconn.ExecContext(ctx, "ROLLBACK")
+		failAll(err)
+		return
+	}
+	s.live = b.live
+	s.statsMu.Lock()
+	s.stats.Commits++
+	s.stats.Ops += int64(len(ops))
+	s.statsMu.Unlock()
+	for i, op := range ops {
+		op.done <- results[i]
+	}
+}
+
+func (s *SQLite) hook(op string) error {
+	if s.opts.FaultHook == nil {
+		return nil
+	}
+	return s.opts.FaultHook(op)
+}
+
+// getTx reads one entry inside the writer's transaction.
+func getTx(tx *sql.Tx, where string, arg any, withPayload bool) (Entry, error) {
+	var r rawRow
+	q := "SELECT " + entryCols
+	if withPayload {
+		q += ", payload"
+	}
+	err := tx.QueryRow(q+" FROM deliveries WHERE "+where, arg).Scan(r.dest(withPayload)...)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Entry{}, ErrNotFound
+	}
+	if err != nil {
+		return Entry{}, err
+	}
+	return r.decode()
+}
+
+// getTxQuarantining reads an entry in the transaction, quarantining it if it is damaged.
+func (s *SQLite) getTxQuarantining(tx *sql.Tx, b *batch, id int64, withPayload bool) (Entry, error) {
+	e, err := getTx(tx, "id = ?", id, withPayload)
+	var d *damagedError
+	if errors.As(err, &d) {
+		if err := quarantineTx(context.Background(), tx, b, id, ReasonQuarantined+": "+d.reason, s.now()); err != nil {
+			return Entry{}, err
+		}
+		s.log.Warn("delivery quarantined", zap.Int64("id", id), zap.String("reason", d.reason))
+		return getTx(tx, "id = ?", id, withPayload)
+	}
+	return e, err
+}
+
+// NewEpoch allocates the next boot epoch.
+func (s *SQLite) NewEpoch(ctx context.Context) (int64, error) {
+	var epoch int64
+	err := s.submit(ctx, "epoch", func(tx *sql.Tx, _ *batch) error {
+		return tx.QueryRow("UPDATE meta SET value = value + 1 WHERE key = 'epoch' RETURNING value").Scan(&epoch)
+	})
+	if err != nil {
+		return 0, fmt.Errorf("new epoch: %w", err)
+	}
+	return epoch, nil
+}
+
+// Enqueue stores a new entry, or returns the one holding the same idempotency key.
+func (s *SQLite) Enqueue(ctx context.Context, n NewEntry) (Entry, bool, error) {
+	if err := n.Validate(); err != nil {
+		return Entry{}, false, fmt.Errorf("enqueue: %w", err)
+	}
+	if len(n.Payload) > s.opts.MaxPayload {
+		return Entry{}, false, fmt.Errorf("enqueue: %w",
+			&BoundError{Err: ErrPayloadTooLarge, Limit: s.opts.MaxPayload, Got: len(n.Payload)})
+	}
+	headers := "{}"
+	if len(n.Headers) > 0 {
+		h, err := json.Marshal(n.Headers)
+		if err != nil {
+			return Entry{}, false, fmt.Errorf("enqueue: %w", err)
+		}
+		headers = string(h)
+	}
+	sum := sha256.Sum256(n.Payload)
+	payload := n.Payload
+	if payload == nil {
+		payload = []byte{}
+	}
+	var out Entry
+	var created bool
+	err := s.submit(ctx, "enqueue", func(tx *sql.Tx, b *batch) error {
+		var id int64
+		var hash []byte
+		err := tx.QueryRow("SELECT id, payload_hash FROM deliveries WHERE idem_key = ?", n.Key).Scan(&id, &hash)
+		switch {
+		case err == nil:
+			e, err := s.getTxQuarantining(tx, b, id, false)
+			if err != nil {
+				return err
+			}
+			if e.Sink != n.Sink || !bytes.Equal(hash, sum[:]) {
+				return &KeyMismatchError{Key: n.Key, Existing: e}
+			}
+			out, created = e, false
+			return nil
+		case !errors.Is(err, sql.ErrNoRows):
+			return err
+		}
+		if b.live >= s.opts.MaxEntries {
+			return &BoundError{Err: ErrQueueFull, Limit: s.opts.MaxEntries, Got: b.live + 1}
+		}
+		now := s.now().UnixMilli()
+		next := now
+		if !n.NotBefore.IsZero() {
+			next = max(now, n.NotBefore.UnixMilli())
+		}
+		err = tx.QueryRow(`INSERT INTO deliveries (sink, idem_key, headers, payload, payload_size, payload_hash,
+			priority, state, next_attempt_at, created_at, updated_at, expires_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?) RETURNING id`,
+			n.Sink, n.Key, headers, payload, len(payload), sum[:], n.Priority, next, now, now, nullMs(n.ExpiresAt)).Scan(&id)
+		if err != nil {
+			return err
+		}
+		b.delta = 1
+		out = Entry{
+			ID: id, Sink: n.Sink, Key: n.Key, Headers: cloneHeaders(n.Headers), Payload: bytes.Clone(payload),
+			PayloadSize: len(payload), Priority: n.Priority, State: StatePending,
+			NextAttemptAt: time.UnixMilli(next).UTC(), CreatedAt: time.UnixMilli(now).UTC(),
+			UpdatedAt: time.UnixMilli(now).UTC(), ExpiresAt: truncMs(n.ExpiresAt),
+		}
+		created = true
+		return nil
+	})
+	if err != nil {
+		return Entry{}, false, fmt.Errorf("enqueue: %w", err)
+	}
+	return out, created, nil
+}
+
+func cloneHeaders(h map[string]string) map[string]string {
+	if len(h) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(h))
+	for k, v := range h {
+		out[k] = v
+	}
+	return out
+}
+
+func truncMs(t time.Time) time.Time {
+	if t.IsZero() {
+		return t
+	}
+	return time.UnixMilli(t.UnixMilli()).UTC()
+}
+
+// MarkSending claims one entry for epoch.
+func (s *SQLite) MarkSending(ctx context.Context, id, epoch int64, lease time.Duration) (Entry, error) {
+	var out Entry
+	err := s.submit(ctx, "mark_sending", func(tx *sql.Tx, b *batch) error {
+		now := s.now()
+		ms := now.UnixMilli()
+		var r rawRow
+		err := tx.QueryRow(`UPDATE deliveries SET state = 'sending', owner_epoch = ?, lease_until = ?,
+			attempts = attempts + 1, last_attempt_at = ?, updated_at = ?
+			WHERE id = ? AND (state = 'pending' OR (state = 'sending' AND (owner_epoch IS NOT ? OR lease_until <= ?)))
+			RETURNING `+entryCols+", payload",
+			epoch, now.Add(lease).UnixMilli(), ms, ms, id, epoch, ms).Scan(r.dest(true)...)
+		if errors.Is(err, sql.ErrNoRows) {
+			if _, err := s.getTxQuarantining(tx, b, id, false); err != nil {
+				return err
+			}
+			return ErrNotClaimable
+		}
+		if err != nil {
+			return err
+		}
+		e, err := r.decode()
+		var d *damagedError
+		if errors.As(err, &d) {
+			if err := quarantineTx(context.Background(), tx, b, id, ReasonQuarantined+": "+d.reason, now); err != nil {
+				return err
+			}
+			return fmt.Errorf("%w: %s", ErrNotClaimable, d.reason)
+		}
+		out = e
+		return err
+	})
+	if err != nil {
+		return Entry{}, fmt.Errorf("mark delivery %d sending: %w", id, err)
+	}
+	return out, nil
+}
+
+// ClaimDue claims due pending entries in dispatch order.
+func (s *SQLite) ClaimDue(ctx context.Context, c Claim) ([]Entry, error) {
+	var out []Entry
+	err := s.submit(ctx, "claim_due", func(tx *sql.Tx, b *batch) error {
+		out = out[:0]
+		now := s.now()
+		ms := now.UnixMilli()
+		rows, err := tx.Query(`UPDATE deliveries SET state = 'sending', owner_epoch = ?, lease_until = ?,
+			attempts = attempts + 1, last_attempt_at = ?, updated_at = ?
+			WHERE id IN (SELECT id FROM deliveries WHERE state = 'pending' AND next_attempt_at <= ?
+				ORDER BY priority, next_attempt_at, id LIMIT ?)
+			RETURNING `+entryCols+", payload",
+			c.Epoch, now.Add(c.Lease).UnixMilli(), ms, ms, c.Now.UnixMilli(), max(c.Limit, 1))
+		if err != nil {
+			return err
+		}
+		var damaged []*damagedError
+		for rows.Next() {
+			var r rawRow
+			if err := rows.Scan(r.dest(true)...); err != nil {
+				rows.Close()
+				return err
+			}
+			e, err := r.decode()
+			var d *damagedError
+			if errors.As(err, &d) {
+				damaged = append(damaged, d)
+				continue
+			}
+			out = append(out, e)
+		}
+		err = rows.Err()
+		rows.Close()
+		if err != nil {
+			return err
+		}
+		for _, d := range damaged {
+			if err := quarantineTx(context.Background(), tx, b, d.id, ReasonQuarantined+": "+d.reason, now); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("claim due deliveries: %w", err)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if a.Priority != b.Priority {
+			return a.Priority < b.Priority
+		}
+		if !a.NextAttemptAt.Equal(b.NextAttemptAt) {
+			return a.NextAttemptAt.Before(b.NextAttemptAt)
+		}
+		return a.ID < b.ID
+	})
+	return out, nil
+}
+
+// ownedUpdate runs an UPDATE on an entry sending under epoch, telling apart a missing entry
+// from one not owned.
+func ownedUpdate(tx *sql.Tx, id, epoch int64, set string, args ...any) error {
+	res, err := tx.Exec("UPDATE deliveries SET "+set+" WHERE id = ? AND state = 'sending' AND owner_epoch = ?",
+		append(args, id, epoch)...)
+	if err != nil {
+		return err
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 1 {
+		return err
+	}
+	var one int
+	if err := tx.QueryRow("SELECT 1 FROM deliveries WHERE id = ?", id).Scan(&one); errors.Is(err, sql.ErrNoRows) {
+		return ErrNotFound
+	} else if err != nil {
+		return err
+	}
+	return ErrNotOwner
+}
+
+// Complete makes a sending entry a delivered tombstone. The payload is dropped (its hash and
+// size stay, so the idempotency key keeps deduplicating).
+func (s *SQLite) Complete(ctx context.Context, id, epoch int64) error {
+	err := s.submit(ctx, "complete", func(tx *sql.Tx, b *batch) error {
+		now := s.now().UnixMilli()
+		if err := ownedUpdate(tx, id, epoch, `state = 'delivered', payload = x'', finished_at = ?, updated_at = ?,
+			lease_until = NULL`, now, now); err != nil {
+			return err
+		}
+		b.delta = -1
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("complete delivery %d: %w", id, err)
+	}
+	return nil
+}
+
+// Fail records a transient failure and schedules the next attempt.
+func (s *SQLite) Fail(ctx context.Context, id, epoch int64, f Failure) error {
+	err := s.submit(ctx, "fail", func(tx *sql.Tx, b *batch) error {
+		now := s.now().UnixMilli()
+		return ownedUpdate(tx, id, epoch, `state = 'pending', failures = failures + 1, last_error = ?,
+			next_attempt_at = ?, updated_at = ?, owner_epoch = NULL, lease_until = NULL`,
+			f.Err, f.NextAt.UnixMilli(), now)
+	})
+	if err != nil {
+		return fmt.Errorf("fail delivery %d: %w", id, err)
+	}
+	return nil
+}
+
+// Release returns a claimed entry to pending without charging a failure.
+func (s *SQLite) Release(ctx context.Context, id, epoch int64, nextAt time.Time) error {
+	err := s.submit(ctx, "release", func(tx *sql.Tx, b *batch) error {
+		now := s.now().UnixMilli()
+		return ownedUpdate(tx, id, epoch, `state = 'pending', next_attempt_at = ?, updated_at = ?,
+			owner_epoch = NULL, lease_until = NULL`, nextAt.UnixMilli(), now)
+	})
+	if err != nil {
+		return fmt.Errorf("release delivery %d: %w", id, err)
+	}
+	return nil
+}
+
+// Dead dead-letters a pending entry or one sending under epoch.
+func (s *SQLite) Dead(ctx context.Context, id, epoch int64, reason, lastErr string) error {
+	err := s.submit(ctx, "dead", func(tx *sql.Tx, b *batch) error {
+		now := s.now().UnixMilli()
+		res, err := tx.Exec(`UPDATE deliveries SET state = 'dead', dead_reason = ?,
+			last_error = COALESCE(NULLIF(?, ''), last_error), finished_at = ?, updated_at = ?,
+			owner_epoch = NULL, lease_until = NULL
+			WHERE id = ? AND (state = 'pending' OR (state = 'sending' AND owner_epoch = ?))`,
+			reason, lastErr, now, now, id, epoch)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return err
+		} else if n == 1 {
+			b.delta = -1
+			return nil
+		}
+		e, err := s.getTxQuarantining(tx, b, id, false)
+		if err != nil {
+			return err
+		}
+		if e.State == StateSending {
+			return ErrNotOwner
+		}
+		return fmt.Errorf("%w: %s", ErrWrongState, e.State)
+	})
+	if err != nil {
+		return fmt.Errorf("dead-letter delivery %d: %w", id, err)
+	}
+	return nil
+}
+
+// Retry moves a dead entry back to pending, due now, with its failures reset.
+func (s *SQLite) Retry(ctx context.Context, id int64) (Entry, error) {
+	var out Entry
+	err := s.submit(ctx, "retry", func(tx *sql.Tx, b *batch) error {
+		e, err := getTx(tx, "id = ?", id, false)
+		var d *damagedError
+		if err != nil && !errors.As(err, &d) {
+			return err
+		}
+		if err == nil && e.State != StateDead {
+			return fmt.Errorf("%w: %s", ErrWrongState, e.State)
+		}
+		if b.live >= s.opts.MaxEntries {
+			return &BoundError{Err: ErrQueueFull, Limit: s.opts.MaxEntries, Got: b.live + 1}
+		}
+		now := s.now().UnixMilli()
+		if _, err := tx.Exec(`UPDATE deliveries SET state = 'pending', failures = 0, next_attempt_at = ?,
+			dead_reason = NULL, finished_at = NULL, updated_at = ?, quarantined = 0 WHERE id = ?`,
+			now, now, id); err != nil {
+			return err
+		}
+		b.delta = 1
+		out, err = s.getTxQuarantining(tx, b, id, false)
+		if err == nil && out.State != StatePending {
+			// Still damaged: it went straight back to quarantine.
+			return fmt.Errorf("%w: %s", ErrWrongState, out.DeadReason)
+		}
+		return err
+	})
+	if err != nil {
+		return Entry{}, fmt.Errorf("retry delivery %d: %w", id, err)
+	}
+	return out, nil
+}
+
+// Drop deletes a pending or dead entry.
+func (s *SQLite) Drop(ctx context.Context, id int64) error {
+	err := s.submit(ctx, "drop", func(tx *sql.Tx, b *batch) error {
+		var st any
+		err := tx.QueryRow("SELECT state FROM deliveries WHERE id = ?", id).Scan(&st)
+		if errors.Is(err, sql.ErrNoRows) {
+			return ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		state, _ := asString(st)
+		switch State(state) {
+		case StateSending:
+			return ErrBusy
+		case StateDelivered:
+			return fmt.Errorf("%w: a delivered tombstone is kept until purged", ErrWrongState)
+		case StatePending:
+			b.delta = -1
+		}
+		_, err = tx.Exec("DELETE FROM deliveries WHERE id = ?", id)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("drop delivery %d: %w", id, err)
+	}
+	return nil
+}
+
+// Purge deletes terminal entries that finished before f.OlderThan.
+func (s *SQLite) Purge(ctx context.Context, f PurgeFilter) (int, error) {
+	if f.State != StateDead && f.State != StateDelivered {
+		return 0, fmt.Errorf("purge deliveries: %w: state %q is not dead or delivered", ErrInvalid, f.State)
+	}
+	var n int64
+	err := s.submit(ctx, "purge", func(tx *sql.Tx, _ *batch) error {
+		res, err := tx.Exec("DELETE FROM deliveries WHERE state = ? AND finished_at < ?",
+			string(f.State), f.OlderThan.UnixMilli())
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("purge deliveries: %w", err)
+	}
+	return int(n), nil
+}

@@ -1,0 +1,96 @@
+// Package queue is schedd's durable delivery store: entries, their states, and the
+// transitions that the delivery layer (internal/recovery) drives.
+//
+// The Store interface is what consumers depend on. SQLite (Open) is the embedded
+// implementation: one file, WAL, synchronous=FULL by default, one writer goroutine that
+// group-commits concurrent operations into one transaction and one fsync, and a pool of read
+// connections. A Postgres implementation can satisfy the same interface (see Store).
+package queue
+
+import (
+	"context"
+	"time"
+)
+
+// Store is a durable queue of delivery entries.
+//
+// Every mutating method returns only after its change is durable (committed and synced as
+// the store's synchronous mode promises); an error means the change was not made. A store
+// never reports a mutation acknowledged when its commit failed.
+//
+// Claims. A sending entry carries the boot epoch of its owner and a lease deadline. A claim
+// (MarkSending, ClaimDue) succeeds on a pending entry, or on a sending entry whose owner
+// epoch differs from the claimer's or whose lease has expired. The embedded SQLite store is
+// owned by one process at a time (the daemon holds a single-instance lock), so any other
+// epoch belongs to a dead process and its leases are void at once. A Postgres store shared by
+// several nodes would keep a table of live epochs (heartbeated) and treat a sending row as
+// claimable only when its epoch is not live or its lease expired; ClaimDue maps to
+//
+//	UPDATE deliveries SET state='sending', owner_epoch=$epoch, lease_until=$now+$lease, ...
+//	WHERE id IN (SELECT id FROM deliveries WHERE state='pending' AND next_attempt_at <= $now
+//	             ORDER BY priority, next_attempt_at, id LIMIT $n FOR UPDATE SKIP LOCKED)
+//	RETURNING *
+//
+// so concurrent claimers never wait on, nor double-claim, the same rows.
+//
+// Fencing. Complete, Fail, Release and Dead on a sending entry succeed only for the epoch
+// that holds the claim (ErrNotOwner otherwise), so a process that lost its claim cannot
+// overwrite a newer outcome.
+type Store interface {
+	// NewEpoch durably allocates this process's boot epoch, larger than every earlier one.
+	NewEpoch(ctx context.Context) (int64, error)
+
+	// Enqueue stores a new pending entry. If an entry with the same idempotency key exists
+	// (in any state, including a delivered tombstone) it is returned with created=false and
+	// nothing is written (P11); ErrKeyMismatch if that entry has another sink or payload.
+	// ErrPayloadTooLarge and ErrQueueFull leave the store untouched.
+	Enqueue(ctx context.Context, n NewEntry) (e Entry, created bool, err error)
+
+	// Get returns one entry with its payload; ErrNotFound if there is none. A row that cannot
+	// be decoded is quarantined (dead-lettered with a reason) and returned as such.
+	Get(ctx context.Context, id int64) (Entry, error)
+	// List returns entries without payloads, in id order, after the filter's cursor.
+	List(ctx context.Context, f Filter) ([]Entry, error)
+	// Live returns pending and sending entries with id > afterID, in id order, at most limit.
+	Live(ctx context.Context, afterID int64, limit int) ([]Ref, error)
+	// Due returns pending entries with next_attempt_at <= now, in dispatch order (priority,
+	// next_attempt_at, id), at most limit, without payloads.
+	Due(ctx context.Context, now time.Time, limit int) ([]Entry, error)
+	// NextDue returns the earliest next_attempt_at of a pending entry; ok=false if none.
+	NextDue(ctx context.Context) (at time.Time, ok bool, err error)
+	// ListInterrupted returns entries left sending by an epoch other than epoch.
+	ListInterrupted(ctx context.Context, epoch int64, limit int) ([]Entry, error)
+	// Counts returns the number of entries per state and the oldest pending one.
+	Counts(ctx context.Context) (Counts, error)
+
+	// MarkSending claims one entry for epoch (see Claims): state sending, attempts+1,
+	// last_attempt_at now, lease until now+lease. ErrNotClaimable if the entry is not
+	// claimable, ErrNotFound if it does not exist. Durable before it returns, so a crash
+	// after the sink was called leaves the entry visibly interrupted.
+	MarkSending(ctx context.Context, id, epoch int64, lease time.Duration) (Entry, error)
+	// ClaimDue claims up to c.Limit due pending entries at once (SKIP LOCKED semantics).
+	ClaimDue(ctx context.Context, c Claim) ([]Entry, error)
+	// Complete records a delivery: the entry becomes a delivered tombstone.
+	Complete(ctx context.Context, id, epoch int64) error
+	// Fail records a transient failure: failures+1, last_error, back to pending due at f.NextAt.
+	Fail(ctx context.Context, id, epoch int64, f Failure) error
+	// Release returns a claimed entry to pending due at nextAt without charging a failure
+	// (the sink was not ready, or the process is shutting down mid-send).
+	Release(ctx context.Context, id, epoch int64, nextAt time.Time) error
+	// Dead dead-letters a pending entry, or a sending one claimed by epoch, keeping the reason
+	// and (when not empty) lastErr.
+	Dead(ctx context.Context, id, epoch int64, reason, lastErr string) error
+
+	// Retry moves a dead entry back to pending, due now, with its failures reset.
+	Retry(ctx context.Context, id int64) (Entry, error)
+	// Drop deletes a pending or dead entry (ErrBusy while it is sending). A delivered
+	// tombstone is kept: dropping it would let its idempotency key be enqueued again.
+	Drop(ctx context.Context, id int64) error
+	// Purge deletes terminal entries that finished before f.OlderThan; it returns how many.
+	Purge(ctx context.Context, f PurgeFilter) (int, error)
+
+	// Info describes the store (driver, path, synchronous mode).
+	Info() Info
+	// Close stops the writer after the operations already accepted and closes the store.
+	Close() error
+}
