@@ -432,7 +432,7 @@ func (k *checker) agent(path string, a *HeartbeatAgent) {
 	if v := a.Visibility; v != nil {
 		for _, ch := range slices.Sorted(maps.Keys(v.Channels)) {
 			for _, acct := range slices.Sorted(maps.Keys(v.Channels[ch].Accounts)) {
-				if v.Channels[ch].Accounts[acct].Channels != nil {
+				if len(v.Channels[ch].Accounts[acct].Channels) > 0 {
 					k.errf(path+".visibility.channels."+ch+".accounts."+acct+".channels", "is not allowed inside an account")
 				}
 			}

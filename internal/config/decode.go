@@ -544,6 +544,9 @@ func (d *decoder) structValue(n *yaml.Node, v reflect.Value, path string) {
 	union := unionTypes[v.Type()]
 	for _, p := range d.pairs(n, path) {
 		f, ok := si.byKey[p.k.Value]
+		if !ok && path == "" && strings.HasPrefix(p.k.Value, "x-") {
+			continue // a top-level extension key: a place for anchors, ignored
+		}
 		if !ok {
 			d.errAt(p.k.Line, p.k.Column, join(path, p.k.Value), "%s", unknownKeyMsg(p.k.Value, si.keys))
 			continue

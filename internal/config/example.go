@@ -9,8 +9,9 @@ func Example() string { return example }
 const example = `# schedd configuration file.
 #
 # Every key is shown with its default. Lines like "# key: value" are optional settings or
-# alternatives: uncomment them to use them. Unknown keys are errors. Durations use Go
-# syntax (250ms, 30s, 1m30s); a bare 0 is allowed.
+# alternatives: uncomment them to use them. Unknown keys are errors, except top-level keys
+# starting with "x-", a place for YAML anchors. Durations use Go syntax (250ms, 30s, 1m30s);
+# a bare 0 is allowed.
 
 # The gateway: the one child process schedd supervises.
 gateway:

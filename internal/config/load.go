@@ -24,6 +24,9 @@ func Load(path string) (*Config, error) {
 // field path. Defaults fill the keys the document does not give; the result passes
 // Validate except, possibly, for a missing gateway.command.
 //
+// Top-level keys starting with "x-" are ignored, as in Compose files: a place to define
+// YAML anchors (&name) that the rest of the file uses (*name, or <<: *name to merge).
+//
 // name is used in messages and as Config.Path. When it is not empty, a relative
 // gateway.workdir, state_dir or control.socket is resolved against the directory of name
 // (made absolute). Signals are stored canonically ("TERM" becomes "SIGTERM"), HTTP methods

@@ -187,7 +187,7 @@ func TestParseErrors(t *testing.T) {
 				"f.yaml:3:59: heartbeat.defaults.active_hours.timezone: unknown time zone \"Mars/Base\" (use an IANA name like Europe/Berlin)"},
 		{"target with two kinds", "heartbeat:\n  defaults:\n    target: {http: {url: 'http://h/w'}, exec: {command: [x]}}\n",
 			"f.yaml:3:47: heartbeat.defaults.target.exec: names two target kinds (http and exec); use exactly one"},
-		{"channels inside an account", "heartbeat:\n  defaults:\n    visibility:\n      channels:\n        tg: {accounts: {a: {channels: {}}}}\n",
+		{"channels inside an account", "heartbeat:\n  defaults:\n    visibility:\n      channels:\n        tg: {accounts: {a: {channels: {x: {}}}}}\n",
 			"f.yaml:5:39: heartbeat.defaults.visibility.channels.tg.accounts.a.channels: is not allowed inside an account"},
 
 		// Cron and references.
