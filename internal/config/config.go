@@ -2,9 +2,14 @@
 // parser that reports every problem with file:line:column and the dotted field path.
 //
 // The file is YAML. Keys are snake_case, durations use Go syntax ("30s", "1m30s"; a bare 0
-// is allowed), and unknown keys are errors. Parse applies defaults to absent keys only; a
-// key given as null (`key:` or `key: ~`) counts as absent. Validate adds the checks that need
-// the whole configuration, such as a gateway command being present.
+// is allowed), sizes take bytes or a unit ("1MiB"), and unknown keys are errors (except
+// top-level "x-" keys, a place for YAML anchors). Parse applies defaults to absent keys
+// only; a key given as null (`key:` or `key: ~`) counts as absent, except a kind key
+// (`notify:`), which selects that kind. Probes, targets, sinks and cron actions name exactly
+// one kind. Validate adds what is needed to run, such as a gateway command.
+//
+// Problems come back as Errors, all at once and sorted by position; cmd maps them to exit
+// code 78 so that a broken config never restart-loops under a service manager (R-INIT-01).
 //
 // Paths: a relative gateway.workdir, state_dir or control.socket is resolved against the
 // directory of the config file when it is parsed (see Parse). deliveries.store.sqlite.path is

@@ -6,6 +6,7 @@ import (
 	"io"
 	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -366,6 +367,19 @@ var (
 	}
 )
 
+var (
+	// probeKindTypes are the types under a probe's kind key; timing keys given there
+	// belong one level up.
+	probeKindTypes = map[reflect.Type]bool{
+		reflect.TypeFor[HTTPProbe]():   true,
+		reflect.TypeFor[TCPProbe]():    true,
+		reflect.TypeFor[ExecProbe]():   true,
+		reflect.TypeFor[NotifyProbe](): true,
+		reflect.TypeFor[NoneProbe]():   true,
+	}
+	probeTimingKeys = []string{"timeout", "every", "failures"}
+)
+
 // field is one yaml key of a struct.
 type field struct {
 	key    string
@@ -548,7 +562,11 @@ func (d *decoder) structValue(n *yaml.Node, v reflect.Value, path string) {
 			continue // a top-level extension key: a place for anchors, ignored
 		}
 		if !ok {
-			d.errAt(p.k.Line, p.k.Column, join(path, p.k.Value), "%s", unknownKeyMsg(p.k.Value, si.keys))
+			msg := unknownKeyMsg(p.k.Value, si.keys)
+			if probeKindTypes[v.Type()] && slices.Contains(probeTimingKeys, p.k.Value) {
+				msg = "unknown key (timing keys go beside the probe kind: " + join(parent(path), p.k.Value) + ")"
+			}
+			d.errAt(p.k.Line, p.k.Column, join(path, p.k.Value), "%s", msg)
 			continue
 		}
 		d.field(p.v, v.Field(f.index), join(path, f.key), f.secret, union)

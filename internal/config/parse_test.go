@@ -34,6 +34,9 @@ func parseErr(t *testing.T, src string) string {
 // cmd is a minimal valid gateway section to put in front of a test document.
 const cmd = "gateway: {command: [gw]}\n"
 
+// TestParseErrors pins the exact text, position and field path of every class of problem.
+// These are what `schedd config validate` prints and what makes `schedd run` exit 78
+// (R-INIT-01).
 func TestParseErrors(t *testing.T) {
 	tests := []struct {
 		name, src, want string
@@ -45,6 +48,8 @@ func TestParseErrors(t *testing.T) {
 			"f.yaml:2:13: gateway.backoff.resetAfter: unknown key (did you mean `reset_after`?)"},
 		{"unknown top-level key", "gatway: {}\n",
 			"f.yaml:1:1: gatway: unknown key (did you mean `gateway`?)"},
+		{"timing key inside the probe kind", "gateway:\n  liveness: {http: {url: 'http://h/healthz', every: 10s}}\n",
+			"f.yaml:2:46: gateway.liveness.http.every: unknown key (timing keys go beside the probe kind: gateway.liveness.every)"},
 		{"unknown key without hint", "log: {colour: red}\n",
 			"f.yaml:1:7: log.colour: unknown key (known keys: format, level)"},
 		{"unknown key in list element", "cron:\n  - {name: a, schedule: x, action: {exec: {command: [x]}}, timzone: UTC}\n",
