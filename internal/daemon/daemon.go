@@ -54,7 +54,22 @@ type Daemon struct {
 	startedAt time.Time
 
 	readyOnce sync.Once
+
+	stopc    chan string  // stop requests from the control API
+	handoffc chan handoff // a replacement of schedd itself, once the gateway is stopped
 }
+
+// handoff is the last act of a daemon that replaces itself: after the gateway has been
+// stopped, run is called and its error ends Run (ErrRespawnMe asks the service manager for
+// a fresh process).
+type handoff struct {
+	why string
+	run func() error
+}
+
+// ErrRespawnMe ends Run when schedd hands its own respawn to the service manager: the
+// process exits with code 75, which the generated units treat as "start me again".
+var ErrRespawnMe = errors.New("schedd exits so that its service manager starts a fresh process")
 
 // Run runs the daemon until a stop signal (or ctx ends): the gateway is stopped gracefully
 // and Run returns nil. Errors before the gateway could be supervised are returned: a held
@@ -66,7 +81,8 @@ func Run(ctx context.Context, opts Options) error {
 	if opts.Notifier == nil {
 		opts.Notifier = platform.SdNotifier{}
 	}
-	d := &Daemon{opts: opts, log: opts.Logger, startedAt: time.Now()}
+	d := &Daemon{opts: opts, log: opts.Logger, startedAt: time.Now(),
+		stopc: make(chan string, 1), handoffc: make(chan handoff, 1)}
 	return d.run(ctx)
 }
 
@@ -133,6 +149,7 @@ func (d *Daemon) run(ctx context.Context) error {
 			RequestTimeout: o.Config.Control.RequestTimeout.D(),
 			PeerCheck:      platform.CheckPeerIsOwner,
 		})
+		d.routes(srv)
 		return srv.Serve(bg, ln)
 	})
 	if ns != nil {
@@ -154,6 +171,7 @@ func (d *Daemon) run(ctx context.Context) error {
 		stopSup()
 	}
 	var supErr error
+	var last *handoff
 loop:
 	for {
 		select {
@@ -161,6 +179,13 @@ loop:
 			break loop
 		case <-ctx.Done():
 			stop("context ended")
+		case why := <-d.stopc:
+			stop(why)
+		case h := <-d.handoffc:
+			if !stopping {
+				last = &h
+				stop(h.why)
+			}
 		case sig := <-o.Signals:
 			switch {
 			case platform.IsTerminate(sig):
@@ -183,7 +208,14 @@ loop:
 		}
 	}
 	bgCancel()
-	return errors.Join(supErr, ignoreClosed(g.Wait()))
+	err = errors.Join(supErr, ignoreClosed(g.Wait()))
+	if last != nil && err == nil {
+		// Release the lock and the sockets before the successor needs them.
+		ln.Close()
+		lock.Close()
+		return last.run()
+	}
+	return err
 }
 
 func ignoreClosed(err error) error {
