@@ -22,7 +22,9 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 type fakeBackend struct{}
 
-func (fakeBackend) Status(context.Context) Status { return Status{Schedd: Schedd{PID: 7, Version: "test"}} }
+func (fakeBackend) Status(context.Context) Status {
+	return Status{Schedd: Schedd{PID: 7, Version: "test"}}
+}
 
 func socketPath(t *testing.T) string {
 	t.Helper()
