@@ -30,6 +30,7 @@ type life struct {
 
 	startedAt time.Time
 	ready     bool
+	reloading bool // signalled to restart in process, waiting for RELOADING=1
 
 	readyTimer *time.Timer // readiness deadline
 	readyc     chan struct{}
@@ -126,7 +127,7 @@ func (l *life) run(ctx context.Context) outcome {
 				zap.Int("kill_after", s.cfg.Liveness.Failures))
 			l.wdTimer.Reset(l.wdInterval)
 		case <-tick:
-			if !l.liveInFlight {
+			if !l.liveInFlight && l.ready {
 				l.liveInFlight = true
 				l.wg.Go(func() { l.checkLiveness(pctx) })
 			}
@@ -139,7 +140,10 @@ func (l *life) run(ctx context.Context) outcome {
 			return l.stop(ReasonStop, "")
 		case r := <-s.reqc:
 			close(r.ack)
-			if r.kind == reqRestart {
+			switch {
+			case r.kind == reqReload && l.ready:
+				l.reload(pctx, r)
+			case r.kind == reqRestart || r.kind == reqReload:
 				l.pending = append(l.pending, r)
 				return l.stop(ReasonRestart, "")
 			}
@@ -212,8 +216,9 @@ func (l *life) handleNotify(m platform.NotifyMessage) (outcome, bool) {
 	}
 	if f["RELOADING"] == "1" {
 		s.log.Info("gateway reports it is reloading", zap.Int("pid", l.pid))
+		l.reloading = false
 	}
-	if f["READY"] == "1" && !l.ready && s.cfg.Readiness.Notify {
+	if f["READY"] == "1" && !l.ready && !l.reloading && s.cfg.Readiness.Notify {
 		l.becomeReady()
 	}
 	return outcome{}, false
@@ -243,13 +248,49 @@ func (l *life) becomeReady() {
 	s.update(func(st *Status) { st.State = StateReady; st.ReadySince = now })
 	s.log.Info("gateway ready", zap.Int("pid", l.pid), zap.Duration("after", now.Sub(l.startedAt)))
 	for _, r := range l.pending {
-		r.result <- RestartResult{OK: true, PID: l.pid, PreviousPID: l.prevPID}
+		prev := l.prevPID
+		if r.kind == reqReload {
+			prev = l.pid
+		}
+		r.result <- RestartResult{OK: true, PID: l.pid, PreviousPID: prev}
 	}
 	l.pending = nil
+	if l.resetTimer != nil {
+		l.resetTimer.Stop()
+	}
 	l.resetTimer = time.NewTimer(s.cfg.ResetAfter)
 	l.armWatchdog()
-	if s.cfg.Liveness.Probe != nil {
+	if s.cfg.Liveness.Probe != nil && l.liveTicker == nil {
 		l.liveTicker = time.NewTicker(s.cfg.Liveness.Every)
+	}
+}
+
+// reload signals a ready gateway to restart in process and waits, like a start, for it to
+// be ready again (the readiness timeout applies).
+func (l *life) reload(ctx context.Context, r request) {
+	s := l.s
+	s.log.Info("asking the gateway to restart in process", zap.Int("pid", l.pid),
+		zap.String("signal", platform.SignalName(r.sig)))
+	if err := l.proc.Signal(r.sig); err != nil {
+		s.log.Warn("could not signal the gateway", zap.Int("pid", l.pid), zap.Error(err))
+	}
+	l.pending = append(l.pending, r)
+	rc := s.cfg.Readiness
+	if !rc.Notify && rc.Probe == nil {
+		l.becomeReady()
+		return
+	}
+	l.ready = false
+	l.reloading = rc.Notify
+	l.startedAt = time.Now()
+	s.update(func(st *Status) { st.State = StateStarting; st.ReadySince = time.Time{} })
+	if rc.Timeout > 0 {
+		l.readyTimer = time.NewTimer(rc.Timeout)
+	}
+	if rc.Probe != nil {
+		l.readyc = make(chan struct{}, 1)
+		l.lastProbe = make(chan error, 1)
+		l.wg.Go(func() { l.pollReadiness(ctx) })
 	}
 }
 
@@ -379,7 +420,7 @@ wait:
 			switch r.kind {
 			case reqKill:
 				kill("stop escalated; killing the gateway's process group now")
-			case reqRestart:
+			case reqRestart, reqReload:
 				l.pending = append(l.pending, r)
 			}
 		}

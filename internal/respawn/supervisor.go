@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"strconv"
 	"sync"
 	"syscall"
@@ -42,8 +43,9 @@ type Supervisor struct {
 	reqc    chan request
 	done    chan struct{}
 
-	mu     sync.Mutex // guards status only; never held across anything that blocks
+	mu     sync.Mutex // guards status and next; never held across anything that blocks
 	status Status
+	next   *Config // from Reconfigure, applied at the next start
 
 	// Owned by the Run goroutine.
 	failures  []time.Time // failure times within the crash-loop window
@@ -165,7 +167,33 @@ func (s *Supervisor) Ping(ctx context.Context) error {
 // waits until the new one is ready or has failed. Called during backoff it starts the
 // gateway at once.
 func (s *Supervisor) Restart(ctx context.Context) (RestartResult, error) {
-	r, err := s.do(ctx, request{kind: reqRestart})
+	return s.await(ctx, request{kind: reqRestart})
+}
+
+// Reload restarts the gateway in process: it sends sig to the gateway's group and waits
+// until it is ready again: RELOADING=1 then READY=1 with notify readiness, the readiness
+// probe passing again otherwise (at once with readiness none). Not ready again within the
+// readiness timeout is a failed start. A gateway that is not ready yet is restarted
+// instead (a fresh PID).
+func (s *Supervisor) Reload(ctx context.Context, sig os.Signal) (RestartResult, error) {
+	return s.await(ctx, request{kind: reqReload, sig: sig})
+}
+
+// Reconfigure replaces the configuration; it takes effect at the next start of the gateway.
+func (s *Supervisor) Reconfigure(cfg Config) error {
+	n, err := New(cfg)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.next = &n.cfg
+	s.mu.Unlock()
+	return nil
+}
+
+// await sends a restart or reload request and waits for its result.
+func (s *Supervisor) await(ctx context.Context, req request) (RestartResult, error) {
+	r, err := s.do(ctx, req)
 	if err != nil {
 		return RestartResult{}, err
 	}
@@ -193,17 +221,19 @@ const (
 	reqPing reqKind = iota
 	reqKill
 	reqRestart
+	reqReload
 )
 
 type request struct {
 	kind   reqKind
-	result chan RestartResult // reqRestart: receives the outcome once
+	sig    os.Signal          // reqReload
+	result chan RestartResult // reqRestart, reqReload: receives the outcome once
 	ack    chan struct{}
 }
 
 func (s *Supervisor) do(ctx context.Context, r request) (request, error) {
 	r.ack = make(chan struct{})
-	if r.kind == reqRestart {
+	if r.kind == reqRestart || r.kind == reqReload {
 		r.result = make(chan RestartResult, 1)
 	}
 	select {
@@ -270,6 +300,12 @@ type outcome struct {
 
 // runOnce starts one gateway and supervises it until it ends.
 func (s *Supervisor) runOnce(ctx context.Context, pending []request) outcome {
+	s.mu.Lock()
+	if s.next != nil {
+		s.cfg, s.next = *s.next, nil
+		s.log.Info("new gateway settings in effect")
+	}
+	s.mu.Unlock()
 	s.started++
 	prev := s.lastPID
 	if s.started > 1 {
@@ -390,7 +426,7 @@ func (s *Supervisor) wait(ctx context.Context, d time.Duration, pending []reques
 		case <-s.notifyc: // no gateway: nothing to hear from
 		case r := <-s.reqc:
 			close(r.ack)
-			if r.kind == reqRestart {
+			if r.kind == reqRestart || r.kind == reqReload {
 				s.log.Info("restart requested during backoff; starting the gateway now")
 				return true, append(pending, r)
 			}

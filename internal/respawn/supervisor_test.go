@@ -593,3 +593,112 @@ func TestStateChangesReported(t *testing.T) {
 		}
 	})
 }
+
+// TestReloadNotify is the signal restart method: the gateway gets the signal, keeps its
+// pid, and is ready again only after RELOADING=1 then READY=1.
+func TestReloadNotify(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fs := newFakeStarter()
+		fs.ignoreTerm = true // the fake would exit on any signal it does not ignore
+		cfg := testConfig()
+		cfg.Readiness = Readiness{Notify: true, Timeout: 10 * time.Second}
+		h := start(t, cfg, fs)
+		p := fs.next(t)
+		send := func(kv ...string) {
+			f := map[string]string{}
+			for i := 0; i < len(kv); i += 2 {
+				f[kv[i]] = kv[i+1]
+			}
+			h.sup.HandleNotify(context.Background(), platform.NotifyMessage{PID: p.pid, Fields: f})
+			synctest.Wait()
+		}
+		send("READY", "1")
+		done := make(chan RestartResult, 1)
+		go func() {
+			res, err := h.sup.Reload(context.Background(), syscall.SIGHUP)
+			if err != nil {
+				t.Error(err)
+			}
+			done <- res
+		}()
+		synctest.Wait()
+		if sigs := p.sigs(); len(sigs) != 1 || sigs[0].sig != syscall.SIGHUP {
+			t.Fatalf("signals %v, want SIGHUP", sigs)
+		}
+		if s := h.state(); s != StateStarting {
+			t.Fatalf("state %s while reloading", s)
+		}
+		send("READY", "1") // stale: no RELOADING=1 yet
+		if s := h.state(); s != StateStarting {
+			t.Fatal("READY=1 before RELOADING=1 ended the reload")
+		}
+		time.Sleep(time.Second)
+		send("RELOADING", "1")
+		send("READY", "1")
+		res := <-done
+		if !res.OK || res.PID != p.pid || res.PreviousPID != p.pid {
+			t.Fatalf("result %+v", res)
+		}
+		fs.none(t)
+		if st := h.sup.Status(); st.State != StateReady || st.Restarts != 0 {
+			t.Fatalf("status %+v", st)
+		}
+	})
+}
+
+// TestReloadTimeout: not ready again within the readiness timeout is a failed start.
+func TestReloadTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fs := newFakeStarter()
+		cfg := testConfig()
+		cfg.Readiness = Readiness{Notify: true, Timeout: 10 * time.Second}
+		cfg.StopSignal = syscall.SIGTERM
+		h := start(t, cfg, fs)
+		p := fs.next(t)
+		p.ignoreTerm = true
+		h.sup.HandleNotify(context.Background(), platform.NotifyMessage{PID: p.pid, Fields: map[string]string{"READY": "1"}})
+		synctest.Wait()
+		res, err := h.sup.Reload(context.Background(), syscall.SIGHUP)
+		// Failed at the 10 s timeout; reported once the stop (SIGTERM ignored, SIGKILL at
+		// the 30 s stop timeout) is done.
+		if err != nil || res.OK || h.at() != 40*time.Second {
+			t.Fatalf("result %+v %v at %v", res, err, h.at())
+		}
+	})
+}
+
+// TestReloadReadinessNone: without a readiness signal, the reload is done once signalled.
+func TestReloadReadinessNone(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fs := newFakeStarter()
+		fs.ignoreTerm = true
+		h := start(t, testConfig(), fs)
+		p := fs.next(t)
+		res, err := h.sup.Reload(context.Background(), syscall.SIGHUP)
+		if err != nil || !res.OK || res.PID != p.pid {
+			t.Fatalf("result %+v %v", res, err)
+		}
+	})
+}
+
+// TestReconfigure: new settings apply at the next start, not to the running gateway.
+func TestReconfigure(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fs := newFakeStarter()
+		h := start(t, testConfig(), fs)
+		p := fs.next(t)
+		cfg := testConfig()
+		cfg.Argv = []string{"gateway-v2"}
+		if err := h.sup.Reconfigure(cfg); err != nil {
+			t.Fatal(err)
+		}
+		if c := <-fs.cmds; c.Argv[0] != "gateway" {
+			t.Fatalf("first start ran %v", c.Argv)
+		}
+		p.exitCode(1)
+		synctest.Wait()
+		if c := <-fs.cmds; c.Argv[0] != "gateway-v2" {
+			t.Fatalf("start after Reconfigure ran %v", c.Argv)
+		}
+	})
+}

@@ -2,6 +2,7 @@ package respawn
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"time"
 
@@ -57,18 +58,63 @@ func (e Exit) failure() bool {
 	return true
 }
 
-// Status is a snapshot of the supervisor, as `schedd status` shows it.
+// Status is a snapshot of the supervisor, as `schedd status` shows it. In JSON every
+// field is always present; times that are not set (and a pid of 0) are null.
 type Status struct {
 	State               State     `json:"state"`
-	PID                 int       `json:"pid,omitempty"`
-	StartedAt           time.Time `json:"started_at,omitzero"`
-	ReadySince          time.Time `json:"ready_since,omitzero"`
+	PID                 int       `json:"pid"`
+	StartedAt           time.Time `json:"started_at"`
+	ReadySince          time.Time `json:"ready_since"`
 	Restarts            int       `json:"restarts"`
 	ConsecutiveFailures int       `json:"consecutive_failures"`
-	NextStartAt         time.Time `json:"next_start_at,omitzero"`
+	NextStartAt         time.Time `json:"next_start_at"`
 	LastExit            *Exit     `json:"last_exit"`
-	StatusText          string    `json:"status_text,omitempty"` // the gateway's own STATUS=
-	Inflight            *int      `json:"inflight,omitempty"`    // the gateway's X_SCHEDD_INFLIGHT
+	StatusText          string    `json:"status_text"` // the gateway's own STATUS=
+	Inflight            *int      `json:"inflight"`    // the gateway's X_SCHEDD_INFLIGHT
+}
+
+// MarshalJSON writes unset times and a zero pid as null.
+func (s Status) MarshalJSON() ([]byte, error) {
+	opt := func(t time.Time) *time.Time {
+		if t.IsZero() {
+			return nil
+		}
+		return &t
+	}
+	var pid *int
+	if s.PID != 0 {
+		pid = &s.PID
+	}
+	return json.Marshal(struct {
+		State               State      `json:"state"`
+		PID                 *int       `json:"pid"`
+		StartedAt           *time.Time `json:"started_at"`
+		ReadySince          *time.Time `json:"ready_since"`
+		Restarts            int        `json:"restarts"`
+		ConsecutiveFailures int        `json:"consecutive_failures"`
+		NextStartAt         *time.Time `json:"next_start_at"`
+		LastExit            *Exit      `json:"last_exit"`
+		StatusText          string     `json:"status_text"`
+		Inflight            *int       `json:"inflight"`
+	}{s.State, pid, opt(s.StartedAt), opt(s.ReadySince), s.Restarts, s.ConsecutiveFailures,
+		opt(s.NextStartAt), s.LastExit, s.StatusText, s.Inflight})
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (s *Status) UnmarshalJSON(b []byte) error {
+	type plain Status
+	var p struct {
+		plain
+		PID *int `json:"pid"`
+	}
+	if err := json.Unmarshal(b, &p); err != nil {
+		return err
+	}
+	*s = Status(p.plain)
+	if p.PID != nil {
+		s.PID = *p.PID
+	}
+	return nil
 }
 
 // Proc is a started gateway process; *platform.Process is the real one.
