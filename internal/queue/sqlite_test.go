@@ -111,11 +111,11 @@ func TestGroupCommit(t *testing.T) {
 	var returned atomic.Int32
 	var once sync.Once
 	release := make(chan struct{})
-	var s *SQLite
+	held := make(chan int, 1)
 	var sizes []int
 	var mu sync.Mutex
 	committed := 0
-	s = openTest(t, "", Options{beforeCommit: func(size int) {
+	s := openTest(t, "", Options{beforeCommit: func(size int) {
 		mu.Lock()
 		sizes = append(sizes, size)
 		if r := int(returned.Load()); r > committed {
@@ -124,7 +124,10 @@ func TestGroupCommit(t *testing.T) {
 		committed += size // committed right after this hook returns
 		mu.Unlock()
 		// Hold the first commit until every other caller waits in the queue.
-		once.Do(func() { <-release })
+		once.Do(func() {
+			held <- size
+			<-release
+		})
 	}})
 	var wg sync.WaitGroup
 	errs := make(chan error, n)
@@ -142,7 +145,8 @@ func TestGroupCommit(t *testing.T) {
 			}
 		})
 	}
-	for len(s.reqs) < n-1 {
+	first := <-held
+	for len(s.reqs) < n-first {
 		time.Sleep(time.Millisecond)
 	}
 	close(release)
@@ -152,13 +156,13 @@ func TestGroupCommit(t *testing.T) {
 		t.Error(err)
 	}
 	st := s.Stats()
-	if st.Ops != n || st.Commits >= n || st.Commits < 2 {
-		t.Fatalf("stats = %+v, want %d ops in fewer commits", st, n)
+	if st.Ops != n || st.Commits != 2 {
+		t.Fatalf("stats = %+v, want %d ops in 2 commits", st, n)
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if len(sizes) != 2 || sizes[0] != 1 || sizes[1] != n-1 {
-		t.Fatalf("batch sizes = %v, want [1 %d]", sizes, n-1)
+	if len(sizes) != 2 || sizes[0]+sizes[1] != n {
+		t.Fatalf("batch sizes = %v, want two adding up to %d", sizes, n)
 	}
 }
 

@@ -449,15 +449,17 @@ func (s *SQLite) Release(ctx context.Context, id, epoch int64, nextAt time.Time)
 	return nil
 }
 
-// Dead dead-letters a pending entry or one sending under epoch.
+// Dead dead-letters a pending entry, or a sending one claimed by epoch or whose claim is void.
+// In this single-owner store every claim of another epoch is void.
 func (s *SQLite) Dead(ctx context.Context, id, epoch int64, reason, lastErr string) error {
 	err := s.submit(ctx, "dead", func(tx *sql.Tx, b *batch) error {
 		now := s.now().UnixMilli()
 		res, err := tx.Exec(`UPDATE deliveries SET state = 'dead', dead_reason = ?,
 			last_error = COALESCE(NULLIF(?, ''), last_error), finished_at = ?, updated_at = ?,
 			owner_epoch = NULL, lease_until = NULL
-			WHERE id = ? AND (state = 'pending' OR (state = 'sending' AND owner_epoch = ?))`,
-			reason, lastErr, now, now, id, epoch)
+			WHERE id = ? AND (state = 'pending' OR (state = 'sending' AND
+				(owner_epoch = ? OR owner_epoch IS NOT ? OR lease_until <= ?)))`,
+			reason, lastErr, now, now, id, epoch, epoch, now)
 		if err != nil {
 			return err
 		}

@@ -33,9 +33,9 @@ import (
 //
 // so concurrent claimers never wait on, nor double-claim, the same rows.
 //
-// Fencing. Complete, Fail, Release and Dead on a sending entry succeed only for the epoch
-// that holds the claim (ErrNotOwner otherwise), so a process that lost its claim cannot
-// overwrite a newer outcome.
+// Fencing. Complete, Fail and Release on a sending entry succeed only for the epoch that
+// holds the claim (ErrNotOwner otherwise), so a process that lost its claim cannot overwrite
+// a newer outcome.
 type Store interface {
 	// NewEpoch durably allocates this process's boot epoch, larger than every earlier one.
 	NewEpoch(ctx context.Context) (int64, error)
@@ -77,8 +77,9 @@ type Store interface {
 	// Release returns a claimed entry to pending due at nextAt without charging a failure
 	// (the sink was not ready, or the process is shutting down mid-send).
 	Release(ctx context.Context, id, epoch int64, nextAt time.Time) error
-	// Dead dead-letters a pending entry, or a sending one claimed by epoch, keeping the reason
-	// and (when not empty) lastErr.
+	// Dead dead-letters a pending entry, or a sending one that epoch holds or could claim
+	// (its claim is void), keeping the reason and (when not empty) lastErr. ErrNotOwner if
+	// another live owner holds it, ErrWrongState if it is terminal.
 	Dead(ctx context.Context, id, epoch int64, reason, lastErr string) error
 
 	// Retry moves a dead entry back to pending, due now, with its failures reset.

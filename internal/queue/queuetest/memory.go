@@ -464,7 +464,7 @@ func (m *Memory) Release(ctx context.Context, id, epoch int64, nextAt time.Time)
 	return nil
 }
 
-// Dead dead-letters a pending entry or one sending under epoch.
+// Dead dead-letters a pending entry, or a sending one claimed by epoch or whose claim is void.
 func (m *Memory) Dead(ctx context.Context, id, epoch int64, reason, lastErr string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -476,7 +476,8 @@ func (m *Memory) Dead(ctx context.Context, id, epoch int64, reason, lastErr stri
 		return fmt.Errorf("dead-letter delivery %d: %w", id, queue.ErrNotFound)
 	}
 	switch {
-	case x.e.State == queue.StatePending, x.e.State == queue.StateSending && x.e.Epoch == epoch:
+	case x.e.State == queue.StatePending,
+		x.e.State == queue.StateSending && (x.e.Epoch == epoch || x.e.ClaimableBy(epoch, now())):
 	case x.e.State == queue.StateSending:
 		return fmt.Errorf("dead-letter delivery %d: %w", id, queue.ErrNotOwner)
 	default:
