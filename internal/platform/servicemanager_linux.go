@@ -3,18 +3,17 @@ package platform
 import (
 	"os"
 	"strconv"
+	"strings"
 )
 
-// detectServiceManager trusts systemd's hints only when they name this very process:
-// SYSTEMD_EXEC_PID or MAINPID equal to our pid, or INVOCATION_ID with our parent being
-// pid 1 or the systemd user manager.
-func detectServiceManager(env map[string]string) string {
-	me := strconv.Itoa(os.Getpid())
-	if env["SYSTEMD_EXEC_PID"] == me {
-		return "systemd"
+// processName is the command name of pid from /proc ("systemd"), "" if unreadable.
+func processName(pid int) string {
+	if pid <= 0 {
+		return ""
 	}
-	if env["INVOCATION_ID"] != "" && os.Getppid() == 1 {
-		return "systemd"
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/comm")
+	if err != nil {
+		return ""
 	}
-	return "none"
+	return strings.TrimSpace(string(b))
 }

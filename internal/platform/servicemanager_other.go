@@ -2,16 +2,6 @@
 
 package platform
 
-// detectServiceManager reads the hints of launchd and the Windows task scheduler.
-func detectServiceManager(env map[string]string) string {
-	if l := env["LAUNCH_JOB_LABEL"]; l != "" && l != "0" {
-		return "launchd"
-	}
-	if l := env["XPC_SERVICE_NAME"]; l != "" && l != "0" {
-		return "launchd"
-	}
-	if env["SCHEDD_SCHTASKS_TASK"] != "" {
-		return "schtasks"
-	}
-	return "none"
-}
+// processName is not needed beyond Linux: launchd is always pid 1, and the Windows task
+// marker is schedd's own variable.
+func processName(int) string { return "" }
