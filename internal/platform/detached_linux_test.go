@@ -21,4 +21,3 @@ func TestWaitExitZombie(t *testing.T) {
 		t.Fatalf("status %v, %v", st, err)
 	}
 }
-
