@@ -118,6 +118,8 @@ Then, from another terminal:
 	root.AddCommand(
 		newRunCmd(g),
 		newStatusCmd(g),
+		newRestartCmd(g),
+		newStopCmd(g),
 		newVersionCmd(),
 		newConfigCmd(),
 	)

@@ -71,7 +71,7 @@ func (o *runOptions) run(cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return err
 	}
-	log, err := newLogger(cmd, cfg.Log)
+	log, level, err := newLogger(cmd, cfg.Log)
 	if err != nil {
 		return withCode(exitConfig, err)
 	}
@@ -112,6 +112,8 @@ func (o *runOptions) run(cmd *cobra.Command, args []string) error {
 		Logger:         log,
 		Signals:        sigs,
 		Environ:        os.Environ(),
+		LogLevel:       level,
+		Reload:         o.reloader(args),
 	})
 	if _, ok := errors.AsType[*platform.LockedError](err); ok {
 		return withCode(exitLocked, fmt.Errorf("%w; stop it first, or give this one another --state-dir", err))
@@ -147,6 +149,15 @@ func (o *runOptions) loadConfig(args []string) (*config.Config, error) {
 	return cfg, nil
 }
 
+// reloader re-reads the config for SIGHUP exactly as at start (the command after "--"
+// still wins); nil without a config file.
+func (o *runOptions) reloader(args []string) func() (*config.Config, error) {
+	if o.configPath == "" {
+		return nil
+	}
+	return func() (*config.Config, error) { return o.loadConfig(args) }
+}
+
 // serviceManager resolves --service-manager.
 func serviceManager(flag string) (string, error) {
 	switch flag {
@@ -159,20 +170,22 @@ func serviceManager(flag string) (string, error) {
 }
 
 // newLogger builds the daemon's logger from the config and the flags, writing to stderr.
-func newLogger(cmd *cobra.Command, lc config.Log) (*zap.Logger, error) {
+// The level is returned so a config reload can change it (unless --log-level fixed it).
+func newLogger(cmd *cobra.Command, lc config.Log) (*zap.Logger, *zap.AtomicLevel, error) {
 	format, level := lc.Format, lc.Level
 	if f := cmd.Flags().Lookup("log-format"); f != nil && f.Changed {
 		format = f.Value.String()
 	}
+	fixed := false
 	if f := cmd.Flags().Lookup("log-level"); f != nil && f.Changed {
-		level = f.Value.String()
+		level, fixed = f.Value.String(), true
 	}
 	if level == "" {
 		level = "info"
 	}
-	lvl, err := zapcore.ParseLevel(level)
+	lvl, err := zap.ParseAtomicLevel(level)
 	if err != nil {
-		return nil, fmt.Errorf("log level %q: want debug, info, warn or error", level)
+		return nil, nil, fmt.Errorf("log level %q: want debug, info, warn or error", level)
 	}
 	var enc zapcore.Encoder
 	switch format {
@@ -186,8 +199,11 @@ func newLogger(cmd *cobra.Command, lc config.Log) (*zap.Logger, error) {
 		ec.CallerKey, ec.StacktraceKey = "", ""
 		enc = zapcore.NewConsoleEncoder(ec)
 	default:
-		return nil, fmt.Errorf("log format %q: want console or json", format)
+		return nil, nil, fmt.Errorf("log format %q: want console or json", format)
 	}
 	core := zapcore.NewCore(enc, zapcore.Lock(zapcore.AddSync(cmd.ErrOrStderr())), lvl)
-	return zap.New(core), nil
+	if fixed {
+		return zap.New(core), nil, nil
+	}
+	return zap.New(core), &lvl, nil
 }

@@ -93,6 +93,44 @@ func printStatus(w io.Writer, st control.Status, now time.Time) {
 	if gw.StatusText != "" {
 		row("gateway says", gw.StatusText)
 	}
+	if gw.Inflight != nil {
+		row("in flight", strconv.Itoa(*gw.Inflight))
+	}
+	if rs := st.Restart; rs != nil {
+		if p := rs.Pending; p != nil {
+			v := []string{strings.Join(p.Reasons, "; ")}
+			switch {
+			case p.FollowUp:
+				v = append(v, "after the restart in progress")
+			case p.DeferredSince != nil:
+				busy := "busy"
+				if p.Inflight != nil {
+					busy = fmt.Sprintf("%d in flight", *p.Inflight)
+				}
+				v = append(v, "waiting for idle for "+since(*p.DeferredSince, now), busy, "forced in "+until(*p.DeadlineAt, now))
+			default:
+				v = append(v, "due in "+until(p.DueAt, now))
+			}
+			if p.Requests > 1 {
+				v = append(v, fmt.Sprintf("%d requests", p.Requests))
+			}
+			row("restart pending", v...)
+		}
+		if rs.InProgress {
+			row("restart", "in progress")
+		}
+		if l := rs.Last; l != nil {
+			v := []string{"ok", fmt.Sprintf("pid %d -> %d", l.PreviousPID, l.PID)}
+			if !l.OK {
+				v = []string{"failed", l.Error}
+			}
+			v = append(v, since(l.At, now)+" ago", l.Reason)
+			if l.Forced {
+				v = append(v, "forced")
+			}
+			row("last restart", v...)
+		}
+	}
 	tw.Flush()
 }
 

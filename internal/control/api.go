@@ -7,13 +7,15 @@ import (
 	"time"
 
 	"github.com/schedd/schedd/internal/respawn"
+	"github.com/schedd/schedd/internal/restart"
 )
 
 // Status is the reply of GET /v1/status and the output of `schedd status --json`.
 // Field names are snake_case and stable.
 type Status struct {
-	Schedd  Schedd         `json:"schedd"`
-	Gateway respawn.Status `json:"gateway"`
+	Schedd  Schedd          `json:"schedd"`
+	Gateway respawn.Status  `json:"gateway"`
+	Restart *restart.Status `json:"restart"`
 }
 
 // Schedd describes the daemon itself.
@@ -25,6 +27,7 @@ type Schedd struct {
 	ConfigPath     string    `json:"config_path"`     // "" when running on built-in defaults
 	StateDir       string    `json:"state_dir"`
 	Socket         string    `json:"socket"`
+	Goroutines     int       `json:"goroutines"` // a leak shows here first
 }
 
 // ErrorBody is the shape of every error reply: {"error": {"code": "...", "message": "..."}}.

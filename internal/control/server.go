@@ -58,15 +58,26 @@ func NewServer(opts ServerOptions) *Server {
 		opts.RequestTimeout = DefaultRequestTimeout
 	}
 	s := &Server{opts: opts, mux: http.NewServeMux()}
-	s.mux.HandleFunc("GET /v1/status", s.status)
+	s.Handle("GET /v1/status", s.status)
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, http.StatusNotFound, CodeNotFound, fmt.Sprintf("no endpoint %s %s", r.Method, r.URL.Path))
 	})
 	return s
 }
 
-// Handle adds an endpoint (pattern as in http.ServeMux, e.g. "POST /v1/restart").
-func (s *Server) Handle(pattern string, h http.HandlerFunc) { s.mux.HandleFunc(pattern, h) }
+// Handle adds an endpoint (pattern as in http.ServeMux, e.g. "POST /v1/status"). Its
+// requests are bounded by the request timeout.
+func (s *Server) Handle(pattern string, h http.HandlerFunc) {
+	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), s.opts.RequestTimeout)
+		defer cancel()
+		h(w, r.WithContext(ctx))
+	})
+}
+
+// HandleLong adds an endpoint whose replies may wait longer than the request timeout
+// (`schedd restart --wait`); it ends when the client goes away or the server shuts down.
+func (s *Server) HandleLong(pattern string, h http.HandlerFunc) { s.mux.HandleFunc(pattern, h) }
 
 // Serve serves ln until ctx ends, then shuts down, waiting up to a few seconds for
 // requests in progress.
@@ -102,15 +113,13 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 // handler wraps the mux with the body cap, a per-request timeout and method/route errors.
 func (s *Server) handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ctx, cancel := context.WithTimeout(r.Context(), s.opts.RequestTimeout)
-		defer cancel()
 		if r.ContentLength > s.opts.MaxBody {
 			WriteError(w, http.StatusRequestEntityTooLarge, CodeTooLarge,
 				fmt.Sprintf("request body of %d bytes is over the %d byte limit", r.ContentLength, s.opts.MaxBody))
 			return
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, s.opts.MaxBody)
-		s.mux.ServeHTTP(w, r.WithContext(ctx))
+		s.mux.ServeHTTP(w, r)
 	})
 }
 

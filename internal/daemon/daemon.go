@@ -10,7 +10,9 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -20,6 +22,7 @@ import (
 	"github.com/schedd/schedd/internal/control"
 	"github.com/schedd/schedd/internal/platform"
 	"github.com/schedd/schedd/internal/respawn"
+	"github.com/schedd/schedd/internal/restart"
 )
 
 // Notifier talks to the service manager that runs schedd (platform.SdNotifier).
@@ -44,6 +47,11 @@ type Options struct {
 	Environ []string
 	// Starter replaces how gateway processes are started (tests).
 	Starter respawn.Starter
+	// Reload reads the config again for SIGHUP, the way the command line first did (nil:
+	// SIGHUP has nothing to re-read).
+	Reload func() (*config.Config, error)
+	// LogLevel, when set, follows log.level on reload.
+	LogLevel *zap.AtomicLevel
 }
 
 // Daemon is one running schedd.
@@ -51,9 +59,16 @@ type Daemon struct {
 	opts      Options
 	log       *zap.Logger
 	sup       *respawn.Supervisor
+	coord     *restart.Coordinator
 	startedAt time.Time
 
-	readyOnce sync.Once
+	mu  sync.Mutex
+	cfg *config.Config // the config in effect
+
+	readyOnce  sync.Once
+	restarting atomic.Bool // RELOADING=1 sent; READY=1 is due when the gateway is ready
+
+	notifyPath string // the gateway's NOTIFY_SOCKET ("" when unsupported)
 
 	stopc    chan string  // stop requests from the control API
 	handoffc chan handoff // a replacement of schedd itself, once the gateway is stopped
@@ -81,7 +96,7 @@ func Run(ctx context.Context, opts Options) error {
 	if opts.Notifier == nil {
 		opts.Notifier = platform.SdNotifier{}
 	}
-	d := &Daemon{opts: opts, log: opts.Logger, startedAt: time.Now(),
+	d := &Daemon{opts: opts, log: opts.Logger, startedAt: time.Now(), cfg: opts.Config,
 		stopc: make(chan string, 1), handoffc: make(chan handoff, 1)}
 	return d.run(ctx)
 }
@@ -118,12 +133,11 @@ func (d *Daemon) run(ctx context.Context) error {
 	}
 	defer ln.Close()
 
-	scfg, err := SupervisorConfig(o.Config, o.Environ)
+	d.notifyPath = notifyPath
+	scfg, err := d.supervisorConfig(o.Config)
 	if err != nil {
 		return err
 	}
-	scfg.NotifySocket = notifyPath
-	scfg.ControlSocket = o.Socket
 	sopts := []respawn.Option{respawn.WithLogger(d.log), respawn.OnStateChange(d.stateChanged)}
 	if o.Starter != nil {
 		sopts = append(sopts, respawn.WithStarter(o.Starter))
@@ -132,6 +146,14 @@ func (d *Daemon) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	rcfg, err := d.restartConfig(o.Config)
+	if err != nil {
+		return err
+	}
+	d.coord = restart.New(rcfg, supRestarter{d}, d.log.Named("restart"), restart.Hooks{
+		OnPending: d.restartPending,
+		OnBegin:   d.restartBegins,
+	})
 
 	d.log.Info("schedd started", zap.String("version", o.Version), zap.Int("pid", os.Getpid()),
 		zap.String("state_dir", o.StateDir), zap.String("socket", o.Socket),
@@ -159,6 +181,10 @@ func (d *Daemon) run(ctx context.Context) error {
 
 	supDone := make(chan error, 1)
 	go func() { supDone <- d.sup.Run(supCtx) }()
+	coordCtx, stopCoord := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopCoord()
+	coordDone := make(chan error, 1)
+	go func() { coordDone <- d.coord.Run(coordCtx) }()
 
 	stopping := false
 	stop := func(why string) {
@@ -168,6 +194,7 @@ func (d *Daemon) run(ctx context.Context) error {
 		stopping = true
 		d.log.Info("stopping", zap.String("why", why))
 		d.notify("STOPPING=1")
+		stopCoord() // a pending restart is cancelled; the stop wins over one in progress
 		stopSup()
 	}
 	var supErr error
@@ -198,17 +225,24 @@ loop:
 				}
 				stop("signal " + platform.SignalName(sig))
 			case platform.IsRestart(sig):
-				d.log.Info("restart requested by signal", zap.String("signal", platform.SignalName(sig)))
-				if !stopping {
-					go d.restart(supCtx, "signal "+platform.SignalName(sig))
+				if stopping {
+					continue
 				}
+				if !on(d.config().Restart.AllowSignal, true) {
+					d.log.Warn("SIGUSR1 restart ignored: restart.allow_signal is false; use `schedd restart`")
+					continue
+				}
+				d.coord.Request(restart.Request{Reason: platform.SignalName(sig), Source: restart.SourceSignal})
 			case platform.IsReload(sig):
-				d.log.Info("reload requested by signal; no live settings to reload yet", zap.String("signal", platform.SignalName(sig)))
+				if !stopping {
+					d.reload()
+				}
 			}
 		}
 	}
+	stopCoord()
 	bgCancel()
-	err = errors.Join(supErr, ignoreClosed(g.Wait()))
+	err = errors.Join(supErr, <-coordDone, ignoreClosed(g.Wait()))
 	if last != nil && err == nil {
 		// Release the lock and the sockets before the successor needs them.
 		ln.Close()
@@ -223,19 +257,6 @@ func ignoreClosed(err error) error {
 		return nil
 	}
 	return err
-}
-
-// restart asks the supervisor for a restart and logs the result.
-func (d *Daemon) restart(ctx context.Context, reason string) {
-	res, err := d.sup.Restart(ctx)
-	switch {
-	case err != nil:
-		d.log.Warn("restart not done", zap.String("reason", reason), zap.Error(err))
-	case !res.OK:
-		d.log.Warn("restart failed", zap.String("reason", reason), zap.String("error", res.Error))
-	default:
-		d.log.Info("restart done", zap.String("reason", reason), zap.Int("pid", res.PID), zap.Int("previous_pid", res.PreviousPID))
-	}
 }
 
 // readNotify passes the gateway's notify messages to the supervisor.
@@ -285,14 +306,21 @@ func (d *Daemon) watchdog(ctx context.Context) {
 	}
 }
 
-// stateChanged tells the service manager about the gateway (called by the supervisor).
+// stateChanged tells the service manager about the gateway (called by the supervisor):
+// READY=1 the first time it is ready, and again when it is ready after a restart that
+// began with RELOADING=1.
 func (d *Daemon) stateChanged(st respawn.Status) {
 	d.notify("STATUS=" + statusLine(st))
-	if st.State == respawn.StateReady {
-		d.readyOnce.Do(func() {
-			d.notify("READY=1")
+	if st.State != respawn.StateReady {
+		return
+	}
+	first := false
+	d.readyOnce.Do(func() { first = true })
+	if first || d.restarting.CompareAndSwap(true, false) {
+		d.notify("READY=1")
+		if first {
 			d.log.Info("told the service manager schedd is ready")
-		})
+		}
 	}
 }
 
@@ -327,16 +355,19 @@ func statusLine(st respawn.Status) string {
 // Status implements control.Backend.
 func (d *Daemon) Status(context.Context) control.Status {
 	o := d.opts
+	rs := d.coord.Status()
 	return control.Status{
 		Schedd: control.Schedd{
 			PID:            os.Getpid(),
 			Version:        o.Version,
 			StartedAt:      d.startedAt,
 			ServiceManager: o.ServiceManager,
-			ConfigPath:     o.Config.Path,
+			ConfigPath:     d.config().Path,
 			StateDir:       o.StateDir,
 			Socket:         o.Socket,
+			Goroutines:     runtime.NumGoroutine(),
 		},
 		Gateway: d.sup.Status(),
+		Restart: &rs,
 	}
 }

@@ -25,6 +25,7 @@ type Coordinator struct {
 	hooks Hooks
 
 	reqc chan reqMsg
+	cfgc chan Config
 	done chan struct{}
 
 	mu     sync.Mutex // guards status only
@@ -42,6 +43,7 @@ func New(cfg Config, r Restarter, log *zap.Logger, hooks Hooks) *Coordinator {
 		log:    log,
 		hooks:  hooks,
 		reqc:   make(chan reqMsg),
+		cfgc:   make(chan Config),
 		done:   make(chan struct{}),
 		status: Status{Requests: map[Source]int64{}},
 	}
@@ -63,6 +65,16 @@ func (c *Coordinator) Request(req Request) Ticket {
 		ch := make(chan outcome, 1)
 		ch <- outcome{err: ErrStopping}
 		return Ticket{done: ch}
+	}
+}
+
+// Reconfigure replaces the configuration; a restart already pending keeps its due time.
+func (c *Coordinator) Reconfigure(cfg Config) error {
+	select {
+	case c.cfgc <- cfg:
+		return nil
+	case <-c.done:
+		return ErrStopping
 	}
 }
 
@@ -175,6 +187,8 @@ func (c *Coordinator) Run(ctx context.Context) error {
 		select {
 		case m := <-c.reqc:
 			m.reply <- s.request(m.req)
+		case cfg := <-c.cfgc:
+			c.cfg = cfg.withDefaults()
 		case <-timerC(s.due):
 			s.due = nil
 			s.dueReached()

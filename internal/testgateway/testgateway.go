@@ -28,6 +28,11 @@
 //	inflight=N         send X_SCHEDD_INFLIGHT=N
 //	status=TEXT        send STATUS=TEXT
 //	http=ADDR          serve 200 on ADDR (/healthz, /readyz)
+//	inflight-file=FILE send X_SCHEDD_INFLIGHT=<the number in FILE> whenever it changes
+//	life-file=FILE     append "start PID UNIXNANO" at start and "exit PID UNIXNANO" when
+//	                   it exits on SIGTERM/SIGINT
+//	reload             on SIGHUP: RELOADING=1, then after reload-delay READY=1
+//	reload-delay=D     how long a reload takes
 //
 // Without exit/signal the fake runs until SIGTERM or SIGINT and then exits 0.
 package testgateway
@@ -142,6 +147,9 @@ func run(o options) int {
 	if f := o["pid-file"]; f != "" {
 		appendLine(f, strconv.Itoa(os.Getpid()))
 	}
+	if f := o["life-file"]; f != "" {
+		appendLine(f, fmt.Sprintf("start %d %d", os.Getpid(), time.Now().UnixNano()))
+	}
 	if f := o["env-file"]; f != "" {
 		if err := os.WriteFile(f, []byte(strings.Join(os.Environ(), "\n")+"\n"), 0o600); err != nil {
 			fail("%v", err)
@@ -186,6 +194,31 @@ func run(o options) int {
 	if n := o["inflight"]; n != "" {
 		notify("X_SCHEDD_INFLIGHT=" + n)
 	}
+	if f := o["inflight-file"]; f != "" {
+		go func() {
+			last := ""
+			for {
+				if b, err := os.ReadFile(f); err == nil {
+					if v := strings.TrimSpace(string(b)); v != last && v != "" {
+						notify("X_SCHEDD_INFLIGHT=" + v)
+						last = v
+					}
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+		}()
+	}
+	if o.has("reload") {
+		hup := make(chan os.Signal, 4)
+		signal.Notify(hup, syscall.SIGHUP)
+		go func() {
+			for range hup {
+				notify("RELOADING=1")
+				time.Sleep(o.dur("reload-delay"))
+				notify("READY=1")
+			}
+		}()
+	}
 	if o.has("ready") {
 		time.Sleep(o.dur("ready-delay"))
 		notify("READY=1")
@@ -218,6 +251,9 @@ func run(o options) int {
 	case <-sigs:
 		notify("STOPPING=1")
 		time.Sleep(o.dur("term-delay"))
+		if f := o["life-file"]; f != "" {
+			appendLine(f, fmt.Sprintf("exit %d %d", os.Getpid(), time.Now().UnixNano()))
+		}
 		return 0
 	}
 }

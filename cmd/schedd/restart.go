@@ -1,0 +1,170 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/schedd/schedd/internal/control"
+	"github.com/schedd/schedd/internal/daemon"
+	"github.com/schedd/schedd/internal/restart"
+)
+
+type restartOptions struct {
+	*globals
+	reason  string
+	now     bool
+	wait    bool
+	maxWait time.Duration
+	delay   time.Duration
+	json    bool
+	daemon  bool
+}
+
+func newRestartCmd(g *globals) *cobra.Command {
+	o := &restartOptions{globals: g}
+	c := &cobra.Command{
+		Use:   "restart",
+		Short: "Restart the gateway (a fresh pid), once it is idle",
+		Long: `Ask the daemon to restart the gateway. The request joins the restart already
+pending, if any; the restart waits restart.delay (2s) plus what is left of the
+cooldown since the last one (30s), and, when an idle probe is configured, until the
+gateway is idle or --max-wait (restart.defer_until_idle.max_wait, 5m) has passed.
+
+  schedd restart                       # requested; returns at once
+  schedd restart --reason deploy --wait   # wait for the result; exit 1 if it failed
+  schedd restart --now --wait          # no delay, no cooldown, no waiting for idle
+  schedd restart --daemon              # replace schedd itself with a fresh process
+
+Exit status: 0 requested (or, with --wait, done), 1 failed, 2 usage.`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
+	}
+	f := c.Flags()
+	f.StringVar(&o.reason, "reason", "", "why, shown in status and logs (default \"cli\")")
+	f.BoolVar(&o.now, "now", false, "skip the delay, the cooldown and the wait for idle")
+	f.BoolVar(&o.wait, "wait", false, "wait until the restart is done and print its result")
+	f.DurationVar(&o.maxWait, "max-wait", 0, "restart anyway after waiting this long for idle (default from the config)")
+	f.DurationVar(&o.delay, "delay", -1, "wait this long before restarting, 0s to 60s (default restart.delay)")
+	f.BoolVar(&o.json, "json", false, "print the reply as JSON")
+	f.BoolVar(&o.daemon, "daemon", false, "restart schedd itself (the gateway is stopped and started again by the new schedd)")
+	c.Flags().Lookup("delay").DefValue = "from the config"
+	return c
+}
+
+func (o *restartOptions) run(cmd *cobra.Command) error {
+	if o.maxWait < 0 {
+		return usageError{fmt.Errorf("--max-wait %v: must be positive", o.maxWait)}
+	}
+	if o.delay > restart.MaxDelay {
+		return usageError{fmt.Errorf("--delay %v: at most %v", o.delay, restart.MaxDelay)}
+	}
+	req := daemon.RestartRequest{Reason: o.reason, Now: o.now, Wait: o.wait, Source: string(restart.SourceCLI), Daemon: o.daemon}
+	if o.maxWait > 0 {
+		req.MaxWait = o.maxWait.String()
+	}
+	if o.delay >= 0 {
+		req.Delay = o.delay.String()
+	}
+	ctx := cmd.Context()
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if o.wait {
+		// No deadline: the restart may wait for idle for minutes. ^C stops waiting (the
+		// restart still happens).
+		var stop context.CancelFunc
+		ctx, stop = signal.NotifyContext(ctx, os.Interrupt)
+		defer stop()
+	} else {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+	}
+	var reply daemon.RestartReply
+	err := control.NewClient(o.socketPath()).Do(ctx, http.MethodPost, "/v1/restart", req, &reply)
+	if err != nil {
+		if errors.Is(err, context.Canceled) {
+			return errors.New("stopped waiting; the restart goes on (see `schedd status`)")
+		}
+		return err
+	}
+	out := cmd.OutOrStdout()
+	if o.json {
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(reply); err != nil {
+			return err
+		}
+	} else {
+		printRestartReply(out, reply, time.Now())
+	}
+	if reply.Result != nil && !reply.Result.OK {
+		return withCode(exitFailure, fmt.Errorf("restart failed: %s", reply.Result.Error))
+	}
+	if reply.Daemon != nil && reply.Daemon.Mode == "failed" {
+		return withCode(exitFailure, fmt.Errorf("schedd cannot replace itself: %s", reply.Daemon.Detail))
+	}
+	return nil
+}
+
+func printRestartReply(w io.Writer, r daemon.RestartReply, now time.Time) {
+	switch {
+	case r.Daemon != nil:
+		fmt.Fprintf(w, "schedd restart: mode %s", r.Daemon.Mode)
+		if r.Daemon.PID != 0 {
+			fmt.Fprintf(w, ", new pid %d", r.Daemon.PID)
+		}
+		if r.Daemon.Detail != "" {
+			fmt.Fprintf(w, " (%s)", r.Daemon.Detail)
+		}
+		fmt.Fprintln(w)
+	case r.Result != nil:
+		res := r.Result
+		if !res.OK {
+			fmt.Fprintf(w, "restart failed after %s: %s\n", time.Duration(res.DurationMs)*time.Millisecond, res.Error)
+			return
+		}
+		var notes []string
+		if res.DeferredMs > 0 {
+			notes = append(notes, fmt.Sprintf("waited %s for idle", time.Duration(res.DeferredMs)*time.Millisecond))
+		}
+		if res.Forced {
+			notes = append(notes, "forced at max-wait")
+		}
+		if res.CooldownMsApplied > 0 {
+			notes = append(notes, fmt.Sprintf("cooldown %s", time.Duration(res.CooldownMsApplied)*time.Millisecond))
+		}
+		if res.Requests > 1 {
+			notes = append(notes, fmt.Sprintf("%d requests merged", res.Requests))
+		}
+		fmt.Fprintf(w, "restarted: pid %d -> %d, ready in %s", res.PreviousPID, res.PID, time.Duration(res.DurationMs)*time.Millisecond)
+		if len(notes) > 0 {
+			fmt.Fprintf(w, " (%s)", strings.Join(notes, ", "))
+		}
+		fmt.Fprintln(w)
+	case r.Pending != nil:
+		p := r.Pending
+		what := "restart requested"
+		if r.Coalesced {
+			what = fmt.Sprintf("merged into the pending restart (%d requests)", p.Requests)
+		}
+		switch {
+		case p.FollowUp:
+			fmt.Fprintf(w, "%s: it follows the restart in progress\n", what)
+		case !p.DueAt.After(now):
+			fmt.Fprintf(w, "%s: now\n", what)
+		default:
+			fmt.Fprintf(w, "%s: due in %s\n", what, p.DueAt.Sub(now).Round(time.Millisecond))
+		}
+	}
+}

@@ -1,0 +1,203 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/schedd/schedd/internal/config"
+	"github.com/schedd/schedd/internal/platform"
+	"github.com/schedd/schedd/internal/probe"
+	"github.com/schedd/schedd/internal/respawn"
+	"github.com/schedd/schedd/internal/restart"
+)
+
+// on reads an optional switch.
+func on(b *bool, def bool) bool {
+	if b == nil {
+		return def
+	}
+	return *b
+}
+
+// config returns the config in effect.
+func (d *Daemon) config() *config.Config {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.cfg
+}
+
+// supervisorConfig builds the supervisor's settings from c.
+func (d *Daemon) supervisorConfig(c *config.Config) (respawn.Config, error) {
+	scfg, err := SupervisorConfig(c, d.opts.Environ)
+	if err != nil {
+		return scfg, err
+	}
+	scfg.NotifySocket = d.notifyPath
+	scfg.ControlSocket = d.opts.Socket
+	return scfg, nil
+}
+
+// restartConfig builds the coordinator's settings from c.
+func (d *Daemon) restartConfig(c *config.Config) (restart.Config, error) {
+	r := c.Restart
+	rc := restart.Config{
+		Delay:    r.Delay.D(),
+		Cooldown: r.Cooldown.D(),
+		Method:   restart.Method(r.Method),
+		Poll:     r.DeferUntilIdle.Poll.D(),
+		MaxWait:  r.DeferUntilIdle.MaxWait.D(),
+	}
+	if idle := r.DeferUntilIdle.Idle; idle != nil && on(r.DeferUntilIdle.Enabled, true) {
+		rc.ProbeTimeout = idle.Timeout.D()
+		switch {
+		case idle.Notify != nil:
+			rc.Idle = notifyCounter{d}
+		case idle.HTTP != nil:
+			rc.Idle = probe.HTTP{URL: idle.HTTP.URL, Pointer: idle.HTTP.InflightPointer, Headers: idle.HTTP.Headers}
+		case idle.Exec != nil:
+			rc.Idle = probe.Exec{Argv: idle.Exec.Command, Env: platform.ChildEnv(d.opts.Environ, nil)}
+		}
+	}
+	if rc.Method == restart.MethodSignal {
+		if _, err := platform.ParseSignal(r.Signal); err != nil {
+			return rc, fmt.Errorf("restart.signal: %w", err)
+		}
+	}
+	return rc, nil
+}
+
+// errNoInflight is the notify idle check's answer before the gateway has said anything.
+var errNoInflight = errors.New("the gateway has not reported X_SCHEDD_INFLIGHT")
+
+// notifyCounter is the `notify` idle probe: the gateway's last X_SCHEDD_INFLIGHT=N.
+type notifyCounter struct{ d *Daemon }
+
+func (n notifyCounter) Inflight(context.Context) (int, error) {
+	st := n.d.sup.Status()
+	if st.Inflight == nil {
+		return 0, errNoInflight
+	}
+	return *st.Inflight, nil
+}
+
+// supRestarter performs the coordinator's restarts with the supervisor.
+type supRestarter struct{ d *Daemon }
+
+func (s supRestarter) Restart(ctx context.Context, m restart.Method) (restart.Outcome, error) {
+	var res respawn.RestartResult
+	var err error
+	if m == restart.MethodSignal {
+		sig, perr := platform.ParseSignal(s.d.config().Restart.Signal)
+		if perr != nil {
+			return restart.Outcome{}, perr
+		}
+		res, err = s.d.sup.Reload(ctx, sig)
+	} else {
+		res, err = s.d.sup.Restart(ctx)
+	}
+	return restart.Outcome{OK: res.OK, PID: res.PID, PreviousPID: res.PreviousPID, Error: res.Error}, err
+}
+
+// restartBegins tells the service manager that schedd is reloading; READY=1 follows once
+// the gateway is ready again (stateChanged).
+func (d *Daemon) restartBegins(p restart.Pending) {
+	d.restarting.Store(true)
+	msg := "RELOADING=1\nSTATUS=restarting the gateway: " + strings.Join(p.Reasons, "; ")
+	if mu := (platform.SdNotifier{}).MonotonicUsec(); mu != "" {
+		msg += "\n" + strings.TrimSuffix(mu, "\n")
+	}
+	d.notify(msg)
+}
+
+// restartPending tells the service manager about a restart that waits.
+func (d *Daemon) restartPending(p restart.Pending) {
+	d.notify("STATUS=" + pendingLine(p, time.Now()))
+}
+
+// pendingLine is the STATUS= text for a pending restart.
+func pendingLine(p restart.Pending, now time.Time) string {
+	reasons := strings.Join(p.Reasons, "; ")
+	switch {
+	case p.FollowUp:
+		return fmt.Sprintf("restart in progress; another is queued (%s)", reasons)
+	case p.DeferredSince != nil:
+		busy := "busy"
+		if p.Inflight != nil {
+			busy = fmt.Sprintf("%d in flight", *p.Inflight)
+		}
+		return fmt.Sprintf("restart pending (%s): waiting for the gateway to be idle (%s), forced in %s",
+			reasons, busy, p.DeadlineAt.Sub(now).Round(time.Second))
+	}
+	return fmt.Sprintf("restart pending (%s) in %s", reasons, p.DueAt.Sub(now).Round(time.Millisecond))
+}
+
+// reload applies a changed config file (SIGHUP). An invalid file changes nothing. A changed
+// gateway command, environment or working dir becomes a restart request; the other
+// settings apply without one (gateway settings at its next start).
+func (d *Daemon) reload() {
+	if d.opts.Reload == nil {
+		d.log.Info("SIGHUP: nothing to reload (no config file)")
+		return
+	}
+	next, err := d.opts.Reload()
+	if err != nil {
+		d.log.Error("config reload failed; keeping the config in effect", zap.Error(err))
+		d.notify("STATUS=config reload failed: " + firstLine(err.Error()))
+		return
+	}
+	scfg, err := d.supervisorConfig(next)
+	if err == nil {
+		var rcfg restart.Config
+		if rcfg, err = d.restartConfig(next); err == nil {
+			err = d.sup.Reconfigure(scfg)
+			if err == nil {
+				err = d.coord.Reconfigure(rcfg)
+			}
+		}
+	}
+	if err != nil {
+		d.log.Error("config reload failed; keeping the config in effect", zap.Error(err))
+		return
+	}
+	d.mu.Lock()
+	prev := d.cfg
+	d.cfg = next
+	d.mu.Unlock()
+	if d.opts.LogLevel != nil {
+		if lvl, err := zap.ParseAtomicLevel(next.Log.Level); err == nil {
+			d.opts.LogLevel.SetLevel(lvl.Level())
+		}
+	}
+	changed := gatewayChanges(prev.Gateway, next.Gateway)
+	d.log.Info("config reloaded", zap.String("path", next.Path), zap.Strings("gateway_changes", changed))
+	if len(changed) > 0 {
+		d.coord.Request(restart.Request{Reason: "config changed: " + strings.Join(changed, ", "), Source: restart.SourceConfig})
+	}
+}
+
+// gatewayChanges names what changed among the settings that need a new gateway process.
+func gatewayChanges(a, b config.Gateway) []string {
+	var out []string
+	if !slices.Equal(a.Command, b.Command) {
+		out = append(out, "gateway.command")
+	}
+	if !maps.Equal(a.Env, b.Env) {
+		out = append(out, "gateway.env")
+	}
+	if a.Workdir != b.Workdir {
+		out = append(out, "gateway.workdir")
+	}
+	return out
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
+}
