@@ -48,18 +48,26 @@ func (f *fakeRestarter) at() []time.Time {
 
 // fakeCounter answers with n; hang makes every check block until its context ends.
 type fakeCounter struct {
-	mu    sync.Mutex
-	n     int
-	err   error
-	hang  bool
-	asked []time.Time
+	mu          sync.Mutex
+	n           int
+	err         error
+	hang        bool
+	asked       []time.Time
+	active, max int // checks running at once
 }
 
 func (f *fakeCounter) Inflight(ctx context.Context) (int, error) {
 	f.mu.Lock()
 	f.asked = append(f.asked, time.Now())
 	n, err, hang := f.n, f.err, f.hang
+	f.active++
+	f.max = max(f.max, f.active)
 	f.mu.Unlock()
+	defer func() {
+		f.mu.Lock()
+		f.active--
+		f.mu.Unlock()
+	}()
 	if hang {
 		<-ctx.Done()
 		return 0, ctx.Err()
@@ -284,15 +292,16 @@ func TestMaxWaitPerRequest(t *testing.T) {
 func TestHungProbe(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		idle := &fakeCounter{hang: true}
-		h := newHarness(t, Config{Delay: DefaultDelay, Idle: idle, MaxWait: 3 * time.Second, ProbeTimeout: time.Second}, &fakeRestarter{})
+		h := newHarness(t, Config{Delay: DefaultDelay, Idle: idle, MaxWait: 2900 * time.Millisecond, ProbeTimeout: 700 * time.Millisecond}, &fakeRestarter{})
 		tk := h.c.Request(Request{Source: SourceSignal})
-		h.expectAt(1, 5*time.Second)
+		h.expectAt(1, 4900*time.Millisecond)
 		if res, _ := tk.Wait(context.Background()); !res.Forced {
 			t.Fatalf("result %+v", res)
 		}
-		// Checks at 0, 1.0 (first timed out), 2.0 s of the deferral: never two at once.
-		if n := len(idle.asked); n != 3 {
-			t.Fatalf("idle asked %d times, want 3", n)
+		// Checks start at 0, 1.0 and 2.0 s into the deferral: each times out after 0.7 s
+		// and the poll ticks at 0.5, 1.5 and 2.5 s find one still running and skip.
+		if n := len(idle.asked); n != 3 || idle.max != 1 {
+			t.Fatalf("idle asked %d times (%d at once), want 3 (1)", n, idle.max)
 		}
 	})
 }
