@@ -1,0 +1,293 @@
+package recovery
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/schedd/schedd/internal/queue"
+)
+
+// Summary is the account of one recovery pass. Every entry live at scan start (pending, or
+// left sending by a dead epoch) is counted in exactly one bucket, so the buckets add up to
+// Scanned (P5):
+//
+//	recovered            sent and delivered
+//	failed               sent and failed (retry scheduled, or dead-lettered), or no such sink
+//	interrupted          left sending by a crash, resent with the same idempotency key
+//	                     (whatever the result of that send)
+//	skipped_max_retries  already out of retries: dead-lettered unsent
+//	expired              past its TTL: dead-lettered unsent
+//	deferred_backoff     not due yet
+//	deferred_not_ready   its sink (the gateway) was not ready: nothing charged
+//	deferred_budget      the time budget ran out (or schedd stopped) first: nothing charged
+//	deferred_error       the store failed on it: nothing charged
+//	already_gone         delivered, dead-lettered or dropped meanwhile
+//	would_replay         dry run only: would be sent
+//
+// Deferred entries stay pending and are taken over by the runtime.
+type Summary struct {
+	Scanned           int       `json:"scanned"`
+	Recovered         int       `json:"recovered"`
+	Failed            int       `json:"failed"`
+	SkippedMaxRetries int       `json:"skipped_max_retries"`
+	DeferredBackoff   int       `json:"deferred_backoff"`
+	DeferredBudget    int       `json:"deferred_budget"`
+	DeferredNotReady  int       `json:"deferred_not_ready"`
+	DeferredError     int       `json:"deferred_error"`
+	AlreadyGone       int       `json:"already_gone"`
+	Interrupted       int       `json:"interrupted"`
+	Expired           int       `json:"expired"`
+	WouldReplay       int       `json:"would_replay,omitempty"`
+	DryRun            bool      `json:"dry_run,omitempty"`
+	At                time.Time `json:"at"`
+	DurationMS        int64     `json:"duration_ms"`
+}
+
+// Total adds up the buckets; it equals Scanned.
+func (s Summary) Total() int {
+	return s.Recovered + s.Failed + s.SkippedMaxRetries + s.DeferredBackoff + s.DeferredBudget +
+		s.DeferredNotReady + s.DeferredError + s.AlreadyGone + s.Interrupted + s.Expired + s.WouldReplay
+}
+
+// Action is what a (dry-run) recovery pass does with one entry.
+type Action struct {
+	ID     int64     `json:"id"`
+	Sink   string    `json:"sink"`
+	Action string    `json:"action"`
+	Reason string    `json:"reason,omitempty"`
+	DueAt  time.Time `json:"due_at,omitzero"`
+}
+
+// Report is a recovery pass's summary, with the per-entry actions for a dry run.
+type Report struct {
+	Summary
+	Actions   []Action `json:"actions,omitempty"`
+	Truncated bool     `json:"truncated,omitempty"`
+}
+
+// maxActions bounds the actions a dry run lists.
+const maxActions = 1000
+
+// RecoverDryRun reports what a recovery pass would do now, changing nothing: it sends
+// nothing and writes nothing. The budget is estimated from the replay spacing alone.
+func (s *Service) RecoverDryRun(ctx context.Context) (Report, error) {
+	s.mu.Lock()
+	epoch := s.epoch
+	s.mu.Unlock()
+	return s.recoverPass(ctx, epoch, true)
+}
+
+// scanLive reads every live entry ref, in id (enqueue) order.
+func (s *Service) scanLive(ctx context.Context) ([]queue.Ref, error) {
+	const page = 10_000
+	var out []queue.Ref
+	var after int64
+	for {
+		refs, err := s.store.Live(ctx, after, page)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, refs...)
+		if len(refs) < page {
+			return out, nil
+		}
+		after = refs[len(refs)-1].ID
+	}
+}
+
+// recoverPass handles every entry live at scan start once, in enqueue order, within the
+// time budget, spacing replays to the same sink.
+func (s *Service) recoverPass(ctx context.Context, epoch int64, dry bool) (Report, error) {
+	start := time.Now()
+	deadline := start.Add(s.cfg.RecoveryBudget)
+	refs, err := s.scanLive(ctx)
+	if err != nil {
+		return Report{}, fmt.Errorf("recovery scan: %w", err)
+	}
+	// Entries this epoch is sending now are in flight, not left over.
+	set := refs[:0]
+	for _, r := range refs {
+		if r.State == queue.StatePending || r.Epoch != epoch {
+			set = append(set, r)
+		}
+	}
+	sort.Slice(set, func(i, j int) bool { return set[i].ID < set[j].ID })
+	rep := Report{Summary: Summary{Scanned: len(set), DryRun: dry}}
+	if len(set) > 0 && !dry {
+		s.log.Info("delivery recovery starting", zap.Int("pending", len(set)), zap.Duration("budget", s.cfg.RecoveryBudget))
+	}
+	act := func(r queue.Ref, action, reason string) {
+		if !dry {
+			return
+		}
+		if len(rep.Actions) == maxActions {
+			rep.Truncated = true
+			return
+		}
+		a := Action{ID: r.ID, Sink: r.Sink, Action: action, Reason: reason}
+		if action == "defer_backoff" {
+			a.DueAt = r.NextAttemptAt
+		}
+		rep.Actions = append(rep.Actions, a)
+	}
+	nextStart := map[string]time.Time{} // per sink: the earliest start of its next replay
+	pace := func(ctx context.Context, sink string) error {
+		at := nextStart[sink]
+		if !at.Before(deadline) {
+			return errBudget
+		}
+		if d := time.Until(at); d > 0 {
+			t := time.NewTimer(d)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return errBudget
+			case <-t.C:
+			}
+		}
+		nextStart[sink] = time.Now().Add(s.cfg.ReplaySpacing)
+		return nil
+	}
+	warned := false
+	for _, r := range set {
+		now := time.Now()
+		if ctx.Err() != nil || !now.Before(deadline) {
+			if !warned && !dry {
+				s.log.Warn("delivery recovery budget exceeded: remaining entries deferred to the runtime, no retry charged")
+				warned = true
+			}
+			rep.DeferredBudget++
+			act(r, "defer_budget", "")
+			continue
+		}
+		interrupted := r.State == queue.StateSending
+		expired := !r.ExpiresAt.IsZero() && !now.Before(r.ExpiresAt)
+		if !interrupted && !expired && r.Failures < s.cfg.MaxRetries && r.NextAttemptAt.After(now) {
+			rep.DeferredBackoff++
+			act(r, "defer_backoff", "")
+			continue
+		}
+		if dry {
+			s.dryDecide(ctx, epoch, r, &rep, nextStart, deadline, act)
+			continue
+		}
+		res := s.attempt(ctx, epoch, r.ID, attemptOpts{beforeSend: pace})
+		rep.count(res)
+	}
+	rep.At = time.Now()
+	rep.DurationMS = rep.At.Sub(start).Milliseconds()
+	if rep.Total() != rep.Scanned {
+		// P5 is an invariant of the loop above; say so loudly if it ever breaks.
+		s.log.Error("delivery recovery summary does not add up", zap.Int("scanned", rep.Scanned), zap.Int("total", rep.Total()))
+	}
+	if !dry {
+		s.log.Info("delivery recovery complete",
+			zap.Int("scanned", rep.Scanned), zap.Int("recovered", rep.Recovered), zap.Int("failed", rep.Failed),
+			zap.Int("interrupted", rep.Interrupted), zap.Int("skipped_max_retries", rep.SkippedMaxRetries),
+			zap.Int("expired", rep.Expired), zap.Int("deferred_backoff", rep.DeferredBackoff),
+			zap.Int("deferred_not_ready", rep.DeferredNotReady), zap.Int("deferred_budget", rep.DeferredBudget),
+			zap.Int("deferred_error", rep.DeferredError), zap.Int("already_gone", rep.AlreadyGone),
+			zap.Int64("duration_ms", rep.DurationMS))
+	}
+	return rep, nil
+}
+
+func (rep *Report) count(res attemptResult) {
+	switch res.out {
+	case outDelivered:
+		if res.interrupted {
+			rep.Interrupted++
+		} else {
+			rep.Recovered++
+		}
+	case outFailed, outDead:
+		if res.interrupted {
+			rep.Interrupted++
+		} else {
+			rep.Failed++
+		}
+	case outUnknownSink:
+		rep.Failed++
+	case outMaxRetries:
+		rep.SkippedMaxRetries++
+	case outExpired:
+		rep.Expired++
+	case outNotDue:
+		rep.DeferredBackoff++
+	case outNotReady:
+		rep.DeferredNotReady++
+	case outBudget, outCanceled:
+		rep.DeferredBudget++
+	case outGone:
+		rep.AlreadyGone++
+	case outStoreError:
+		rep.DeferredError++
+	}
+}
+
+// dryDecide classifies one entry as the pass would, reading only.
+func (s *Service) dryDecide(ctx context.Context, epoch int64, r queue.Ref, rep *Report,
+	nextStart map[string]time.Time, deadline time.Time, act func(queue.Ref, string, string)) {
+	e, err := s.store.Get(ctx, r.ID)
+	switch {
+	case errors.Is(err, queue.ErrNotFound):
+		rep.AlreadyGone++
+		act(r, "gone", "")
+		return
+	case err != nil:
+		rep.DeferredError++
+		act(r, "error", err.Error())
+		return
+	}
+	interrupted := e.Interrupted(epoch)
+	now := time.Now()
+	sink, ok := s.sinks[e.Sink]
+	switch {
+	case e.State != queue.StatePending && !interrupted:
+		rep.AlreadyGone++
+		act(r, "gone", string(e.State))
+	case !e.ExpiresAt.IsZero() && !now.Before(e.ExpiresAt):
+		rep.Expired++
+		act(r, "dead_letter", ReasonExpired)
+	case e.Failures >= s.cfg.MaxRetries:
+		rep.SkippedMaxRetries++
+		act(r, "dead_letter", ReasonMaxRetries)
+	case !ok:
+		rep.Failed++
+		act(r, "dead_letter", ReasonUnknownSink)
+	case !interrupted && e.NextAttemptAt.After(now):
+		rep.DeferredBackoff++
+		act(r, "defer_backoff", "")
+	case isNotReady(sink):
+		rep.DeferredNotReady++
+		act(r, "defer_not_ready", "")
+	default:
+		at := now
+		if n := nextStart[e.Sink]; n.After(at) {
+			at = n
+		}
+		if !at.Before(deadline) {
+			rep.DeferredBudget++
+			act(r, "defer_budget", "")
+			return
+		}
+		nextStart[e.Sink] = at.Add(s.cfg.ReplaySpacing)
+		if interrupted {
+			rep.Interrupted++
+			act(r, "replay_interrupted", "")
+		} else {
+			rep.WouldReplay++
+			act(r, "replay", "")
+		}
+	}
+}
+
+func isNotReady(sink Sink) bool {
+	rd, ok := sink.(Readier)
+	return ok && !rd.Ready()
+}

@@ -1,0 +1,326 @@
+package recovery
+
+import (
+	"container/heap"
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/schedd/schedd/internal/queue"
+)
+
+// scheduler is the runtime: it keeps every live entry armed at its due time in ONE timer
+// heap (no goroutine or timer per entry) and hands due entries, by priority then due time,
+// to a bounded pool of workers.
+//
+// It follows upstream's runtime scheduler (session-delivery-queue-runtime):
+//   - a generation, bumped at start and stop, fences every arm and every worker result, so
+//     nothing of a stopped runtime leaks into the next one;
+//   - arming an id that is already armed earlier keeps the earlier time;
+//   - an id being attempted is not armed from outside: its worker reloads the entry after
+//     the attempt (the store is the source of truth) and re-arms it if it is still pending,
+//     never sooner than RearmFloor, so an unchanged due row is not polled at timer speed;
+//   - a failed reload re-arms the id after StoreRetry, and a failed scan of the store is
+//     retried after StoreRetry, so one transient store error cannot orphan an entry.
+type scheduler struct {
+	s *Service
+
+	mu     sync.Mutex
+	gen    uint64
+	active bool
+	epoch  int64
+	wake   chan struct{}
+	timers timerHeap
+	ready  readyHeap
+	slots  map[int64]slot   // armed ids: the due time that won, and its heap item's seq
+	busy   map[int64]uint64 // ids queued for or held by a worker, with their generation
+	seq    uint64
+	scanAt time.Time // when to scan the store for live entries; zero: no scan due
+}
+
+type slot struct {
+	due time.Time
+	seq uint64
+}
+
+type item struct {
+	id   int64
+	prio int
+	due  time.Time
+	seq  uint64
+	gen  uint64
+}
+
+type result struct {
+	id    int64
+	gen   uint64
+	rearm bool
+	delay time.Duration
+	prio  int
+}
+
+func newScheduler(s *Service) *scheduler {
+	return &scheduler{s: s}
+}
+
+// armEntry arms an entry the service just wrote (enqueue, operator retry).
+func (r *scheduler) armEntry(e queue.Entry) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.arm(e.ID, e.Priority, time.Now().Add(max(time.Until(e.NextAttemptAt), 0)), r.gen)
+}
+
+// arm schedules id at due; the caller holds mu.
+func (r *scheduler) arm(id int64, prio int, due time.Time, gen uint64) {
+	if !r.active || gen != r.gen {
+		return
+	}
+	if r.busy[id] == gen {
+		return // its worker re-arms it after the attempt
+	}
+	if sl, ok := r.slots[id]; ok && !sl.due.After(due) {
+		return // an earlier arm wins
+	}
+	r.seq++
+	r.slots[id] = slot{due: due, seq: r.seq}
+	heap.Push(&r.timers, item{id: id, prio: prio, due: due, seq: r.seq, gen: gen})
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+}
+
+// promote moves the due items of the timer heap to the ready heap; the caller holds mu.
+func (r *scheduler) promote(now time.Time) {
+	for r.timers.Len() > 0 && !r.timers[0].due.After(now) {
+		it := heap.Pop(&r.timers).(item)
+		sl, ok := r.slots[it.id]
+		if it.gen != r.gen || !ok || sl.seq != it.seq {
+			continue // superseded by an earlier arm, or of a stopped runtime
+		}
+		delete(r.slots, it.id)
+		r.busy[it.id] = it.gen
+		heap.Push(&r.ready, it)
+	}
+}
+
+// run is the runtime loop; it returns when ctx ends, after its workers exited.
+func (r *scheduler) run(ctx context.Context, epoch int64) {
+	workers := r.s.cfg.Workers
+	r.mu.Lock()
+	r.gen++
+	gen := r.gen
+	r.active = true
+	r.epoch = epoch
+	r.wake = make(chan struct{}, 1)
+	r.timers, r.ready = nil, nil
+	r.slots, r.busy = map[int64]slot{}, map[int64]uint64{}
+	r.scanAt = time.Now()
+	wake := r.wake
+	r.mu.Unlock()
+
+	jobs := make(chan item)
+	results := make(chan result, workers) // room for every worker's last result at shutdown
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for it := range jobs {
+				results <- r.work(ctx, epoch, it)
+			}
+		})
+	}
+	timer := time.NewTimer(time.Hour)
+	purge := time.NewTicker(r.s.cfg.PurgeEvery)
+	defer func() {
+		timer.Stop()
+		purge.Stop()
+		r.mu.Lock()
+		r.active = false
+		r.gen++
+		r.timers, r.ready, r.slots, r.busy = nil, nil, nil, nil
+		r.mu.Unlock()
+		close(jobs)
+		wg.Wait()
+	}()
+	for {
+		r.mu.Lock()
+		now := time.Now()
+		scan := !r.scanAt.IsZero() && !now.Before(r.scanAt)
+		if scan {
+			r.scanAt = time.Time{}
+		}
+		r.mu.Unlock()
+		if scan {
+			r.scan(ctx, gen, epoch)
+		}
+
+		r.mu.Lock()
+		now = time.Now()
+		r.promote(now)
+		var next time.Time
+		if r.timers.Len() > 0 {
+			next = r.timers[0].due
+		}
+		if !r.scanAt.IsZero() && (next.IsZero() || r.scanAt.Before(next)) {
+			next = r.scanAt
+		}
+		var out chan item
+		var job item
+		if r.ready.Len() > 0 {
+			out, job = jobs, r.ready[0]
+		}
+		r.mu.Unlock()
+
+		if next.IsZero() {
+			timer.Stop()
+		} else {
+			timer.Reset(next.Sub(now))
+		}
+		select {
+		case out <- job:
+			r.mu.Lock()
+			heap.Pop(&r.ready) // only this goroutine takes from ready: job is still its head
+			r.mu.Unlock()
+		case <-timer.C:
+		case <-wake:
+		case res := <-results:
+			r.done(res)
+		case <-purge.C:
+			r.purge(ctx)
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// scan arms every live entry of the store; a failure is retried after StoreRetry.
+func (r *scheduler) scan(ctx context.Context, gen uint64, epoch int64) {
+	refs, err := r.s.scanLive(ctx)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if gen != r.gen {
+		return
+	}
+	if err != nil {
+		if ctx.Err() == nil {
+			r.s.log.Error("scan pending deliveries, retrying", zap.Duration("retry_in", StoreRetry), zap.Error(err))
+			r.scanAt = time.Now().Add(StoreRetry)
+		}
+		return
+	}
+	now := time.Now()
+	for _, ref := range refs {
+		due := now
+		switch {
+		case ref.State == queue.StateSending && ref.Epoch == epoch:
+			continue // in flight in this runtime
+		case ref.State == queue.StatePending:
+			due = now.Add(max(ref.NextAttemptAt.Sub(now), 0))
+		}
+		r.arm(ref.ID, ref.Priority, due, gen)
+	}
+}
+
+// work attempts one entry, then reloads it and says when to arm it again.
+func (r *scheduler) work(ctx context.Context, epoch int64, it item) result {
+	res := result{id: it.id, gen: it.gen}
+	a := r.s.attempt(ctx, epoch, it.id, attemptOpts{})
+	if ctx.Err() != nil {
+		return res
+	}
+	if a.out == outStoreError {
+		res.rearm, res.delay, res.prio = true, StoreRetry, it.prio
+		return res
+	}
+	e, err := r.s.store.Get(ctx, it.id)
+	switch {
+	case errors.Is(err, queue.ErrNotFound):
+	case err != nil:
+		if ctx.Err() == nil {
+			r.s.log.Error("reload delivery, retrying", zap.Int64("id", it.id), zap.Duration("retry_in", StoreRetry), zap.Error(err))
+			res.rearm, res.delay, res.prio = true, StoreRetry, it.prio
+		}
+	case e.State == queue.StatePending || e.Interrupted(epoch):
+		// Still pending: deferred, failed, or owned elsewhere. Never sooner than the floor.
+		res.rearm, res.delay, res.prio = true, max(RearmFloor, time.Until(e.NextAttemptAt)), e.Priority
+	}
+	return res
+}
+
+func (r *scheduler) done(res result) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.busy[res.id] == res.gen {
+		delete(r.busy, res.id)
+	}
+	if res.rearm {
+		r.arm(res.id, res.prio, time.Now().Add(res.delay), res.gen)
+	}
+}
+
+// purge deletes delivered tombstones and dead letters past their retention.
+func (r *scheduler) purge(ctx context.Context) {
+	cfg := r.s.cfg
+	for _, p := range []struct {
+		state queue.State
+		keep  time.Duration
+	}{{queue.StateDelivered, cfg.DeliveredRetention}, {queue.StateDead, cfg.DeadRetention}} {
+		if p.keep <= 0 {
+			continue
+		}
+		n, err := r.s.store.Purge(ctx, queue.PurgeFilter{State: p.state, OlderThan: time.Now().Add(-p.keep)})
+		if err != nil {
+			r.s.log.Error("purge deliveries", zap.String("state", string(p.state)), zap.Error(err))
+			continue
+		}
+		if n > 0 {
+			r.s.log.Info("deliveries purged", zap.String("state", string(p.state)), zap.Int("count", n),
+				zap.Duration("retention", p.keep))
+		}
+	}
+}
+
+// timerHeap orders armed items by due time.
+type timerHeap []item
+
+func (h timerHeap) Len() int { return len(h) }
+func (h timerHeap) Less(i, j int) bool {
+	if !h[i].due.Equal(h[j].due) {
+		return h[i].due.Before(h[j].due)
+	}
+	return h[i].seq < h[j].seq
+}
+func (h timerHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *timerHeap) Push(x any)   { *h = append(*h, x.(item)) }
+func (h *timerHeap) Pop() any {
+	old := *h
+	it := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return it
+}
+
+// readyHeap orders due items for dispatch: priority, then due time, then id (P30 order).
+type readyHeap []item
+
+func (h readyHeap) Len() int { return len(h) }
+func (h readyHeap) Less(i, j int) bool {
+	a, b := h[i], h[j]
+	if a.prio != b.prio {
+		return a.prio < b.prio
+	}
+	if !a.due.Equal(b.due) {
+		return a.due.Before(b.due)
+	}
+	return a.id < b.id
+}
+func (h readyHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *readyHeap) Push(x any)   { *h = append(*h, x.(item)) }
+func (h *readyHeap) Pop() any {
+	old := *h
+	it := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return it
+}

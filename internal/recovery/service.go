@@ -1,0 +1,261 @@
+package recovery
+
+import (
+	"context"
+	crand "crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/schedd/schedd/internal/queue"
+)
+
+// Errors of the service.
+var (
+	// ErrUnknownSink: the request names a sink that is not configured.
+	ErrUnknownSink = errors.New("unknown sink")
+	// ErrRunning: Run was called while the service already runs.
+	ErrRunning = errors.New("delivery service already running")
+)
+
+// Service runs deliveries: it accepts enqueues, runs the recovery pass at start, then keeps
+// every pending entry armed at its due time and sends it through its sink.
+type Service struct {
+	cfg   Config
+	store queue.Store
+	sinks map[string]Sink
+	log   *zap.Logger
+	rand  func() float64
+	cls   *Classifier
+	rt    *scheduler
+
+	mu      sync.Mutex
+	running bool
+	epoch   int64
+	last    *Summary
+}
+
+// New builds the service. sinks maps sink names (as entries name them) to sinks.
+func New(cfg Config, store queue.Store, sinks map[string]Sink, deps Deps) (*Service, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if store == nil {
+		return nil, errors.New("delivery service: no store")
+	}
+	cls, err := NewClassifier(cfg.PermanentPatterns)
+	if err != nil {
+		return nil, fmt.Errorf("delivery config: %w", err)
+	}
+	s := &Service{cfg: cfg, store: store, sinks: map[string]Sink{}, log: deps.Log, rand: deps.Rand, cls: cls}
+	for name, sink := range sinks {
+		if name == "" || sink == nil {
+			return nil, fmt.Errorf("delivery config: sink %q is empty", name)
+		}
+		s.sinks[name] = sink
+	}
+	if s.log == nil {
+		s.log = zap.NewNop()
+	}
+	s.log = s.log.Named("deliveries")
+	if s.rand == nil {
+		s.rand = rand.Float64
+	}
+	s.rt = newScheduler(s)
+	return s, nil
+}
+
+// Run allocates the boot epoch, runs the recovery pass, then the runtime until ctx ends.
+// It owns every goroutine it starts and returns after they exited; the end of ctx is not an
+// error.
+func (s *Service) Run(ctx context.Context) error {
+	s.mu.Lock()
+	if s.running {
+		s.mu.Unlock()
+		return ErrRunning
+	}
+	s.running = true
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.running = false
+		s.mu.Unlock()
+	}()
+	epoch, err := s.store.NewEpoch(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("delivery service: %w", err)
+	}
+	s.mu.Lock()
+	s.epoch = epoch
+	s.mu.Unlock()
+	sum, err := s.recoverPass(ctx, epoch, false)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		// The pass could not scan the store: the runtime scan retries every second.
+		s.log.Error("delivery recovery failed", zap.Error(err))
+	} else {
+		s.mu.Lock()
+		s.last = &sum.Summary
+		s.mu.Unlock()
+	}
+	if ctx.Err() != nil {
+		return nil
+	}
+	s.rt.run(ctx, epoch)
+	return nil
+}
+
+// Request is an enqueue request.
+type Request struct {
+	Sink string
+	// Key is the idempotency key; one is generated when empty.
+	Key      string
+	Headers  map[string]string
+	Payload  []byte
+	Priority int
+	// TTL overrides Config.TTL for this entry (0: the configured TTL).
+	TTL time.Duration
+}
+
+// Enqueue stores a delivery durably and arms it. A key seen before returns the entry that
+// holds it with created=false (P11).
+func (s *Service) Enqueue(ctx context.Context, r Request) (queue.Entry, bool, error) {
+	if _, ok := s.sinks[r.Sink]; !ok {
+		return queue.Entry{}, false, fmt.Errorf("enqueue: %w: %q", ErrUnknownSink, r.Sink)
+	}
+	for k := range r.Headers {
+		if http.CanonicalHeaderKey(k) == IdempotencyHeader {
+			return queue.Entry{}, false, fmt.Errorf("enqueue: %w: the %s header is set from the key",
+				queue.ErrInvalid, IdempotencyHeader)
+		}
+	}
+	key := r.Key
+	if key == "" {
+		key = newKey()
+	}
+	n := queue.NewEntry{Sink: r.Sink, Key: key, Headers: r.Headers, Payload: r.Payload, Priority: r.Priority}
+	ttl := r.TTL
+	if ttl <= 0 {
+		ttl = s.cfg.TTL
+	}
+	if ttl > 0 {
+		n.ExpiresAt = time.Now().Add(ttl)
+	}
+	e, created, err := s.store.Enqueue(ctx, n)
+	if err != nil {
+		return queue.Entry{}, false, err
+	}
+	if created {
+		s.entryLog(e).Info("delivery enqueued", zap.Int("priority", e.Priority), zap.Int("payload_size", e.PayloadSize))
+		s.rt.armEntry(e)
+	}
+	return e, created, nil
+}
+
+// newKey makes an idempotency key for a request that brought none.
+func newKey() string {
+	var b [16]byte
+	_, _ = crand.Read(b[:])
+	return "schedd-" + hex.EncodeToString(b[:])
+}
+
+// Get returns one entry with its payload.
+func (s *Service) Get(ctx context.Context, id int64) (queue.Entry, error) {
+	return s.store.Get(ctx, id)
+}
+
+// List returns entries (without payloads).
+func (s *Service) List(ctx context.Context, f queue.Filter) ([]queue.Entry, error) {
+	return s.store.List(ctx, f)
+}
+
+// Retry moves a dead letter back to pending, due now, and arms it.
+func (s *Service) Retry(ctx context.Context, id int64) (queue.Entry, error) {
+	e, err := s.store.Retry(ctx, id)
+	if err != nil {
+		return queue.Entry{}, err
+	}
+	s.entryLog(e).Info("delivery retried by operator")
+	s.rt.armEntry(e)
+	return e, nil
+}
+
+// Drop deletes a pending entry or a dead letter.
+func (s *Service) Drop(ctx context.Context, id int64) error {
+	if err := s.store.Drop(ctx, id); err != nil {
+		return err
+	}
+	s.log.Info("delivery dropped by operator", zap.Int64("id", id))
+	return nil
+}
+
+// Purge deletes dead letters (or delivered tombstones) that finished more than olderThan ago.
+func (s *Service) Purge(ctx context.Context, state queue.State, olderThan time.Duration) (int, error) {
+	n, err := s.store.Purge(ctx, queue.PurgeFilter{State: state, OlderThan: time.Now().Add(-olderThan)})
+	if err != nil {
+		return 0, err
+	}
+	s.log.Info("deliveries purged", zap.String("state", string(state)), zap.Duration("older_than", olderThan), zap.Int("count", n))
+	return n, nil
+}
+
+// Status is the `deliveries` block of schedd's status.
+type Status struct {
+	Pending         int        `json:"pending"`
+	Sending         int        `json:"sending"`
+	Failed          int        `json:"failed"`
+	Delivered       int        `json:"delivered"`
+	Quarantined     int        `json:"quarantined"`
+	OldestPendingAt *time.Time `json:"oldest_pending_at"`
+	LastRecovery    *Summary   `json:"last_recovery"`
+	Store           string     `json:"store"`
+	Synchronous     string     `json:"synchronous"`
+	Epoch           int64      `json:"epoch,omitempty"`
+}
+
+// Status reads the queue's counts and the last recovery summary.
+func (s *Service) Status(ctx context.Context) (Status, error) {
+	c, err := s.store.Counts(ctx)
+	if err != nil {
+		return Status{}, fmt.Errorf("delivery status: %w", err)
+	}
+	info := s.store.Info()
+	st := Status{
+		Pending: c.Pending, Sending: c.Sending, Failed: c.Dead, Delivered: c.Delivered, Quarantined: c.Quarantined,
+		Store: info.Driver, Synchronous: info.Synchronous,
+	}
+	if !c.OldestAt.IsZero() {
+		t := c.OldestAt
+		st.OldestPendingAt = &t
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st.Epoch = s.epoch
+	if s.last != nil {
+		l := *s.last
+		st.LastRecovery = &l
+	}
+	return st, nil
+}
+
+// LastRecovery returns the summary of the last recovery pass, if one ran.
+func (s *Service) LastRecovery() (Summary, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.last == nil {
+		return Summary{}, false
+	}
+	return *s.last, true
+}
