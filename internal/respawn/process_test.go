@@ -479,3 +479,29 @@ func TestRealRestartFreshPID(t *testing.T) {
 		}
 	}
 }
+
+// TestRealBackoffReset is R-CHILD-03 with real processes: five crashes, then a gateway
+// that stays ready for longer than the reset window; its next crash is restarted at once
+// (no backoff) and counts as the first failure again.
+func TestRealBackoffReset(t *testing.T) {
+	crashing := filepath.Join(t.TempDir(), "crashing")
+	if err := os.WriteFile(crashing, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := realConfig(t, "exit=1", "after=20ms", "exit-while="+crashing)
+	cfg.ResetAfter = 300 * time.Millisecond
+	cfg.CrashLoopFailures = 10
+	h := runReal(t, cfg, false)
+	h.waitFor("five failures", func(st Status) bool { return st.ConsecutiveFailures >= 5 })
+	os.Remove(crashing)
+	st := h.waitFor("the reset", func(st Status) bool { return st.State == StateReady && st.ConsecutiveFailures == 0 })
+	waits := h.logs.FilterMessage("gateway will be started again").Len()
+	syscall.Kill(st.PID, syscall.SIGKILL)
+	st2 := h.waitFor("the next gateway", func(s Status) bool { return s.State == StateReady && s.PID != st.PID })
+	if st2.ConsecutiveFailures != 1 {
+		t.Fatalf("consecutive_failures %d after one crash, want 1", st2.ConsecutiveFailures)
+	}
+	if n := h.logs.FilterMessage("gateway will be started again").Len(); n != waits {
+		t.Fatalf("the crash after a healthy run went through backoff (%d waits, %d before)", n, waits)
+	}
+}

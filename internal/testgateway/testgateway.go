@@ -14,6 +14,7 @@
 //	                   Go runtime turns a SEGV or ABRT sent to itself into a crash with
 //	                   exit code 2, so use a shell for those)
 //	after=D            when exit/signal happen (default 0)
+//	exit-while=FILE    with exit=N: exit only while FILE exists (else live on)
 //	ignore-term        ignore SIGTERM (and keep writing output)
 //	term-delay=D       on SIGTERM, wait D before exiting 0
 //	spew               write a line every millisecond for ever
@@ -234,6 +235,11 @@ func run(o options) int {
 		}()
 	}
 	var deadline <-chan time.Time
+	if f := o["exit-while"]; f != "" {
+		if _, err := os.Stat(f); err != nil {
+			delete(o, "exit")
+		}
+	}
 	if o.has("exit") || o.has("signal") {
 		deadline = time.After(o.dur("after"))
 	}
