@@ -618,3 +618,36 @@ func TestE2ESignalDisabled(t *testing.T) {
 		t.Fatalf("SIGUSR1 with allow_signal false: restarts %d", st.Gateway.Restarts)
 	}
 }
+
+// TestE2EStopWinsOverRestart is the other half of R-SIG-04: SIGTERM while a restart is in
+// progress (the new gateway still starting) stops everything and exits 0; the waiting
+// `restart --wait` gets a clear answer instead of hanging.
+func TestE2EStopWinsOverRestart(t *testing.T) {
+	cfg := writeConfig(t, "gateway: {readiness: {notify: {}, timeout: 1m}}\nrestart: {delay: 0s, cooldown: 0s}\n")
+	d := startDaemon(t, daemonOpts{args: []string{"--config", cfg}, gateway: []string{"ready", "ready-delay=1m"}})
+	// The first gateway never gets ready either: stop during its start and during a restart
+	// are the same path; make a restart be in progress.
+	d.waitFor("starting", func(g respawn.Status) bool { return g.State == respawn.StateStarting })
+	type out struct {
+		code int
+		text string
+	}
+	res := make(chan out, 1)
+	go func() {
+		code, text, errText := cli("restart", "--now", "--wait", "--socket", d.socket)
+		res <- out{code, text + errText}
+	}()
+	waitStatus(t, d, "restart in progress", func(st statusDoc) bool { return st.Restart.InProgress })
+	d.cmd.Process.Signal(syscall.SIGTERM)
+	if code := d.wait(30 * time.Second); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	select {
+	case r := <-res:
+		if r.code == 0 {
+			t.Fatalf("restart --wait succeeded although schedd stopped: %s", r.text)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("restart --wait hung after schedd stopped")
+	}
+}

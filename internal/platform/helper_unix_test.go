@@ -36,6 +36,7 @@ import (
 //	notify STATE           send STATE to $NOTIFY_SOCKET, print "sent PID", sleep
 //	lock DIR               hold LockStateDir(DIR), print "locked PID", sleep
 //	trylock DIR            LockStateDir(DIR): exit 0, or print "locked-by PID" and exit 3
+//	dial PATH              connect to the unix socket PATH, write "hello", wait for EOF
 func runHelper(args []string) int {
 	if len(args) == 0 {
 		fmt.Fprintln(os.Stderr, "helper: no mode")
@@ -46,6 +47,16 @@ func runHelper(args []string) int {
 	case "exit":
 		n, _ := strconv.Atoi(args[0])
 		return n
+	case "dial":
+		c, err := net.Dial("unix", args[0])
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "dial:", err)
+			return 1
+		}
+		defer c.Close()
+		c.Write([]byte("hello"))
+		io.Copy(io.Discard, c)
+		return 0
 	case "sleep":
 		time.Sleep(time.Hour)
 		return 0

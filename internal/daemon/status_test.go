@@ -1,0 +1,67 @@
+package daemon
+
+import (
+	"testing"
+	"time"
+
+	"github.com/schedd/schedd/internal/config"
+	"github.com/schedd/schedd/internal/respawn"
+	"github.com/schedd/schedd/internal/restart"
+)
+
+func TestStatusLines(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		st   respawn.Status
+		want string
+	}{
+		{respawn.Status{State: respawn.StateReady, PID: 42}, "gateway ready (pid 42)"},
+		{respawn.Status{State: respawn.StateStarting}, "gateway starting"},
+		{respawn.Status{State: respawn.StateStopping, PID: 42}, "gateway stopping (pid 42)"},
+		{respawn.Status{State: respawn.StateStopped}, "gateway stopped"},
+	} {
+		if got := statusLine(tc.st); got != tc.want {
+			t.Errorf("statusLine(%s) = %q, want %q", tc.st.State, got, tc.want)
+		}
+	}
+	three := 3
+	since, dl := now.Add(-10*time.Second), now.Add(290*time.Second)
+	for _, tc := range []struct {
+		p    restart.Pending
+		want string
+	}{
+		{restart.Pending{Reasons: []string{"SIGUSR1"}, DueAt: now.Add(1500 * time.Millisecond)}, "restart pending (SIGUSR1) in 1.5s"},
+		{restart.Pending{Reasons: []string{"a", "b"}, DeferredSince: &since, DeadlineAt: &dl, Inflight: &three},
+			"restart pending (a; b): waiting for the gateway to be idle (3 in flight), forced in 4m50s"},
+		{restart.Pending{Reasons: []string{"a"}, DeferredSince: &since, DeadlineAt: &dl},
+			"restart pending (a): waiting for the gateway to be idle (busy), forced in 4m50s"},
+		{restart.Pending{Reasons: []string{"x"}, FollowUp: true}, "restart in progress; another is queued (x)"},
+	} {
+		if got := pendingLine(tc.p, now); got != tc.want {
+			t.Errorf("pendingLine = %q, want %q", got, tc.want)
+		}
+	}
+}
+
+func TestGatewayChanges(t *testing.T) {
+	a := gatewayFixture()
+	b := gatewayFixture()
+	if got := gatewayChanges(a, b); len(got) != 0 {
+		t.Fatalf("no change: %v", got)
+	}
+	b.Command = []string{"gw", "--v2"}
+	b.Env = map[string]string{"A": "2"}
+	b.Workdir = "/srv"
+	b.Stop.Timeout = 1 // not a restart reason
+	got := gatewayChanges(a, b)
+	if len(got) != 3 || got[0] != "gateway.command" || got[1] != "gateway.env" || got[2] != "gateway.workdir" {
+		t.Fatalf("changes %v", got)
+	}
+}
+
+func gatewayFixture() config.Gateway {
+	g := config.Default().Gateway
+	g.Command = []string{"gw"}
+	g.Env = map[string]string{"A": "1"}
+	return g
+}
