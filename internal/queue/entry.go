@@ -152,10 +152,13 @@ type Info struct {
 	Schema      int    `json:"schema_version"`
 }
 
-// Failure is a transient failure to record with Fail.
+// Failure is a failed attempt to record with Fail.
 type Failure struct {
 	Err    string
 	NextAt time.Time
+	// DeadReason, when set, makes this failure the last one: the entry is dead-lettered with
+	// this reason (its failures still counting this one) instead of being rescheduled.
+	DeadReason string
 }
 
 // Claim asks ClaimDue for due entries.

@@ -422,10 +422,19 @@ func (s *SQLite) Complete(ctx context.Context, id, epoch int64) error {
 	return nil
 }
 
-// Fail records a transient failure and schedules the next attempt.
+// Fail records a failed attempt and schedules the next one, or dead-letters the entry.
 func (s *SQLite) Fail(ctx context.Context, id, epoch int64, f Failure) error {
 	err := s.submit(ctx, "fail", func(tx *sql.Tx, b *batch) error {
 		now := s.now().UnixMilli()
+		if f.DeadReason != "" {
+			if err := ownedUpdate(tx, id, epoch, `state = 'dead', failures = failures + 1, last_error = ?,
+				dead_reason = ?, finished_at = ?, updated_at = ?, owner_epoch = NULL, lease_until = NULL`,
+				f.Err, f.DeadReason, now, now); err != nil {
+				return err
+			}
+			b.delta = -1
+			return nil
+		}
 		return ownedUpdate(tx, id, epoch, `state = 'pending', failures = failures + 1, last_error = ?,
 			next_attempt_at = ?, updated_at = ?, owner_epoch = NULL, lease_until = NULL`,
 			f.Err, f.NextAt.UnixMilli(), now)

@@ -72,7 +72,8 @@ type Store interface {
 	ClaimDue(ctx context.Context, c Claim) ([]Entry, error)
 	// Complete records a delivery: the entry becomes a delivered tombstone.
 	Complete(ctx context.Context, id, epoch int64) error
-	// Fail records a transient failure: failures+1, last_error, back to pending due at f.NextAt.
+	// Fail records a failed attempt: failures+1, last_error, and back to pending due at
+	// f.NextAt, or dead with f.DeadReason when that is set (the last allowed failure).
 	Fail(ctx context.Context, id, epoch int64, f Failure) error
 	// Release returns a claimed entry to pending due at nextAt without charging a failure
 	// (the sink was not ready, or the process is shutting down mid-send).

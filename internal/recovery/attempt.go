@@ -145,8 +145,8 @@ func (s *Service) attempt(ctx context.Context, epoch, id int64, o attemptOpts) a
 		})
 		log.Warn("delivery dead-lettered", zap.String("reason", v.Reason), zap.String("error", msg))
 	case claimed.Failures+1 >= s.cfg.MaxRetries:
-		r.out = s.finalize(ctx, log, "dead", outDead, func(ctx context.Context) error {
-			return s.store.Dead(ctx, id, epoch, ReasonMaxRetries, msg)
+		r.out = s.finalize(ctx, log, "fail", outDead, func(ctx context.Context) error {
+			return s.store.Fail(ctx, id, epoch, queue.Failure{Err: msg, DeadReason: ReasonMaxRetries})
 		})
 		log.Warn("delivery dead-lettered", zap.String("reason", ReasonMaxRetries),
 			zap.Int("failures", claimed.Failures+1), zap.String("error", msg))

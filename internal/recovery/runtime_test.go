@@ -42,7 +42,7 @@ func TestRuntimeRetryScheduleExact(t *testing.T) {
 			}
 		}
 		g := mustGet(t, store, e.ID)
-		if g.State != queue.StateDead || g.DeadReason != ReasonMaxRetries || g.Failures != 4 || g.Attempts != 5 ||
+		if g.State != queue.StateDead || g.DeadReason != ReasonMaxRetries || g.Failures != 5 || g.Attempts != 5 ||
 			g.LastError != "HTTP 503" {
 			t.Fatalf("final entry = %+v", g)
 		}

@@ -255,6 +255,18 @@ func testFailRelease(t *testing.T, s queue.Store) {
 		t.Fatalf("after release = %+v", g)
 	}
 	wantErr(t, "release not claimed", s.Release(ctx, e.ID, ep, next), queue.ErrNotOwner)
+	// The last allowed failure dead-letters and still counts.
+	_, err = s.MarkSending(ctx, e.ID, ep, time.Minute)
+	must(t, "mark a third time", err)
+	must(t, "last failure", s.Fail(ctx, e.ID, ep, queue.Failure{Err: "HTTP 500", DeadReason: "max_retries"}))
+	g = get(t, s, e.ID)
+	if g.State != queue.StateDead || g.Failures != 2 || g.DeadReason != "max_retries" || g.LastError != "HTTP 500" ||
+		g.FinishedAt.IsZero() || g.Attempts != 3 {
+		t.Fatalf("after last failure = %+v", g)
+	}
+	if c, _ := s.Counts(ctx); c.Pending+c.Sending != 0 || c.Dead != 1 {
+		t.Fatalf("counts after last failure = %+v", c)
+	}
 }
 
 func testDeadRetry(t *testing.T, s queue.Store) {

@@ -436,7 +436,7 @@ func (m *Memory) Complete(ctx context.Context, id, epoch int64) error {
 	return nil
 }
 
-// Fail records a transient failure.
+// Fail records a failed attempt.
 func (m *Memory) Fail(ctx context.Context, id, epoch int64, f queue.Failure) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -444,9 +444,16 @@ func (m *Memory) Fail(ctx context.Context, id, epoch int64, f queue.Failure) err
 	if err != nil {
 		return err
 	}
-	unclaim(x, now())
+	t := now()
+	unclaim(x, t)
 	x.e.Failures++
 	x.e.LastError = f.Err
+	if f.DeadReason != "" {
+		x.e.State = queue.StateDead
+		x.e.DeadReason = f.DeadReason
+		x.e.FinishedAt = t
+		return nil
+	}
 	x.e.NextAttemptAt = ms(f.NextAt)
 	return nil
 }

@@ -1,0 +1,133 @@
+package recovery
+
+import (
+	"math"
+	"net/http"
+	"testing"
+	"time"
+)
+
+// P6 golden: the delay after k failures is table[min(k, 3)]; upstream's computeBackoffMs(rc+1).
+func TestRetryDelayGolden_P6(t *testing.T) {
+	sched := DefaultSchedule()
+	upstream := func(rc int) time.Duration { // computeBackoffMs(retryCount + 1), UPSTREAM.md §4.4
+		n := rc + 1
+		if rc == 0 {
+			return 0 // retryCount 0: eligible at once (first replay after a crash)
+		}
+		ms := []time.Duration{5 * time.Second, 25 * time.Second, 2 * time.Minute, 10 * time.Minute}
+		return ms[min(n-1, 3)]
+	}
+	want := []time.Duration{0, 25 * time.Second, 2 * time.Minute, 10 * time.Minute, 10 * time.Minute, 10 * time.Minute}
+	for k, w := range want {
+		if got := RetryDelay(sched, k); got != w || got != upstream(k) {
+			t.Errorf("RetryDelay(%d) = %v, want %v (upstream %v)", k, got, w, upstream(k))
+		}
+	}
+	if got := RetryDelay(sched, 1_000_000); got != 10*time.Minute {
+		t.Errorf("RetryDelay(1e6) = %v", got)
+	}
+	if got := RetryDelay(nil, 3); got != 0 {
+		t.Errorf("empty table: %v", got)
+	}
+	if got := RetryDelay([]time.Duration{time.Minute}, 4); got != time.Minute {
+		t.Errorf("one-entry table: %v", got)
+	}
+}
+
+func TestJitterDownward(t *testing.T) {
+	d := 25 * time.Second
+	for _, tc := range []struct {
+		j, u float64
+		want time.Duration
+	}{
+		{0, 0.7, d}, {0.2, 0, d}, {0.2, 0.5, 22500 * time.Millisecond}, {1, 0.5, d / 2},
+		{2, 0.5, d / 2}, {-1, 0.5, d}, {math.NaN(), 0.5, d}, {0.2, math.NaN(), d},
+	} {
+		if got := Jitter(d, tc.j, tc.u); got != tc.want {
+			t.Errorf("Jitter(%v, %v, %v) = %v, want %v", d, tc.j, tc.u, got, tc.want)
+		}
+	}
+	for u := 0.0; u < 1; u += 0.01 {
+		if got := Jitter(d, 0.2, u); got > d || got < d*8/10 {
+			t.Fatalf("Jitter(u=%v) = %v outside [0.8d, d]", u, got)
+		}
+	}
+}
+
+// P8: next_attempt_at >= now + Retry-After (clamped), whatever the jitter.
+func TestNextAttemptAtRetryAfterFloor_P8(t *testing.T) {
+	sched := DefaultSchedule()
+	last := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	now := last.Add(2 * time.Second)
+	for _, tc := range []struct {
+		name     string
+		failures int
+		ra, max  time.Duration
+		want     time.Time
+	}{
+		{"no hint", 1, 0, time.Hour, last.Add(25 * time.Second)},
+		{"hint below table", 1, 10 * time.Second, time.Hour, last.Add(25 * time.Second)},
+		{"hint above table", 1, 60 * time.Second, time.Hour, now.Add(60 * time.Second)},
+		{"hint clamped", 1, 3 * time.Hour, time.Hour, now.Add(time.Hour)},
+		{"after many failures", 4, 30 * time.Second, time.Hour, last.Add(10 * time.Minute)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := NextAttemptAt(sched, tc.failures, last, now, 0, 0, tc.ra, tc.max); !got.Equal(tc.want) {
+				t.Fatalf("got %v, want %v", got, tc.want)
+			}
+			for _, u := range []float64{0, 0.3, 0.999} {
+				got := NextAttemptAt(sched, tc.failures, last, now, 0.5, u, tc.ra, tc.max)
+				if tc.ra > 0 && got.Before(now.Add(min(tc.ra, tc.max))) {
+					t.Fatalf("jitter %v broke the floor: %v", u, got)
+				}
+				if got.After(tc.want) {
+					t.Fatalf("jitter %v went above the table: %v > %v", u, got, tc.want)
+				}
+			}
+		})
+	}
+}
+
+func TestParseRetryAfter(t *testing.T) {
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		in   string
+		want time.Duration
+		ok   bool
+	}{
+		{"120", 120 * time.Second, true},
+		{" 7 ", 7 * time.Second, true},
+		{"0", 0, true},
+		{now.Add(90 * time.Second).Format(http.TimeFormat), 90 * time.Second, true},
+		{now.Add(-time.Hour).Format(http.TimeFormat), 0, true},
+		{"Sunday, 01-Mar-26 12:01:00 GMT", time.Minute, true}, // RFC 850
+		{"Sun Mar  1 12:00:30 2026", 30 * time.Second, true},  // asctime
+		{"99999999999999999999999", maxRetryAfter, true},
+		{"-5", 0, false},
+		{"1.5", 0, false},
+		{"soon", 0, false},
+		{"", 0, false},
+	} {
+		got, ok := ParseRetryAfter(tc.in, now)
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("ParseRetryAfter(%q) = %v, %v; want %v, %v", tc.in, got, ok, tc.want, tc.ok)
+		}
+	}
+}
+
+func FuzzParseRetryAfter(f *testing.F) {
+	for _, s := range []string{"120", "Wed, 21 Oct 2015 07:28:00 GMT", "", "-1", "1e9", "99999999999999999999"} {
+		f.Add(s)
+	}
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	f.Fuzz(func(t *testing.T, s string) {
+		d, ok := ParseRetryAfter(s, now)
+		if d < 0 || d > maxRetryAfter {
+			t.Fatalf("ParseRetryAfter(%q) = %v out of range", s, d)
+		}
+		if !ok && d != 0 {
+			t.Fatalf("ParseRetryAfter(%q) = %v with ok=false", s, d)
+		}
+	})
+}
