@@ -56,7 +56,7 @@ func newPassFixture(t *testing.T) *passFixture {
 	f.sinks = map[string]Sink{
 		"ok":      f.ok,
 		"flaky":   &fakeSink{script: func(Delivery) error { return TransientError(errors.New("HTTP 502")) }},
-		"gone":    &fakeSink{script: func(Delivery) error { return &SendError{Class: Permanent, Err: errors.New("HTTP 410"), Status: 410}}},
+		"gone":    &fakeSink{script: func(Delivery) error { return &SendError{Class: Permanent, Err: errors.New("HTTP 410"), Status: 410} }},
 		"gateway": &readySink{fakeSink: &fakeSink{}},
 	}
 	return f
