@@ -76,6 +76,9 @@ func (o *runOptions) run(cmd *cobra.Command, args []string) error {
 		return withCode(exitConfig, err)
 	}
 	defer log.Sync()
+	if err := daemon.AwaitPredecessor(log); err != nil { // a successor of `schedd restart --daemon`
+		return ignorePredecessorKept(err)
+	}
 
 	stateDir := o.stateDir
 	if stateDir == "" {
@@ -120,6 +123,9 @@ func (o *runOptions) run(cmd *cobra.Command, args []string) error {
 	}
 	if errors.Is(err, control.ErrInUse) {
 		return withCode(exitLocked, fmt.Errorf("%w; stop it first, or give this one another --socket", err))
+	}
+	if errors.Is(err, daemon.ErrRespawnMe) {
+		return withCode(exitRespawn, err)
 	}
 	return err
 }

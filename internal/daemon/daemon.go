@@ -72,6 +72,7 @@ type Daemon struct {
 
 	stopc    chan string  // stop requests from the control API
 	handoffc chan handoff // a replacement of schedd itself, once the gateway is stopped
+	self     selfRespawn  // one replacement of schedd itself at a time (self.go)
 }
 
 // handoff is the last act of a daemon that replaces itself: after the gateway has been
