@@ -122,6 +122,7 @@ Then, from another terminal:
 		newStopCmd(g),
 		newVersionCmd(),
 		newConfigCmd(),
+		newInstallCmd(), newUninstallCmd(), newRespawnHelperCmd(g),
 	)
 	return root
 }

@@ -1,0 +1,290 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/user"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf16"
+
+	"github.com/spf13/cobra"
+
+	"github.com/schedd/schedd/internal/config"
+	"github.com/schedd/schedd/internal/platform"
+)
+
+// installOptions are the flags of `schedd install` and `schedd uninstall`.
+type installOptions struct {
+	manager string
+	user    bool
+	print   bool
+	config  string
+	binary  string
+	root    string
+	noStart bool
+}
+
+func (o *installOptions) bindCommon(c *cobra.Command) {
+	f := c.Flags()
+	f.StringVar(&o.manager, "manager", defaultManager(), "service manager: systemd|launchd|schtasks")
+	f.BoolVar(&o.user, "user", false, "a per-user service (systemd --user, a LaunchAgent, a logon task) instead of a system one")
+	f.StringVar(&o.root, "root", "", "write and remove files under `DIR` and leave the service manager alone (packaging, tests)")
+}
+
+func newInstallCmd() *cobra.Command {
+	o := &installOptions{}
+	c := &cobra.Command{
+		Use:   "install [--manager systemd|launchd|schtasks] [--user] [--print]",
+		Short: "Install schedd as a service of systemd, launchd or the Windows Task Scheduler",
+		Long: `Write the systemd unit, launchd plist or Windows task that runs schedd, register it
+with its service manager, and start it. The file passes --service-manager and
+--config to schedd run, so schedd never has to guess who runs it. A missing config file
+is created from ` + "`schedd config example`" + `; an existing one is kept, and its
+gateway.stop.timeout sets the service manager's stop budget.
+
+Installing again is safe: an unchanged file leaves the running service alone, a changed
+one is reloaded. --print shows the file and changes nothing.
+
+  sudo schedd install                 # systemd on Linux, launchd on macOS
+  schedd install --user               # a per-user service
+  schedd install --print --manager launchd`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return o.install(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+	}
+	o.bindCommon(c)
+	f := c.Flags()
+	f.BoolVar(&o.print, "print", false, "print the service file and change nothing")
+	f.StringVar(&o.config, "config", "", "config `FILE` the service runs with (default per manager, e.g. /etc/schedd/schedd.yaml)")
+	f.StringVar(&o.binary, "binary", "", "schedd `PATH` the service runs (default: this binary)")
+	f.BoolVar(&o.noStart, "no-start", false, "register the service to start at boot or logon, but do not start it now")
+	return c
+}
+
+func defaultManager() string {
+	switch runtime.GOOS {
+	case "darwin":
+		return platform.ManagerLaunchd
+	case "windows":
+		return platform.ManagerSchtasks
+	}
+	return platform.ManagerSystemd
+}
+
+func pathEnv() platform.PathEnv {
+	home, _ := os.UserHomeDir()
+	return platform.PathEnv{
+		Home:        home,
+		ConfigHome:  os.Getenv("XDG_CONFIG_HOME"),
+		ProgramData: os.Getenv("ProgramData"),
+		AppData:     os.Getenv("APPDATA"),
+	}
+}
+
+// spec resolves the flags into what the service file is rendered from and where it goes;
+// without render only the names and paths are filled in.
+func (o *installOptions) spec(render bool) (platform.ServiceSpec, platform.ServicePaths, error) {
+	switch o.manager {
+	case platform.ManagerSystemd, platform.ManagerLaunchd, platform.ManagerSchtasks:
+	default:
+		return platform.ServiceSpec{}, platform.ServicePaths{}, usageError{fmt.Errorf("--manager %q: want systemd, launchd or schtasks", o.manager)}
+	}
+	paths := platform.DefaultServicePaths(o.manager, o.user, pathEnv())
+	s := platform.ServiceSpec{Manager: o.manager, User: o.user, Binary: o.binary, Config: o.config, LogPath: paths.Log}
+	if s.Config == "" {
+		s.Config = paths.Config
+	}
+	if !render {
+		return s, paths, nil
+	}
+	if s.Binary == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return s, paths, fmt.Errorf("find this binary (give --binary): %w", err)
+		}
+		if resolved, err := filepath.EvalSymlinks(exe); err == nil {
+			exe = resolved
+		}
+		s.Binary = exe
+	}
+	if o.manager == platform.ManagerSchtasks && o.user {
+		u, err := user.Current()
+		if err != nil {
+			return s, paths, fmt.Errorf("current user: %w", err)
+		}
+		s.TaskUser = u.Username
+	}
+	stop, err := o.stopTimeout(s.Config)
+	if err != nil {
+		return s, paths, err
+	}
+	s.StopTimeout = stop
+	return s, paths, nil
+}
+
+// at is path under --root.
+func (o *installOptions) at(path string) string {
+	if o.root == "" {
+		return path
+	}
+	return filepath.Join(o.root, path)
+}
+
+// stopTimeout reads gateway.stop.timeout from the config file if there is one; a config
+// that does not load is refused (exit 78) rather than installed.
+func (o *installOptions) stopTimeout(path string) (time.Duration, error) {
+	cfg, err := config.Load(o.at(path))
+	if errors.Is(err, fs.ErrNotExist) {
+		return config.Default().Gateway.Stop.Timeout.D(), nil
+	}
+	if err != nil {
+		return 0, withCode(exitConfig, err)
+	}
+	return cfg.Gateway.Stop.Timeout.D(), nil
+}
+
+func (o *installOptions) install(ctx context.Context, stdout, stderr io.Writer) error {
+	s, paths, err := o.spec(true)
+	if err != nil {
+		return err
+	}
+	content, err := platform.RenderServiceFile(s)
+	if err != nil {
+		return err
+	}
+	if o.print {
+		_, err := stdout.Write(content)
+		return err
+	}
+	if o.manager == platform.ManagerSchtasks {
+		content = utf16File(content) // what schtasks /Create /XML reads
+	}
+	if err := o.writeConfigIfMissing(stdout, s.Config); err != nil {
+		return err
+	}
+	changed, err := writeIfChanged(o.at(paths.File), content)
+	if err != nil {
+		return err
+	}
+	if changed {
+		fmt.Fprintf(stdout, "wrote %s\n", o.at(paths.File))
+	} else {
+		fmt.Fprintf(stdout, "%s is up to date\n", o.at(paths.File))
+	}
+	if o.root != "" {
+		fmt.Fprintf(stdout, "files only (--root): %s was not told\n", o.manager)
+		return nil
+	}
+	if err := runSteps(ctx, stdout, platform.InstallSteps(s, paths.File, os.Getuid(), changed, !o.noStart)); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "installed: schedd runs under %s with %s; `schedd status` shows it\n", o.manager, s.Config)
+	return nil
+}
+
+// writeConfigIfMissing creates the config file from the example; an existing one is kept.
+func (o *installOptions) writeConfigIfMissing(stdout io.Writer, path string) error {
+	p := o.at(path)
+	if _, err := os.Stat(p); err == nil {
+		return nil
+	}
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return fmt.Errorf("config dir: %w", err)
+	}
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if errors.Is(err, fs.ErrExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("write config: %w", err)
+	}
+	_, err = io.WriteString(f, config.Example())
+	if err = errors.Join(err, f.Close()); err != nil {
+		return fmt.Errorf("write config: %w", err)
+	}
+	fmt.Fprintf(stdout, "wrote %s from `schedd config example`: set gateway.command there\n", p)
+	return nil
+}
+
+// writeIfChanged writes content to path (through a temp file and a rename) unless the
+// file already holds exactly that; it reports whether it wrote.
+func writeIfChanged(path string, content []byte) (bool, error) {
+	if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, content) {
+		return false, nil
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return false, fmt.Errorf("service file dir: %w", err)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return false, fmt.Errorf("write service file: %w", err)
+	}
+	_, err = tmp.Write(content)
+	err = errors.Join(err, tmp.Chmod(0o644), tmp.Close())
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+		return false, fmt.Errorf("write service file: %w", err)
+	}
+	return true, nil
+}
+
+// utf16File re-encodes an XML document as UTF-16LE with a byte-order mark.
+func utf16File(content []byte) []byte {
+	s := strings.Replace(string(content), `encoding="UTF-8"`, `encoding="UTF-16"`, 1)
+	s = strings.ReplaceAll(s, "\n", "\r\n")
+	u := utf16.Encode([]rune(s))
+	out := make([]byte, 2, 2+2*len(u))
+	out[0], out[1] = 0xff, 0xfe
+	for _, c := range u {
+		out = binary.LittleEndian.AppendUint16(out, c)
+	}
+	return out
+}
+
+// runSteps runs service-manager commands, printing each, with the step's tolerance
+// and retries.
+func runSteps(ctx context.Context, stdout io.Writer, steps []platform.ServiceStep) error {
+	for _, st := range steps {
+		fmt.Fprintf(stdout, "+ %s\n", strings.Join(st.Argv, " "))
+		for try := 0; ; try++ {
+			cctx, cancel := context.WithTimeout(ctx, time.Minute)
+			res, err := platform.RunCommand(cctx, platform.RunSpec{Argv: st.Argv})
+			cancel()
+			if err != nil {
+				return err
+			}
+			code := res.Status.Code
+			if code == 0 || slices.Contains(st.OK, code) {
+				break
+			}
+			if try < st.Retries && slices.Contains(st.RetryOn, code) {
+				select {
+				case <-ctx.Done():
+					return ctx.Err()
+				case <-time.After(time.Second):
+				}
+				continue
+			}
+			msg := strings.TrimSpace(string(res.Stderr))
+			if msg == "" {
+				msg = strings.TrimSpace(string(res.Stdout))
+			}
+			return fmt.Errorf("%s: %s: %s", strings.Join(st.Argv, " "), res.Status, msg)
+		}
+	}
+	return nil
+}
