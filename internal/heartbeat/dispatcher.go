@@ -128,12 +128,23 @@ type Dispatcher struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+	// batches feeds a long-lived runner goroutine (started on the first batch), so batches
+	// do not each pay for a fresh goroutine's stack growth.
+	batches       chan batchJob
+	runnerStarted bool
+}
+
+type batchJob struct {
+	gen   uint64
+	h     WakeHandler
+	batch []Wake
+	delay time.Duration
 }
 
 // NewDispatcher returns an idle dispatcher with no handler.
 func NewDispatcher() *Dispatcher {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Dispatcher{pending: make(map[string]*pendingWake), ctx: ctx, cancel: cancel}
+	return &Dispatcher{pending: make(map[string]*pendingWake), ctx: ctx, cancel: cancel, batches: make(chan batchJob)}
 }
 
 // SetHandler registers h (nil clears) and returns a disposer that clears this
@@ -347,17 +358,40 @@ func (d *Dispatcher) fire(id uint64) {
 		d.mu.Unlock()
 		return
 	}
-	batch := d.takePending()
+	job := batchJob{gen: d.gen, h: reg.h, batch: d.takePending(), delay: delay}
 	d.running = true
-	gen := d.gen
-	ctx := d.ctx
-	d.wg.Add(1)
-	d.mu.Unlock()
-	defer d.wg.Done()
-	d.runBatch(ctx, gen, reg.h, batch, delay)
+	if !d.runnerStarted {
+		d.runnerStarted = true
+		d.wg.Add(1)
+		go d.runner()
+	}
+	select {
+	case d.batches <- job: // the runner is idle
+		d.mu.Unlock()
+	default:
+		// The runner is still inside a batch of a replaced handler: run this one here.
+		d.wg.Add(1)
+		d.mu.Unlock()
+		defer d.wg.Done()
+		d.runBatch(d.ctx, job)
+	}
 }
 
-func (d *Dispatcher) runBatch(ctx context.Context, gen uint64, h WakeHandler, batch []Wake, delay time.Duration) {
+// runner runs batches handed over by fire until Close.
+func (d *Dispatcher) runner() {
+	defer d.wg.Done()
+	for {
+		select {
+		case job := <-d.batches:
+			d.runBatch(d.ctx, job)
+		case <-d.ctx.Done():
+			return
+		}
+	}
+}
+
+func (d *Dispatcher) runBatch(ctx context.Context, job batchJob) {
+	gen, h, batch, delay := job.gen, job.h, job.batch, job.delay
 	for i, w := range batch {
 		res, err := callHandler(ctx, h, w)
 		busy := err == nil && res.Status == StatusSkipped && IsBusyReason(res.Reason)

@@ -120,16 +120,18 @@ func TestDispatcherHandlerErrorRetriesWholeBatch(t *testing.T) {
 			return RunResult{Status: StatusRan}, nil
 		}
 		d.SetHandler(r.handle)
-		d.Request(Wake{Reason: "cron:a", AgentID: "a"}, 0)
-		d.Request(Wake{Reason: "cron:b", AgentID: "b"}, 0)
-		synctest.Wait()
+		// A zero delay could fire between the two requests (timers run in parallel), so
+		// give them a window to land in one batch.
+		d.Request(Wake{Reason: "cron:a", AgentID: "a"}, 10*time.Millisecond)
+		d.Request(Wake{Reason: "cron:b", AgentID: "b"}, 10*time.Millisecond)
+		r.sleepTo(10 * time.Millisecond)
 		r.wantCalls(t, 2)
-		r.sleepTo(999 * time.Millisecond)
+		r.sleepTo(1009 * time.Millisecond)
 		r.wantCalls(t, 2)
-		r.sleepTo(1000 * time.Millisecond)
+		r.sleepTo(1010 * time.Millisecond)
 		got := r.wantCalls(t, 4)
-		if got[2].w.Reason != "cron:a" || got[3].w.Reason != "cron:b" || got[2].at != time.Second {
-			t.Fatalf("retry batch %+v, want cron:a and cron:b at 1s", got[2:])
+		if got[2].w.Reason != "cron:a" || got[3].w.Reason != "cron:b" || got[2].at != 1010*time.Millisecond {
+			t.Fatalf("retry batch %+v, want cron:a and cron:b at 1.01s", got[2:])
 		}
 	})
 }
@@ -373,8 +375,9 @@ func TestDispatcherDisposeMidBatchKeepsUnfinishedWakes(t *testing.T) {
 			return RunResult{Status: StatusRan}, nil
 		}
 		dispose = d.SetHandler(first)
-		d.Request(Wake{Reason: "cron:x", AgentID: "a"}, 0)
-		d.Request(Wake{Reason: "cron:x", AgentID: "b"}, 0)
+		d.Request(Wake{Reason: "cron:x", AgentID: "a"}, time.Millisecond)
+		d.Request(Wake{Reason: "cron:x", AgentID: "b"}, time.Millisecond)
+		time.Sleep(time.Millisecond)
 		synctest.Wait()
 		dispose()
 		close(release)
@@ -383,7 +386,7 @@ func TestDispatcherDisposeMidBatchKeepsUnfinishedWakes(t *testing.T) {
 			t.Fatal("the unfinished wake for b was dropped")
 		}
 		d.SetHandler(r.handle)
-		r.sleepTo(DefaultCoalesce)
+		r.sleepTo(time.Millisecond + DefaultCoalesce)
 		if got := r.wantCalls(t, 1); got[0].w.AgentID != "b" {
 			t.Fatalf("handed over %+v, want b only", got)
 		}
