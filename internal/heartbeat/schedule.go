@@ -105,11 +105,10 @@ func cooldown(kind ReasonKind, starts []time.Time, now time.Time) (until time.Ti
 	return time.Time{}, "", false
 }
 
-// recordStart appends t to the ring of recent run starts.
+// recordStart returns the ring of recent run starts with t appended. It never writes to
+// the slice it was given, so earlier snapshots of the ring stay valid.
 func recordStart(starts []time.Time, t time.Time) []time.Time {
-	starts = append(starts, t)
-	if len(starts) > startRing {
-		starts = append(starts[:0], starts[len(starts)-startRing:]...)
-	}
-	return starts
+	keep := starts[max(0, len(starts)+1-startRing):]
+	out := make([]time.Time, 0, len(keep)+1)
+	return append(append(out, keep...), t)
 }

@@ -22,8 +22,12 @@ const (
 	maxSleep = 30 * time.Second
 	// saveDelay batches state writes; SetEnabled and shutdown write at once.
 	saveDelay = 5 * time.Second
-	// maxConcurrentPulses bounds pulses in flight across all agents.
-	maxConcurrentPulses = 64
+	// pulseWorkers is how many pulses may be in flight across all agents. Workers live as
+	// long as Run, so a pulse costs no goroutine start.
+	pulseWorkers = 64
+	// pulseQueue is how many started pulses may wait for a worker before the handler
+	// hands further ones to short-lived goroutines.
+	pulseQueue = 1024
 )
 
 var (
@@ -104,7 +108,7 @@ type Service struct {
 	host  *time.Location
 	now   func() time.Time
 	kick  chan struct{}
-	sem   chan struct{}
+	jobs  chan pulseJob
 
 	saveMu sync.Mutex // serializes store writes; taken before mu, never inside it
 
@@ -138,7 +142,7 @@ func New(cfg Config, deps Deps) (*Service, error) {
 		host:  deps.Host,
 		now:   deps.Now,
 		kick:  make(chan struct{}, 1),
-		sem:   make(chan struct{}, maxConcurrentPulses),
+		jobs:  make(chan pulseJob, pulseQueue),
 	}
 	if s.log == nil {
 		s.log = zap.NewNop()
@@ -281,6 +285,9 @@ func (s *Service) Run(ctx context.Context) error {
 	s.runCtx = ctx
 	s.mu.Unlock()
 
+	for range pulseWorkers {
+		s.pulses.Go(func() { s.worker(ctx) })
+	}
 	dispose := s.disp.SetHandler(s.handle)
 	timer := time.NewTimer(s.timerDelay())
 	defer timer.Stop()
@@ -296,6 +303,7 @@ func (s *Service) Run(ctx context.Context) error {
 			s.mu.Unlock()
 			s.disp.Close()
 			s.pulses.Wait()
+			s.dropQueued()
 			return s.flush()
 		case <-timer.C:
 			s.onTimer()
@@ -660,27 +668,55 @@ func (s *Service) startPulseLocked(a *agent, w Wake, kind ReasonKind, now time.T
 	s.setDue(a, advanceDue(now, kind, a.interval, a.phase, a.window.Within))
 	a.inflight = true
 	s.dirty = true
-	ctx, t := s.runCtx, a.target
-	s.pulses.Add(1)
-	go func() {
-		defer s.pulses.Done()
-		s.pulse(ctx, a, t, p)
-	}()
+	job := pulseJob{a: a, t: a.target, p: p}
+	select {
+	case s.jobs <- job:
+	default:
+		// The queue is full (a broadcast to many agents): wait for room off the lock.
+		ctx := s.runCtx
+		s.pulses.Go(func() {
+			select {
+			case s.jobs <- job:
+			case <-ctx.Done():
+				s.finish(job.a, job.p, pulseResult{outcome: outcomeFailed, reason: reasonStopped}, s.wall(), 0)
+			}
+		})
+	}
 }
 
-func (s *Service) pulse(ctx context.Context, a *agent, t pulser, p Pulse) {
-	select {
-	case s.sem <- struct{}{}:
-	case <-ctx.Done():
-		s.finish(a, p, pulseResult{outcome: outcomeFailed, reason: reasonStopped}, s.wall(), 0)
-		return
+// pulseJob is a started pulse waiting for a worker.
+type pulseJob struct {
+	a *agent
+	t pulser
+	p Pulse
+}
+
+// worker runs queued pulses until ctx ends.
+func (s *Service) worker(ctx context.Context) {
+	for {
+		select {
+		case job := <-s.jobs:
+			startWall, start := s.wall(), time.Now()
+			pctx, cancel := context.WithTimeout(ctx, job.t.timeout())
+			res := safePulse(pctx, job.t, job.p, s.log)
+			cancel()
+			s.finish(job.a, job.p, res, startWall, time.Since(start))
+		case <-ctx.Done():
+			return
+		}
 	}
-	defer func() { <-s.sem }()
-	startWall, start := s.wall(), time.Now()
-	pctx, cancel := context.WithTimeout(ctx, t.timeout())
-	res := safePulse(pctx, t, p, s.log)
-	cancel()
-	s.finish(a, p, res, startWall, time.Since(start))
+}
+
+// dropQueued records pulses still queued at shutdown as stopped.
+func (s *Service) dropQueued() {
+	for {
+		select {
+		case job := <-s.jobs:
+			s.finish(job.a, job.p, pulseResult{outcome: outcomeFailed, reason: reasonStopped}, s.wall(), 0)
+		default:
+			return
+		}
+	}
 }
 
 func safePulse(ctx context.Context, t pulser, p Pulse, log *zap.Logger) (res pulseResult) {
@@ -813,7 +849,8 @@ func (s *Service) flush() error {
 func (s *Service) snapshotLocked() State {
 	st := State{Version: StateVersion, Seed: s.seed, Enabled: s.switchVal, Agents: make(map[string]AgentState, len(s.order))}
 	for _, a := range s.order {
-		as := AgentState{Last: a.last, Event: a.event, Starts: slices.Clone(a.starts)}
+		// last, event and starts are replaced, never modified in place, so sharing is safe.
+		as := AgentState{Last: a.last, Event: a.event, Starts: a.starts}
 		if a.runs {
 			as.IntervalMS, as.PhaseMS, as.NextDueAt = a.interval.Milliseconds(), a.phase.Milliseconds(), a.nextDue
 		}
