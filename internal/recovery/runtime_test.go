@@ -247,33 +247,24 @@ func TestSchedulerGenerationFencing(t *testing.T) {
 	})
 }
 
-// Dispatch order is priority, then due time, then id (P30); the pool is bounded (P32).
-func TestRuntimeDispatchOrderAndBound(t *testing.T) {
+// Dispatch order is priority, then due time, then id (P30).
+func TestRuntimeDispatchOrder(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := queuetest.NewMemory()
 		release := make(chan struct{})
-		var mu sync.Mutex
-		inflight, peak := 0, 0
-		sink := &fakeSink{script: func(Delivery) error {
-			mu.Lock()
-			inflight++
-			peak = max(peak, inflight)
-			mu.Unlock()
-			<-release
-			mu.Lock()
-			inflight--
-			mu.Unlock()
+		sink := &fakeSink{script: func(d Delivery) error {
+			if d.Key == "block" {
+				<-release
+			}
 			return nil
 		}}
 		cfg := parityConfig()
-		cfg.Workers = 2
+		cfg.Workers = 1
 		s := newService(t, cfg, store, map[string]Sink{"hook": sink})
 		stop := start(t, s)
 		defer stop()
 		synctest.Wait()
-		// Two blockers occupy both workers; the rest queue up.
-		enqueueReq(t, s, Request{Sink: "hook", Key: "block1"})
-		enqueueReq(t, s, Request{Sink: "hook", Key: "block2"})
+		enqueueReq(t, s, Request{Sink: "hook", Key: "block"}) // occupies the only worker
 		synctest.Wait()
 		for _, r := range []struct {
 			key  string
@@ -285,14 +276,50 @@ func TestRuntimeDispatchOrderAndBound(t *testing.T) {
 		close(release)
 		synctest.Wait()
 		var order []string
-		for _, sd := range sink.Sends()[2:] {
+		for _, sd := range sink.Sends()[1:] {
 			order = append(order, sd.key)
 		}
 		if got, want := fmt.Sprint(order), "[pm1 p0-a p0-b p5-a p5-b]"; got != want {
 			t.Fatalf("order = %s, want %s", got, want)
 		}
-		if peak != 2 {
-			t.Fatalf("peak in-flight = %d, want 2", peak)
+	})
+}
+
+// P32: the number of concurrent sends never exceeds Workers.
+func TestRuntimeBoundedConcurrency_P32(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := queuetest.NewMemory()
+		var mu sync.Mutex
+		inflight, peak := 0, 0
+		sink := &fakeSink{script: func(Delivery) error {
+			mu.Lock()
+			inflight++
+			peak = max(peak, inflight)
+			mu.Unlock()
+			time.Sleep(time.Second)
+			mu.Lock()
+			inflight--
+			mu.Unlock()
+			return nil
+		}}
+		cfg := parityConfig()
+		cfg.Workers = 3
+		s := newService(t, cfg, store, map[string]Sink{"hook": sink})
+		stop := start(t, s)
+		defer stop()
+		synctest.Wait()
+		t0 := time.Now()
+		for i := range 10 {
+			enqueueReq(t, s, Request{Sink: "hook", Key: fmt.Sprint("k", i)})
+		}
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		sends := sink.Sends()
+		if len(sends) != 10 || peak != 3 {
+			t.Fatalf("%d sends, peak %d; want 10 and 3", len(sends), peak)
+		}
+		if last := sends[9].at.Sub(t0); last != 3*time.Second {
+			t.Fatalf("last send at +%v, want +3s (four waves of three)", last)
 		}
 	})
 }
