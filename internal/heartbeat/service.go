@@ -28,6 +28,9 @@ const (
 	// pulseQueue is how many started pulses may wait for a worker before the handler
 	// hands further ones to short-lived goroutines.
 	pulseQueue = 1024
+	// clockStepBack is how far the wall clock may step back between two scheduler passes
+	// before the schedule is rebased (R-ENV-01).
+	clockStepBack = 2 * time.Second
 )
 
 var (
@@ -121,7 +124,8 @@ type Service struct {
 	agents    map[string]*agent
 	due       dueHeap
 	deferq    deferHeap
-	awaiting  bool // an interval wake is queued; don't re-request until it ran
+	awaiting  bool      // an interval wake is queued; don't re-request until it ran
+	lastWall  time.Time // the wall clock at the last scheduler pass
 	dirty     bool
 	ran       bool
 	stopping  bool
@@ -389,6 +393,7 @@ func (s *Service) timerDelay() time.Duration {
 	now := s.wall()
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.watchClockLocked(now)
 	d := maxSleep
 	if len(s.deferq) > 0 {
 		d = min(d, s.deferq[0].deferred.at.Sub(now))
@@ -405,6 +410,7 @@ func (s *Service) onTimer() {
 	now := s.wall()
 	var wakes []Wake
 	s.mu.Lock()
+	s.watchClockLocked(now)
 	for len(s.deferq) > 0 && !s.deferq[0].deferred.at.After(now) {
 		a := heap.Pop(&s.deferq).(*agent)
 		wakes = append(wakes, Wake{Reason: a.deferred.reason, AgentID: a.id, SessionKey: a.deferred.session})
@@ -433,11 +439,37 @@ func (s *Service) onTimer() {
 	}
 }
 
+// watchClockLocked notices the wall clock stepping back. Due times are wall instants, so
+// after a step back of an hour they would sit an hour too far out, and run starts recorded
+// before it would lie in the future and hold the cooldown gate shut. The schedule is
+// rebased: fresh slots, future run starts dropped, deferred wakes released.
+func (s *Service) watchClockLocked(now time.Time) {
+	prev := s.lastWall
+	s.lastWall = now
+	if prev.IsZero() || !now.Before(prev.Add(-clockStepBack)) {
+		return
+	}
+	s.log.Warn("wall clock stepped back; heartbeat schedule rebased", zap.Duration("step", prev.Sub(now)))
+	for _, a := range s.order {
+		if !a.runs {
+			continue
+		}
+		if i := slices.IndexFunc(a.starts, func(t time.Time) bool { return t.After(now) }); i >= 0 {
+			a.starts = slices.Clone(a.starts[:i])
+		}
+		s.setDue(a, SeekActive(NextSlot(now, a.interval, a.phase), a.interval, a.window.Within))
+		if a.deferred != nil && a.deferred.at.After(now) {
+			a.deferred.at = now
+			heap.Fix(&s.deferq, a.deferIdx)
+		}
+	}
+	s.dirty = true
+}
+
 // note is a log line decided under the lock and written after it.
 type note struct {
 	agent, session string
 	wake           Wake
-	status         RunStatus
 	reason         string
 	until          time.Time
 }
@@ -483,7 +515,7 @@ func (s *Service) dispatch(ctx context.Context, w Wake) RunResult {
 	s.mu.Lock()
 	if !s.enabledLocked() || s.stopping {
 		s.mu.Unlock()
-		notes = append(notes, note{agent: w.AgentID, wake: w, status: StatusSkipped, reason: SkipDisabled})
+		notes = append(notes, note{agent: w.AgentID, wake: w, reason: SkipDisabled})
 		return skipped(SkipDisabled)
 	}
 	var cands []*agent
@@ -496,7 +528,7 @@ func (s *Service) dispatch(ctx context.Context, w Wake) RunResult {
 		a := s.agents[id]
 		if a == nil || !a.runs {
 			s.mu.Unlock()
-			notes = append(notes, note{agent: id, session: w.SessionKey, wake: w, status: StatusSkipped, reason: SkipDisabled})
+			notes = append(notes, note{agent: id, session: w.SessionKey, wake: w, reason: SkipDisabled})
 			return skipped(SkipDisabled)
 		}
 		cands = []*agent{a}
@@ -574,7 +606,7 @@ func (s *Service) dispatch(ctx context.Context, w Wake) RunResult {
 			continue
 		}
 		if until, why, deferred := cooldown(kind, a.starts, now); deferred {
-			notes = append(notes, s.deferLocked(a, w, why, until, now))
+			notes = append(notes, s.deferLocked(a, w, why, until))
 			last = why
 			continue
 		}
@@ -610,15 +642,14 @@ func (s *Service) skipLocked(a *agent, w Wake, kind ReasonKind, reason string, n
 		s.setDue(a, advanceDue(now, kind, a.interval, a.phase, a.window.Within))
 	}
 	s.dirty = true
-	return note{agent: a.id, session: sessionFor(w, a), wake: w, status: StatusSkipped, reason: reason}
+	return note{agent: a.id, session: sessionFor(w, a), wake: w, reason: reason}
 }
 
 // deferLocked parks an event wake until the cooldown lets it run. A wake that could only
-// run at or after the agent's next due time is dropped: that run covers it.
-func (s *Service) deferLocked(a *agent, w Wake, why string, until, now time.Time) note {
-	n := note{agent: a.id, session: sessionFor(w, a), wake: w, status: StatusSkipped, reason: why, until: until}
-	a.last = &LastRun{Status: StatusSkipped, Reason: why, At: now}
-	s.dirty = true
+// run at or after the agent's next due time is dropped: that run covers it. A deferral is
+// logged but is not an outcome, so the agent's last run stays what it was.
+func (s *Service) deferLocked(a *agent, w Wake, why string, until time.Time) note {
+	n := note{agent: a.id, session: sessionFor(w, a), wake: w, reason: why, until: until}
 	if !until.Before(a.nextDue) {
 		n.until = time.Time{}
 		return n

@@ -481,3 +481,39 @@ func TestServiceClockJumpRunsAtMostOnce(t *testing.T) {
 		h.wantPulses(2)
 	})
 }
+
+// TestServiceWallClockStepBackRebases covers R-ENV-01: after the wall clock steps back two
+// hours, the next pulse comes on the next slot of the new wall time (not two hours late),
+// and run starts recorded before the step do not hold the cooldown gate shut.
+func TestServiceWallClockStepBackRebases(t *testing.T) {
+	cfg := baseConfig()
+	cfg.Defaults.Every = "10m"
+	serviceTest(t, cfg, harnessOpts{}, func(t *testing.T, h *harness) {
+		every := 10 * time.Minute
+		phase := Phase(testSeed, "main", every)
+		first := slot(testSeed, "main", every)
+		h.sleepTo(first)
+		h.wantPulses(1)
+		h.sleepTo(first + time.Minute)
+		h.clk.jump(-2 * time.Hour)
+		h.sleepTo(first + time.Minute + maxSleep)
+		if n := h.logs.FilterMessage("wall clock stepped back; heartbeat schedule rebased").Len(); n != 1 {
+			t.Fatalf("%d rebase log lines", n)
+		}
+		due := *h.agent("main").NextDueAt
+		if !due.Equal(NextSlot(h.clk.now(), every, phase)) && !due.Equal(NextSlot(h.clk.now().Add(-maxSleep), every, phase)) {
+			t.Fatalf("next_due_at %v after the step, wall now %v", due, h.clk.now())
+		}
+		if err := h.svc.Wake(WakeRequest{AgentID: "main", Reason: "exec-event"}); err != nil {
+			t.Fatal(err)
+		}
+		h.sleepTo(first + time.Minute + maxSleep + time.Second)
+		if got := h.wantPulses(2); got[1].p.Reason != "exec-event" {
+			t.Fatalf("event wake after the step: %+v", got[1].p)
+		}
+		h.sleepTo(first + time.Minute + maxSleep + every + time.Second)
+		if got := h.exec.seen(); len(got) != 3 || got[2].p.Reason != "interval" {
+			t.Fatalf("pulses %+v: want an interval pulse within one interval of the step", got)
+		}
+	})
+}

@@ -1,0 +1,55 @@
+package heartbeat
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+)
+
+// TestStatusJSONShape pins the heartbeat block of DESIGN.md's status:
+// enabled, agents[] {id, enabled, interval_ms, next_due_at, last {status, reason, duration_ms, at}}.
+func TestStatusJSONShape(t *testing.T) {
+	off := false
+	cfg := baseConfig(AgentConfig{ID: "main"}, AgentConfig{ID: "off", Enabled: &off})
+	s, err := New(cfg, Deps{Run: (&fakeExec{}).run, Now: func() time.Time { return utc("2026-05-01T10:10:00Z") }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.mu.Lock()
+	s.agents["main"].last = &LastRun{Status: StatusSkipped, Reason: SkipQuietHours, DurationMS: 0, At: utc("2026-05-01T10:00:00Z")}
+	s.mu.Unlock()
+	data, err := json.Marshal(s.Status())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Enabled *bool `json:"enabled"`
+		Agents  []map[string]json.RawMessage
+	}
+	if err := json.Unmarshal(data, &got); err != nil || got.Enabled == nil || !*got.Enabled || len(got.Agents) != 2 {
+		t.Fatalf("status %s: %v", data, err)
+	}
+	for _, key := range []string{"id", "enabled", "interval_ms", "next_due_at", "last"} {
+		for i, a := range got.Agents {
+			if _, ok := a[key]; !ok {
+				t.Errorf("agents[%d] lacks %q: %s", i, key, data)
+			}
+		}
+	}
+	var last map[string]json.RawMessage
+	if err := json.Unmarshal(got.Agents[0]["last"], &last); err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{"status", "reason", "duration_ms", "at"} {
+		if _, ok := last[key]; !ok {
+			t.Errorf("last lacks %q: %s", key, got.Agents[0]["last"])
+		}
+	}
+	if string(got.Agents[1]["next_due_at"]) != "null" || string(got.Agents[1]["enabled"]) != "false" ||
+		string(got.Agents[1]["disabled_reason"]) != `"disabled"` {
+		t.Errorf("disabled agent: %s", data)
+	}
+	if string(got.Agents[0]["interval_ms"]) != "60000" {
+		t.Errorf("interval_ms %s", got.Agents[0]["interval_ms"])
+	}
+}
