@@ -17,6 +17,22 @@
 // small interfaces (Gateway, StateStore, RunFunc) so the daemon wires it without this
 // package knowing about config files, processes or sockets.
 //
+// Where this package deliberately differs from upstream (UPSTREAM.md section 2):
+//
+//   - Pulses run on a worker pool, one at a time per agent: a slow target delays no other
+//     agent, and a slot that comes while the agent's previous pulse still runs is skipped
+//     as "in-progress" (never overlapping, never queued up). A busy target re-enters the
+//     dispatcher's one-second retry when it answers.
+//   - A skipped wake moves the schedule only when it was the interval slot itself; a
+//     skipped manual or event wake ran nothing, so it does not count as a fresh run. A
+//     targeted wake skipped as requests-in-flight does not move it either.
+//   - The flood guard spares interval wakes: the schedule already spaces them one per slot.
+//   - A timer that fires while a batch runs is parked instead of re-armed every delay, which
+//     keeps upstream's instants without spinning on zero-delay timers.
+//   - A batch still running for a replaced handler hands its unfinished wakes to the new
+//     one and never touches the new lifecycle's state (upstream's later generation fence).
+//   - A backward step of the wall clock rebases the schedule (R-ENV-01).
+//
 // Active hours are wall-clock windows, on purpose: people mean local clock times. A window
 // that spans a DST transition is shorter or longer that day (in America/New_York a
 // 22:00-06:00 window lasts 7 h on the spring-forward night and 9 h on the fall-back night),

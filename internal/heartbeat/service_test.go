@@ -381,6 +381,8 @@ func TestServiceReloadKeepsScheduleAndAppliesNewIntervals(t *testing.T) {
 	})
 }
 
+// TestServiceTargetFailuresDoNotStopTicks covers R-SUP-06 for the heartbeat loop: a
+// panicking or failing target is recorded and the schedule goes on.
 func TestServiceTargetFailuresDoNotStopTicks(t *testing.T) {
 	serviceTest(t, baseConfig(), harnessOpts{}, func(t *testing.T, h *harness) {
 		first := slot(testSeed, "main", time.Minute)
@@ -405,6 +407,9 @@ func TestServiceTargetFailuresDoNotStopTicks(t *testing.T) {
 	})
 }
 
+// TestServiceSlowTargetNeverOverlapsItself covers R-DLV-07 and P20's "never concurrently
+// with itself": a hanging target is cut off by its own timeout and its next slot is skipped
+// as in-progress instead of starting a second run.
 func TestServiceSlowTargetNeverOverlapsItself(t *testing.T) {
 	cfg := baseConfig()
 	cfg.Defaults.Target = &Target{Exec: &ExecTarget{Command: []string{"slow"}, Timeout: 90 * time.Second}}
