@@ -67,8 +67,17 @@ fuzz: ## Run every fuzz target for FUZZTIME each (default 20s)
 bench: build ## Run the benchmarks of bench/ (see bench/README.md)
 	bash bench/run.sh
 
+.PHONY: verify-units
+verify-units: ## Check the unit (systemd-analyze verify, no output allowed), the plists and the task XML
+	GO=$(GO) bash packaging/verify-units.sh
+
+.PHONY: package
+package: ## Build the .deb and .rpm into dist/ with nfpm (PKG_ARCH, PKG_VERSION), then check them
+	GO=$(GO) VERSION=$(VERSION) bash packaging/build.sh
+	bash packaging/check-packages.sh
+
 .PHONY: ci
-ci: fmt-check vet staticcheck tidy-check test cross ## Everything CI checks
+ci: fmt-check vet staticcheck tidy-check test cross verify-units ## Everything CI checks
 
 .PHONY: demo
 demo: build ## Supervise the example gateway with no config file (^C stops)
