@@ -70,9 +70,24 @@ type Daemon struct {
 
 	notifyPath string // the gateway's NOTIFY_SOCKET ("" when unsupported)
 
+	// components are the background parts beside the supervisor (heartbeats, deliveries),
+	// added by the setup functions in their own files.
+	components []component
+
 	stopc    chan string  // stop requests from the control API
 	handoffc chan handoff // a replacement of schedd itself, once the gateway is stopped
 	self     selfRespawn  // one replacement of schedd itself at a time (self.go)
+}
+
+// component is a background part of the daemon with its own lifecycle. run blocks until
+// ctx ends (at the daemon's stop); the optional hooks add its status block, its control
+// endpoints and what it does with a reloaded config.
+type component struct {
+	name   string
+	run    func(ctx context.Context) error
+	status func(*control.Status)
+	routes func(*control.Server)
+	reload func(*config.Config) error
 }
 
 // handoff is the last act of a daemon that replaces itself: after the gateway has been
@@ -155,6 +170,15 @@ func (d *Daemon) run(ctx context.Context) error {
 		OnPending: d.restartPending,
 		OnBegin:   d.restartBegins,
 	})
+	for _, setup := range []func() (*component, error){d.setupHeartbeat, d.setupDeliveries} {
+		c, err := setup()
+		if err != nil {
+			return err
+		}
+		if c != nil {
+			d.components = append(d.components, *c)
+		}
+	}
 
 	d.log.Info("schedd started", zap.String("version", o.Version), zap.Int("pid", os.Getpid()),
 		zap.String("state_dir", o.StateDir), zap.String("socket", o.Socket),
@@ -173,6 +197,11 @@ func (d *Daemon) run(ctx context.Context) error {
 			PeerCheck:      platform.CheckPeerIsOwner,
 		})
 		d.routes(srv)
+		for _, c := range d.components {
+			if c.routes != nil {
+				c.routes(srv)
+			}
+		}
 		return srv.Serve(bg, ln)
 	})
 	if ns != nil {
@@ -186,6 +215,18 @@ func (d *Daemon) run(ctx context.Context) error {
 	defer stopCoord()
 	coordDone := make(chan error, 1)
 	go func() { coordDone <- d.coord.Run(coordCtx) }()
+	compCtx, stopComps := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopComps()
+	var comps errgroup.Group
+	for _, c := range d.components {
+		comps.Go(func() error {
+			if err := c.run(compCtx); err != nil && !errors.Is(err, context.Canceled) {
+				d.log.Error("component failed", zap.String("component", c.name), zap.Error(err))
+				return fmt.Errorf("%s: %w", c.name, err)
+			}
+			return nil
+		})
+	}
 
 	stopping := false
 	stop := func(why string) {
@@ -196,6 +237,7 @@ func (d *Daemon) run(ctx context.Context) error {
 		d.log.Info("stopping", zap.String("why", why))
 		d.notify("STOPPING=1")
 		stopCoord() // a pending restart is cancelled; the stop wins over one in progress
+		stopComps()
 		stopSup()
 	}
 	var supErr error
@@ -242,8 +284,9 @@ loop:
 		}
 	}
 	stopCoord()
+	stopComps()
 	bgCancel()
-	err = errors.Join(supErr, <-coordDone, ignoreClosed(g.Wait()))
+	err = errors.Join(supErr, <-coordDone, comps.Wait(), ignoreClosed(g.Wait()))
 	if last != nil && err == nil {
 		// Release the lock and the sockets before the successor needs them.
 		ln.Close()
@@ -357,7 +400,7 @@ func statusLine(st respawn.Status) string {
 func (d *Daemon) Status(context.Context) control.Status {
 	o := d.opts
 	rs := d.coord.Status()
-	return control.Status{
+	st := control.Status{
 		Schedd: control.Schedd{
 			PID:            os.Getpid(),
 			Version:        o.Version,
@@ -371,4 +414,10 @@ func (d *Daemon) Status(context.Context) control.Status {
 		Gateway: d.sup.Status(),
 		Restart: &rs,
 	}
+	for _, c := range d.components {
+		if c.status != nil {
+			c.status(&st)
+		}
+	}
+	return st
 }

@@ -170,6 +170,14 @@ func (d *Daemon) reload() {
 	prev := d.cfg
 	d.cfg = next
 	d.mu.Unlock()
+	for _, c := range d.components {
+		if c.reload == nil {
+			continue
+		}
+		if err := c.reload(next); err != nil {
+			d.log.Error("config reload: a part kept its old settings", zap.String("component", c.name), zap.Error(err))
+		}
+	}
 	if d.opts.LogLevel != nil {
 		if lvl, err := zap.ParseAtomicLevel(next.Log.Level); err == nil {
 			d.opts.LogLevel.SetLevel(lvl.Level())
