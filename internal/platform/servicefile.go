@@ -87,7 +87,7 @@ var funcs = template.FuncMap{
 	},
 	"secs":   fmtSeconds,
 	"margin": func() string { return fmtSeconds(StopMargin) },
-	"sd": func(args ...string) string { return systemdLine(args) },
+	"sd":     func(args ...string) string { return systemdLine(args) },
 	"sdargs": systemdLine,
 	"xml": func(s string) string {
 		var b strings.Builder
