@@ -79,7 +79,10 @@ type SQLite struct {
 	done   chan struct{}
 
 	// owned by the writer goroutine
-	live int // pending + sending entries after the last commit
+	live       int // pending + sending entries after the last commit
+	stmts      map[string]*sql.Stmt
+	unprepared map[string]struct{}
+	getStmt    *sql.Stmt // on the read pool
 
 	statsMu sync.Mutex
 	stats   Stats
@@ -207,6 +210,13 @@ func (s *SQLite) open(ctx context.Context) error {
 		"SELECT count(*) FROM deliveries WHERE state IN ('pending', 'sending')").Scan(&s.live); err != nil {
 		return s.openError(err)
 	}
+	// The writer uses the write pool's one connection through transactions from now on.
+	if err := s.wconn.Close(); err != nil {
+		return s.openError(err)
+	}
+	s.wconn = nil
+	s.wdb.SetMaxIdleConns(1)
+	s.stmts, s.unprepared = map[string]*sql.Stmt{}, map[string]struct{}{}
 	s.rdb, err = sql.Open("sqlite", s.dsn("_pragma=query_only(1)"))
 	if err != nil {
 		return fmt.Errorf("open store %s: %w", s.path, err)
@@ -214,6 +224,10 @@ func (s *SQLite) open(ctx context.Context) error {
 	s.rdb.SetMaxOpenConns(s.opts.ReadConns)
 	s.rdb.SetMaxIdleConns(s.opts.ReadConns)
 	if err := s.rdb.PingContext(ctx); err != nil {
+		return s.openError(err)
+	}
+	s.getStmt, err = s.rdb.PrepareContext(ctx, "SELECT "+entryCols+", payload FROM deliveries WHERE id = ?")
+	if err != nil {
 		return s.openError(err)
 	}
 	return nil
@@ -306,6 +320,12 @@ func (s *SQLite) closeDBs() error {
 	var errs []error
 	if s.wconn != nil {
 		errs = append(errs, s.wconn.Close())
+	}
+	for _, st := range s.stmts {
+		errs = append(errs, st.Close())
+	}
+	if s.getStmt != nil {
+		errs = append(errs, s.getStmt.Close())
 	}
 	if s.wdb != nil {
 		errs = append(errs, s.wdb.Close())

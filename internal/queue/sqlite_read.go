@@ -213,7 +213,7 @@ func (s *SQLite) Get(ctx context.Context, id int64) (Entry, error) {
 
 func (s *SQLite) getOnce(ctx context.Context, id int64) (Entry, error) {
 	var r rawRow
-	err := s.rdb.QueryRowContext(ctx, "SELECT "+entryCols+", payload FROM deliveries WHERE id = ?", id).Scan(r.dest(true)...)
+	err := s.getStmt.QueryRowContext(ctx, id).Scan(r.dest(true)...)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Entry{}, ErrNotFound
 	}
@@ -412,7 +412,7 @@ func (s *SQLite) Counts(ctx context.Context) (Counts, error) {
 // quarantine dead-letters a damaged row with the reason, so no scan trips on it again.
 func (s *SQLite) quarantine(ctx context.Context, d *damagedError) error {
 	reason := ReasonQuarantined + ": " + d.reason
-	err := s.submit(ctx, "quarantine", func(tx *sql.Tx, w *batch) error {
+	err := s.submit(ctx, "quarantine", func(tx wtx, w *batch) error {
 		return quarantineTx(ctx, tx, w, d.id, reason, s.now())
 	})
 	if err != nil {
@@ -422,7 +422,7 @@ func (s *SQLite) quarantine(ctx context.Context, d *damagedError) error {
 	return nil
 }
 
-func quarantineTx(ctx context.Context, tx *sql.Tx, w *batch, id int64, reason string, now time.Time) error {
+func quarantineTx(ctx context.Context, tx wtx, w *batch, id int64, reason string, now time.Time) error {
 	var st any
 	err := tx.QueryRowContext(ctx, "SELECT state FROM deliveries WHERE id = ?", id).Scan(&st)
 	if errors.Is(err, sql.ErrNoRows) {

@@ -155,14 +155,15 @@ func TestGroupCommit(t *testing.T) {
 	for err := range errs {
 		t.Error(err)
 	}
+	// Usually [1, n-1]; all n in one when the callers all queued before the writer woke.
 	st := s.Stats()
-	if st.Ops != n || st.Commits != 2 {
-		t.Fatalf("stats = %+v, want %d ops in 2 commits", st, n)
+	if st.Ops != n || st.Commits > 2 {
+		t.Fatalf("stats = %+v, want %d ops in at most 2 commits", st, n)
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if len(sizes) != 2 || sizes[0]+sizes[1] != n {
-		t.Fatalf("batch sizes = %v, want two adding up to %d", sizes, n)
+	if sum := sizes[0] + sizes[len(sizes)-1]; len(sizes) > 2 || (len(sizes) == 2 && sum != n) || (len(sizes) == 1 && sizes[0] != n) {
+		t.Fatalf("batch sizes = %v, want at most two adding up to %d", sizes, n)
 	}
 }
 
@@ -232,10 +233,10 @@ func TestDiskFull(t *testing.T) {
 	s := openTest(t, "", Options{})
 	stored := mustEnqueue(t, s, "stored")
 	var pages int
-	if err := s.wconn.QueryRowContext(ctx, "PRAGMA page_count").Scan(&pages); err != nil {
+	if err := s.wdb.QueryRowContext(ctx, "PRAGMA page_count").Scan(&pages); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.wconn.ExecContext(ctx, fmt.Sprintf("PRAGMA max_page_count = %d", pages)); err != nil {
+	if _, err := s.wdb.ExecContext(ctx, fmt.Sprintf("PRAGMA max_page_count = %d", pages)); err != nil {
 		t.Fatal(err)
 	}
 	big := make([]byte, 64<<10)
@@ -262,7 +263,7 @@ func TestDiskFull(t *testing.T) {
 	if c, _ := s.Counts(ctx); c.Pending != 0 || c.Delivered != 1 {
 		t.Fatalf("counts = %+v", c)
 	}
-	if _, err := s.wconn.ExecContext(ctx, "PRAGMA max_page_count = 1073741823"); err != nil {
+	if _, err := s.wdb.ExecContext(ctx, "PRAGMA max_page_count = 1073741823"); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := s.Enqueue(ctx, NewEntry{Sink: "hook", Key: "big", Payload: big}); err != nil {
@@ -317,7 +318,7 @@ func TestCorruptFileAtOpen(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if _, err := s.wconn.ExecContext(context.Background(), "PRAGMA wal_checkpoint(TRUNCATE)"); err != nil {
+		if _, err := s.wdb.ExecContext(context.Background(), "PRAGMA wal_checkpoint(TRUNCATE)"); err != nil {
 			t.Fatal(err)
 		}
 		if err := s.Close(); err != nil {
@@ -345,7 +346,7 @@ func TestCorruptFileAtOpen(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.wconn.ExecContext(context.Background(), fmt.Sprintf("PRAGMA user_version = %d", SchemaVersion+1)); err != nil {
+		if _, err := s.wdb.ExecContext(context.Background(), fmt.Sprintf("PRAGMA user_version = %d", SchemaVersion+1)); err != nil {
 			t.Fatal(err)
 		}
 		s.Close()
@@ -371,7 +372,7 @@ func TestDamagedRowQuarantined(t *testing.T) {
 		fmt.Sprintf("UPDATE deliveries SET state = 'sideways' WHERE id = %d", badState.ID),
 		fmt.Sprintf("UPDATE deliveries SET next_attempt_at = 'soon' WHERE id = %d", badTime.ID),
 	} {
-		if _, err := s.wconn.ExecContext(ctx, q); err != nil {
+		if _, err := s.wdb.ExecContext(ctx, q); err != nil {
 			t.Fatal(err)
 		}
 	}

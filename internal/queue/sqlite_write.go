@@ -18,7 +18,7 @@ import (
 // transaction (within its own savepoint) and records the change of the live count in b.
 type writeOp struct {
 	name string
-	run  func(tx *sql.Tx, b *batch) error
+	run  func(tx wtx, b *batch) error
 	done chan error
 }
 
@@ -31,7 +31,7 @@ type batch struct {
 // submit hands an operation to the writer and waits for its own result, which comes only
 // after the transaction carrying it committed (or failed). Once submitted, the result is
 // awaited even if ctx ends, so the answer is always the truth about the store.
-func (s *SQLite) submit(ctx context.Context, name string, run func(tx *sql.Tx, b *batch) error) error {
+func (s *SQLite) submit(ctx context.Context, name string, run func(tx wtx, b *batch) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -86,13 +86,14 @@ func (s *SQLite) runBatch(ops []*writeOp) {
 		s.statsMu.Unlock()
 		s.log.Error("delivery store commit failed", zap.Int("ops", len(ops)), zap.Error(err))
 	}
-	tx, err := s.wconn.BeginTx(ctx, nil)
+	stx, err := s.wdb.BeginTx(ctx, nil)
 	if err != nil {
 		failAll(err)
 		return
 	}
+	tx := wtx{tx: stx, s: s}
 	rollback := func(err error) {
-		_ = tx.Rollback()
+		_ = stx.Rollback()
 		failAll(err)
 	}
 	for i, op := range ops {
@@ -130,10 +131,12 @@ func (s *SQLite) runBatch(ops []*writeOp) {
 		rollback(err)
 		return
 	}
-	if err := tx.Commit(); err != nil {
-		// A failed COMMIT can leave the transaction open on the connection: end it.
-		_, _ = s.wconn.ExecContext(ctx, "ROLLBACK")
+	if err := stx.Commit(); err != nil {
+		// A failed COMMIT can leave the transaction open on the connection (the pool's only
+		// one, so this ROLLBACK runs on it): end it.
+		_, _ = s.wdb.ExecContext(ctx, "ROLLBACK")
 		failAll(err)
+		s.prepareNoted()
 		return
 	}
 	s.live = b.live
@@ -143,6 +146,76 @@ func (s *SQLite) runBatch(ops []*writeOp) {
 	s.statsMu.Unlock()
 	for i, op := range ops {
 		op.done <- results[i]
+	}
+	s.prepareNoted()
+}
+
+// wtx runs the writer's statements in its transaction, through statements prepared once
+// (parsing a statement costs more than running it).
+type wtx struct {
+	tx *sql.Tx
+	s  *SQLite
+}
+
+// stmt returns the prepared form of q, or nil after noting q to be prepared between batches
+// (the write pool's one connection is busy with the transaction now).
+func (w wtx) stmt(ctx context.Context, q string) *sql.Stmt {
+	if st, ok := w.s.stmts[q]; ok {
+		return w.tx.StmtContext(ctx, st)
+	}
+	w.s.unprepared[q] = struct{}{}
+	return nil
+}
+
+func (w wtx) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
+	if st := w.stmt(ctx, q); st != nil {
+		return st.ExecContext(ctx, args...)
+	}
+	return w.tx.ExecContext(ctx, q, args...)
+}
+
+func (w wtx) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	if st := w.stmt(ctx, q); st != nil {
+		return st.QueryContext(ctx, args...)
+	}
+	return w.tx.QueryContext(ctx, q, args...)
+}
+
+func (w wtx) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row {
+	if st := w.stmt(ctx, q); st != nil {
+		return st.QueryRowContext(ctx, args...)
+	}
+	return w.tx.QueryRowContext(ctx, q, args...)
+}
+
+func (w wtx) Exec(q string, args ...any) (sql.Result, error) {
+	return w.ExecContext(context.Background(), q, args...)
+}
+
+func (w wtx) Query(q string, args ...any) (*sql.Rows, error) {
+	return w.QueryContext(context.Background(), q, args...)
+}
+
+func (w wtx) QueryRow(q string, args ...any) *sql.Row {
+	return w.QueryRowContext(context.Background(), q, args...)
+}
+
+// maxStmts bounds the prepared statements (the writer's queries are a fixed set).
+const maxStmts = 64
+
+// prepareNoted prepares the statements the last batch ran unprepared; the writer calls it
+// between batches, when the write connection is free.
+func (s *SQLite) prepareNoted() {
+	for q := range s.unprepared {
+		delete(s.unprepared, q)
+		if len(s.stmts) >= maxStmts {
+			continue
+		}
+		st, err := s.wdb.PrepareContext(context.Background(), q)
+		if err != nil {
+			continue // it runs unprepared; the error, if real, shows when it runs
+		}
+		s.stmts[q] = st
 	}
 }
 
@@ -154,7 +227,7 @@ func (s *SQLite) hook(op string) error {
 }
 
 // getTx reads one entry inside the writer's transaction.
-func getTx(tx *sql.Tx, where string, arg any, withPayload bool) (Entry, error) {
+func getTx(tx wtx, where string, arg any, withPayload bool) (Entry, error) {
 	var r rawRow
 	q := "SELECT " + entryCols
 	if withPayload {
@@ -171,7 +244,7 @@ func getTx(tx *sql.Tx, where string, arg any, withPayload bool) (Entry, error) {
 }
 
 // getTxQuarantining reads an entry in the transaction, quarantining it if it is damaged.
-func (s *SQLite) getTxQuarantining(tx *sql.Tx, b *batch, id int64, withPayload bool) (Entry, error) {
+func (s *SQLite) getTxQuarantining(tx wtx, b *batch, id int64, withPayload bool) (Entry, error) {
 	e, err := getTx(tx, "id = ?", id, withPayload)
 	var d *damagedError
 	if errors.As(err, &d) {
@@ -187,7 +260,7 @@ func (s *SQLite) getTxQuarantining(tx *sql.Tx, b *batch, id int64, withPayload b
 // NewEpoch allocates the next boot epoch.
 func (s *SQLite) NewEpoch(ctx context.Context) (int64, error) {
 	var epoch int64
-	err := s.submit(ctx, "epoch", func(tx *sql.Tx, _ *batch) error {
+	err := s.submit(ctx, "epoch", func(tx wtx, _ *batch) error {
 		return tx.QueryRow("UPDATE meta SET value = value + 1 WHERE key = 'epoch' RETURNING value").Scan(&epoch)
 	})
 	if err != nil {
@@ -220,7 +293,7 @@ func (s *SQLite) Enqueue(ctx context.Context, n NewEntry) (Entry, bool, error) {
 	}
 	var out Entry
 	var created bool
-	err := s.submit(ctx, "enqueue", func(tx *sql.Tx, b *batch) error {
+	err := s.submit(ctx, "enqueue", func(tx wtx, b *batch) error {
 		var id int64
 		var hash []byte
 		err := tx.QueryRow("SELECT id, payload_hash FROM deliveries WHERE idem_key = ?", n.Key).Scan(&id, &hash)
@@ -290,7 +363,7 @@ func truncMs(t time.Time) time.Time {
 // MarkSending claims one entry for epoch.
 func (s *SQLite) MarkSending(ctx context.Context, id, epoch int64, lease time.Duration) (Entry, error) {
 	var out Entry
-	err := s.submit(ctx, "mark_sending", func(tx *sql.Tx, b *batch) error {
+	err := s.submit(ctx, "mark_sending", func(tx wtx, b *batch) error {
 		now := s.now()
 		ms := now.UnixMilli()
 		var r rawRow
@@ -328,7 +401,7 @@ func (s *SQLite) MarkSending(ctx context.Context, id, epoch int64, lease time.Du
 // ClaimDue claims due pending entries in dispatch order.
 func (s *SQLite) ClaimDue(ctx context.Context, c Claim) ([]Entry, error) {
 	var out []Entry
-	err := s.submit(ctx, "claim_due", func(tx *sql.Tx, b *batch) error {
+	err := s.submit(ctx, "claim_due", func(tx wtx, b *batch) error {
 		out = out[:0]
 		now := s.now()
 		ms := now.UnixMilli()
@@ -386,7 +459,7 @@ func (s *SQLite) ClaimDue(ctx context.Context, c Claim) ([]Entry, error) {
 
 // ownedUpdate runs an UPDATE on an entry sending under epoch, telling apart a missing entry
 // from one not owned.
-func ownedUpdate(tx *sql.Tx, id, epoch int64, set string, args ...any) error {
+func ownedUpdate(tx wtx, id, epoch int64, set string, args ...any) error {
 	res, err := tx.Exec("UPDATE deliveries SET "+set+" WHERE id = ? AND state = 'sending' AND owner_epoch = ?",
 		append(args, id, epoch)...)
 	if err != nil {
@@ -407,7 +480,7 @@ func ownedUpdate(tx *sql.Tx, id, epoch int64, set string, args ...any) error {
 // Complete makes a sending entry a delivered tombstone. The payload is dropped (its hash and
 // size stay, so the idempotency key keeps deduplicating).
 func (s *SQLite) Complete(ctx context.Context, id, epoch int64) error {
-	err := s.submit(ctx, "complete", func(tx *sql.Tx, b *batch) error {
+	err := s.submit(ctx, "complete", func(tx wtx, b *batch) error {
 		now := s.now().UnixMilli()
 		if err := ownedUpdate(tx, id, epoch, `state = 'delivered', payload = x'', finished_at = ?, updated_at = ?,
 			lease_until = NULL`, now, now); err != nil {
@@ -424,7 +497,7 @@ func (s *SQLite) Complete(ctx context.Context, id, epoch int64) error {
 
 // Fail records a failed attempt and schedules the next one, or dead-letters the entry.
 func (s *SQLite) Fail(ctx context.Context, id, epoch int64, f Failure) error {
-	err := s.submit(ctx, "fail", func(tx *sql.Tx, b *batch) error {
+	err := s.submit(ctx, "fail", func(tx wtx, b *batch) error {
 		now := s.now().UnixMilli()
 		if f.DeadReason != "" {
 			if err := ownedUpdate(tx, id, epoch, `state = 'dead', failures = failures + 1, last_error = ?,
@@ -447,7 +520,7 @@ func (s *SQLite) Fail(ctx context.Context, id, epoch int64, f Failure) error {
 
 // Release returns a claimed entry to pending without charging a failure.
 func (s *SQLite) Release(ctx context.Context, id, epoch int64, nextAt time.Time) error {
-	err := s.submit(ctx, "release", func(tx *sql.Tx, b *batch) error {
+	err := s.submit(ctx, "release", func(tx wtx, b *batch) error {
 		now := s.now().UnixMilli()
 		return ownedUpdate(tx, id, epoch, `state = 'pending', next_attempt_at = ?, updated_at = ?,
 			owner_epoch = NULL, lease_until = NULL`, nextAt.UnixMilli(), now)
@@ -461,7 +534,7 @@ func (s *SQLite) Release(ctx context.Context, id, epoch int64, nextAt time.Time)
 // Dead dead-letters a pending entry, or a sending one claimed by epoch or whose claim is void.
 // In this single-owner store every claim of another epoch is void.
 func (s *SQLite) Dead(ctx context.Context, id, epoch int64, reason, lastErr string) error {
-	err := s.submit(ctx, "dead", func(tx *sql.Tx, b *batch) error {
+	err := s.submit(ctx, "dead", func(tx wtx, b *batch) error {
 		now := s.now().UnixMilli()
 		res, err := tx.Exec(`UPDATE deliveries SET state = 'dead', dead_reason = ?,
 			last_error = COALESCE(NULLIF(?, ''), last_error), finished_at = ?, updated_at = ?,
@@ -496,7 +569,7 @@ func (s *SQLite) Dead(ctx context.Context, id, epoch int64, reason, lastErr stri
 // Retry moves a dead entry back to pending, due now, with its failures reset.
 func (s *SQLite) Retry(ctx context.Context, id int64) (Entry, error) {
 	var out Entry
-	err := s.submit(ctx, "retry", func(tx *sql.Tx, b *batch) error {
+	err := s.submit(ctx, "retry", func(tx wtx, b *batch) error {
 		e, err := getTx(tx, "id = ?", id, false)
 		var d *damagedError
 		if err != nil && !errors.As(err, &d) {
@@ -530,7 +603,7 @@ func (s *SQLite) Retry(ctx context.Context, id int64) (Entry, error) {
 
 // Drop deletes a pending or dead entry.
 func (s *SQLite) Drop(ctx context.Context, id int64) error {
-	err := s.submit(ctx, "drop", func(tx *sql.Tx, b *batch) error {
+	err := s.submit(ctx, "drop", func(tx wtx, b *batch) error {
 		var st any
 		err := tx.QueryRow("SELECT state FROM deliveries WHERE id = ?", id).Scan(&st)
 		if errors.Is(err, sql.ErrNoRows) {
@@ -563,7 +636,7 @@ func (s *SQLite) Purge(ctx context.Context, f PurgeFilter) (int, error) {
 		return 0, fmt.Errorf("purge deliveries: %w: state %q is not dead or delivered", ErrInvalid, f.State)
 	}
 	var n int64
-	err := s.submit(ctx, "purge", func(tx *sql.Tx, _ *batch) error {
+	err := s.submit(ctx, "purge", func(tx wtx, _ *batch) error {
 		res, err := tx.Exec("DELETE FROM deliveries WHERE state = ? AND finished_at < ?",
 			string(f.State), f.OlderThan.UnixMilli())
 		if err != nil {
