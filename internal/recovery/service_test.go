@@ -11,6 +11,9 @@ import (
 	"testing/synctest"
 	"time"
 
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
+
 	"github.com/schedd/schedd/internal/queue"
 	"github.com/schedd/schedd/internal/queue/queuetest"
 )
@@ -372,6 +375,53 @@ func TestOperatorRetryDropPurge(t *testing.T) {
 		}
 		if l, _ := s.List(ctx, queue.Filter{State: queue.StatePending}); len(l) != 0 {
 			t.Fatalf("pending after drop: %+v", l)
+		}
+	})
+}
+
+// One structured line per transition, with id, attempt and idempotency key; never a payload
+// or a header value.
+func TestTransitionLogs(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		core, logs := observer.New(zap.DebugLevel)
+		store := queuetest.NewMemory()
+		n := 0
+		sink := &fakeSink{script: func(Delivery) error {
+			n++
+			if n == 1 {
+				return TransientError(errors.New("HTTP 503"))
+			}
+			return nil
+		}}
+		s, err := New(parityConfig(), store, map[string]Sink{"hook": sink}, Deps{Log: zap.New(core)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		stop := start(t, s)
+		synctest.Wait()
+		enqueueReq(t, s, Request{Sink: "hook", Key: "key-7", Headers: map[string]string{"Authorization": "secret-header"},
+			Payload: []byte("secret-payload")})
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		stop()
+		for _, msg := range []string{"delivery enqueued", "delivery sending", "delivery failed, retry scheduled", "delivery delivered"} {
+			entries := logs.FilterMessage(msg).All()
+			if len(entries) == 0 {
+				t.Fatalf("no %q line", msg)
+			}
+			f := entries[0].ContextMap()
+			if f["id"] == nil || f["idempotency_key"] != "key-7" || f["sink"] != "hook" {
+				t.Errorf("%q fields = %v", msg, f)
+			}
+			if msg != "delivery enqueued" && f["attempt"] == nil {
+				t.Errorf("%q has no attempt: %v", msg, f)
+			}
+		}
+		for _, e := range logs.All() {
+			line := fmt.Sprint(e.Message, e.ContextMap())
+			if strings.Contains(line, "secret-header") || strings.Contains(line, "secret-payload") {
+				t.Fatalf("log leaks a payload or header value: %s", line)
+			}
 		}
 	})
 }
