@@ -383,13 +383,6 @@ func logical(err error) bool {
 	return false
 }
 
-func toMs(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
-	}
-	return t.UnixMilli()
-}
-
 func nullMs(t time.Time) sql.NullInt64 {
 	if t.IsZero() {
 		return sql.NullInt64{}

@@ -38,8 +38,6 @@ func (r *rawRow) dest(withPayload bool) []any {
 	return d
 }
 
-type scanner interface{ Scan(...any) error }
-
 // decode converts the row. A row that breaks an invariant is damaged: decode returns its id
 // and the reason. A row already quarantined decodes leniently (whatever can be read).
 func (r *rawRow) decode() (Entry, error) {

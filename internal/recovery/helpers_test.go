@@ -34,7 +34,6 @@ type fakeSink struct {
 	mu     sync.Mutex
 	sends  []send
 	script func(d Delivery) error
-	ready  func() bool
 }
 
 func (f *fakeSink) Send(ctx context.Context, d Delivery) error {
