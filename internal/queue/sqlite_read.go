@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -128,7 +129,7 @@ func (r *rawRow) decode() (Entry, error) {
 		return e, nil
 	}
 	if len(problems) > 0 {
-		return e, &damagedError{id: e.ID, reason: "damaged " + joinComma(problems)}
+		return e, &damagedError{id: e.ID, reason: "damaged " + strings.Join(problems, ", ")}
 	}
 	return e, nil
 }
@@ -139,17 +140,6 @@ type damagedError struct {
 }
 
 func (e *damagedError) Error() string { return fmt.Sprintf("delivery %d: %s", e.id, e.reason) }
-
-func joinComma(s []string) string {
-	out := ""
-	for i, x := range s {
-		if i > 0 {
-			out += ", "
-		}
-		out += x
-	}
-	return out
-}
 
 func asInt(v any) (int64, bool) {
 	switch x := v.(type) {

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"sort"
 	"time"
 
@@ -346,11 +347,7 @@ func cloneHeaders(h map[string]string) map[string]string {
 	if len(h) == 0 {
 		return nil
 	}
-	out := make(map[string]string, len(h))
-	for k, v := range h {
-		out[k] = v
-	}
-	return out
+	return maps.Clone(h)
 }
 
 func truncMs(t time.Time) time.Time {
