@@ -231,9 +231,12 @@ func (r *scheduler) work(ctx context.Context, epoch int64, it item) result {
 	if ctx.Err() != nil {
 		return res
 	}
-	if a.out == outStoreError {
+	switch a.out {
+	case outStoreError:
 		res.rearm, res.delay, res.prio = true, StoreRetry, it.prio
 		return res
+	case outDelivered, outDead, outUnknownSink, outMaxRetries, outExpired:
+		return res // recorded terminal: nothing to reload
 	}
 	e, err := r.s.store.Get(ctx, it.id)
 	switch {
