@@ -221,8 +221,11 @@ func run(o options) int {
 		}()
 	}
 	if o.has("ready") {
-		time.Sleep(o.dur("ready-delay"))
-		notify("READY=1")
+		// In the background, so a SIGTERM during a slow start is still handled.
+		go func() {
+			time.Sleep(o.dur("ready-delay"))
+			notify("READY=1")
+		}()
 	}
 	if d := o.dur("watchdog"); d > 0 {
 		stop := o.dur("watchdog-stop")
