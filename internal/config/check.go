@@ -390,6 +390,22 @@ func (k *checker) heartbeat() {
 		}
 		k.agent(p, a)
 	}
+	// An account picks a visibility layer inside a channel: without a channel (its own or
+	// the defaults') it would be ignored.
+	if h.Defaults.Account != "" && h.Defaults.Channel == "" && len(h.Agents) == 0 {
+		k.errf("heartbeat.defaults.account", "needs a channel (heartbeat.defaults.channel)")
+	}
+	for i, a := range h.Agents {
+		if a.Channel != "" || h.Defaults.Channel != "" {
+			continue
+		}
+		switch {
+		case a.Account != "":
+			k.errf(index("heartbeat.agents", i)+".account", "needs a channel (set channel here or in heartbeat.defaults)")
+		case h.Defaults.Account != "":
+			k.errf("heartbeat.defaults.account", "needs a channel: %s has none (set channel there or in heartbeat.defaults)", index("heartbeat.agents", i))
+		}
+	}
 }
 
 func (k *checker) agent(path string, a *HeartbeatAgent) {

@@ -250,6 +250,13 @@ type HeartbeatAgent struct {
 	Visibility *Visibility `yaml:"visibility,omitempty"`
 	// Enabled switches this agent's heartbeat.
 	Enabled *bool `yaml:"enabled"`
+	// Channel is the delivery channel the agent's results go to ("telegram", "webchat",
+	// "none", ...): it picks the visibility.channels entry. "" = only the top-level
+	// visibility.
+	Channel string `yaml:"channel"`
+	// Account is the account on Channel: it picks the channels.<channel>.accounts entry.
+	// Needs a channel.
+	Account string `yaml:"account"`
 }
 
 // ActiveHours is a daily window [Start, End) in Timezone.

@@ -89,6 +89,8 @@ heartbeat:
     every: 30m             # 30m, 1h30m, 2m500ms or a bare number of minutes; 0 disables
     enabled: true
     session: ""            # the session key runs use; "" = the main session
+    channel: ""            # where results go (telegram, webchat...): picks visibility.channels
+    account: ""            # the account on that channel: picks channels.<channel>.accounts
     # active_hours:        # run only inside this daily window; none = always
     #   start: "08:00"     # HH:MM, inclusive
     #   end: "22:00"       # HH:MM or 24:00, exclusive

@@ -194,6 +194,12 @@ func TestParseErrors(t *testing.T) {
 			"f.yaml:3:47: heartbeat.defaults.target.exec: names two target kinds (http and exec); use exactly one"},
 		{"channels inside an account", "heartbeat:\n  defaults:\n    visibility:\n      channels:\n        tg: {accounts: {a: {channels: {x: {}}}}}\n",
 			"f.yaml:5:39: heartbeat.defaults.visibility.channels.tg.accounts.a.channels: is not allowed inside an account"},
+		{"account without a channel", "heartbeat:\n  agents:\n    - {id: a, channel: tg, account: w}\n    - {id: b, account: w}\n",
+			"f.yaml:4:24: heartbeat.agents[1].account: needs a channel (set channel here or in heartbeat.defaults)"},
+		{"default account without a channel", "heartbeat:\n  defaults: {account: w}\n",
+			"f.yaml:2:23: heartbeat.defaults.account: needs a channel (heartbeat.defaults.channel)"},
+		{"default account for an agent without a channel", "heartbeat:\n  defaults: {account: w}\n  agents: [{id: a, channel: tg}, {id: b}]\n",
+			"f.yaml:2:23: heartbeat.defaults.account: needs a channel: heartbeat.agents[1] has none (set channel there or in heartbeat.defaults)"},
 
 		// Cron and references.
 		{"duplicate cron names", "cron:\n  - {name: a, schedule: '@daily', action: {exec: {command: [x]}}}\n  - {name: a, schedule: '@daily', action: {exec: {command: [x]}}}\n",
