@@ -6,6 +6,7 @@ package control
 import (
 	"time"
 
+	"github.com/schedd/schedd/internal/heartbeat"
 	"github.com/schedd/schedd/internal/respawn"
 	"github.com/schedd/schedd/internal/restart"
 )
@@ -16,6 +17,8 @@ type Status struct {
 	Schedd  Schedd          `json:"schedd"`
 	Gateway respawn.Status  `json:"gateway"`
 	Restart *restart.Status `json:"restart"`
+	// Heartbeat is the heartbeat switch and every configured agent's schedule.
+	Heartbeat *heartbeat.Status `json:"heartbeat"`
 }
 
 // Schedd describes the daemon itself.
