@@ -52,7 +52,7 @@ type Gateway interface {
 
 // Deps are the service's collaborators. Only what a configured target needs is required.
 type Deps struct {
-	Logger     *zap.Logger      // nil: no logs
+	Logger     *zap.Logger      // used as given (the daemon names it); nil: no logs
 	Gateway    Gateway          // nil: always idle and ready
 	Store      StateStore       // nil: state kept in memory only
 	HTTPClient *http.Client     // nil: a client of its own for http targets
@@ -151,7 +151,6 @@ func New(cfg Config, deps Deps) (*Service, error) {
 	if s.log == nil {
 		s.log = zap.NewNop()
 	}
-	s.log = s.log.Named("heartbeat")
 	if s.store == nil {
 		s.store = &memStore{}
 	}
