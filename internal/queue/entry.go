@@ -150,6 +150,8 @@ type Info struct {
 	// Synchronous is the durability mode of commits ("full" or "normal" for SQLite).
 	Synchronous string `json:"synchronous"`
 	Schema      int    `json:"schema_version"`
+	// DiskFull is true while the store refuses enqueues because its disk filled up.
+	DiskFull bool `json:"disk_full"`
 }
 
 // Failure is a failed attempt to record with Fail.

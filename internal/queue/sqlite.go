@@ -48,6 +48,12 @@ type Options struct {
 	ReadConns int
 	// IntegrityCheck is CheckQuick (default), CheckFull or CheckOff.
 	IntegrityCheck string
+	// Reserve is the disk space, in bytes, kept in a file beside the database for the
+	// entries already stored: when the disk fills, the reserve is given back so that they
+	// can still be claimed, delivered and failed while enqueues are refused (ErrDiskFull);
+	// enqueues resume once the reserve fits again with as much to spare. Default
+	// DefaultReserve; negative disables it.
+	Reserve int64
 	// Now is the clock for the stamps the store writes (default time.Now).
 	Now func() time.Time
 	// Log receives store events (default zap.NewNop()).
@@ -60,6 +66,8 @@ type Options struct {
 
 	// beforeCommit, in tests, sees each batch size just before its commit.
 	beforeCommit func(n int)
+	// probeEvery, in tests, replaces how often a full store probes for space.
+	probeEvery time.Duration
 }
 
 // SQLite is the embedded Store: one database file in WAL mode.
@@ -72,6 +80,7 @@ type SQLite struct {
 	wconn *sql.Conn
 	rdb   *sql.DB
 	info  Info
+	res   reserve
 
 	mu     sync.RWMutex // guards closed and sends on reqs
 	closed bool
@@ -113,6 +122,16 @@ func Open(ctx context.Context, path string, opts Options) (*SQLite, error) {
 		s.closeDBs()
 		return nil, err
 	}
+	s.res = reserve{path: path + "-reserve", size: opts.Reserve, log: s.log, every: opts.probeEvery}
+	if err := s.res.ensure(); err != nil {
+		if isNoSpace(err) {
+			s.res.full.Store(true)
+			s.log.Warn("delivery store starts with a full disk: enqueues are refused until space returns",
+				zap.String("path", path), zap.Error(err))
+		} else {
+			s.log.Warn("delivery store has no space reserve", zap.String("path", path), zap.Error(err))
+		}
+	}
 	s.reqs = make(chan *writeOp, 4*opts.MaxBatch)
 	s.done = make(chan struct{})
 	go s.writer()
@@ -142,6 +161,12 @@ func withDefaults(o Options) Options {
 	}
 	if o.IntegrityCheck == "" {
 		o.IntegrityCheck = CheckQuick
+	}
+	if o.Reserve == 0 {
+		o.Reserve = DefaultReserve
+	}
+	if o.probeEvery == 0 {
+		o.probeEvery = defaultProbeEvery
 	}
 	if o.Now == nil {
 		o.Now = time.Now
@@ -290,7 +315,11 @@ func (s *SQLite) check(ctx context.Context) error {
 }
 
 // Info describes the store.
-func (s *SQLite) Info() Info { return s.info }
+func (s *SQLite) Info() Info {
+	in := s.info
+	in.DiskFull = s.res.full.Load()
+	return in
+}
 
 // Path is the database file.
 func (s *SQLite) Path() string { return s.path }

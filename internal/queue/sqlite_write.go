@@ -70,37 +70,63 @@ func (s *SQLite) writer() {
 }
 
 func (s *SQLite) runBatch(ops []*writeOp) {
+	results, err := s.tryBatch(ops, false)
+	if errors.Is(err, ErrDiskFull) && s.res.enterFull() {
+		s.log.Warn("delivery store disk full: enqueues are refused until space returns; stored deliveries go on in the space reserve",
+			zap.String("path", s.path), zap.Error(err))
+		// Run the batch again at once: its enqueues are refused now, and the rest (the
+		// transitions of stored entries) fits in the space the reserve gave back.
+		results, err = s.tryBatch(ops, true)
+	}
+	s.statsMu.Lock()
+	if err != nil {
+		s.stats.Failed++
+	} else {
+		s.stats.Commits++
+		s.stats.Ops += int64(len(ops))
+	}
+	s.statsMu.Unlock()
+	if err != nil {
+		for i := range results {
+			if results[i] == nil || !logical(results[i]) {
+				results[i] = err
+			}
+		}
+		s.log.Error("delivery store commit failed", zap.Int("ops", len(ops)), zap.Error(err))
+	}
+	for i, op := range ops {
+		op.done <- results[i]
+	}
+	s.prepareNoted()
+}
+
+// errRefusedFull is the answer to an enqueue while the disk is full.
+var errRefusedFull = fmt.Errorf("%w: no space left for new entries (those already stored are still delivered)", ErrDiskFull)
+
+// tryBatch runs ops in one transaction and commits it. It returns each operation's own
+// result and, when the transaction failed, the storage error that failed all of them (then
+// nothing of the batch was stored). With refuseEnqueues every enqueue is refused unrun.
+func (s *SQLite) tryBatch(ops []*writeOp, refuseEnqueues bool) ([]error, error) {
 	// Operations already accepted run to completion: their callers wait for the answer.
 	ctx := context.Background()
 	results := make([]error, len(ops))
 	b := &batch{live: s.live}
-	failAll := func(err error) {
-		err = storageError(err)
-		for i, op := range ops {
-			if results[i] == nil || !logical(results[i]) {
-				results[i] = err
-			}
-			op.done <- results[i]
-		}
-		s.statsMu.Lock()
-		s.stats.Failed++
-		s.statsMu.Unlock()
-		s.log.Error("delivery store commit failed", zap.Int("ops", len(ops)), zap.Error(err))
-	}
 	stx, err := s.wdb.BeginTx(ctx, nil)
 	if err != nil {
-		failAll(err)
-		return
+		return results, storageError(err)
 	}
 	tx := wtx{tx: stx, s: s}
-	rollback := func(err error) {
+	rollback := func(err error) ([]error, error) {
 		_ = stx.Rollback()
-		failAll(err)
+		return results, storageError(err)
 	}
 	for i, op := range ops {
+		if op.name == "enqueue" && (refuseEnqueues || s.res.refuse()) {
+			results[i] = errRefusedFull
+			continue
+		}
 		if _, err := tx.ExecContext(ctx, "SAVEPOINT op"); err != nil {
-			rollback(err)
-			return
+			return rollback(err)
 		}
 		b.delta = 0
 		err := s.hook(op.name)
@@ -113,42 +139,29 @@ func (s *SQLite) runBatch(ops []*writeOp) {
 		case logical(err):
 			results[i] = err
 			if _, err := tx.ExecContext(ctx, "ROLLBACK TO op"); err != nil {
-				rollback(err)
-				return
+				return rollback(err)
 			}
 		default:
-			rollback(err)
-			return
+			return rollback(err)
 		}
 		if _, err := tx.ExecContext(ctx, "RELEASE op"); err != nil {
-			rollback(err)
-			return
+			return rollback(err)
 		}
 	}
 	if s.opts.beforeCommit != nil {
 		s.opts.beforeCommit(len(ops))
 	}
 	if err := s.hook("commit"); err != nil {
-		rollback(err)
-		return
+		return rollback(err)
 	}
 	if err := stx.Commit(); err != nil {
 		// A failed COMMIT can leave the transaction open on the connection (the pool's only
 		// one, so this ROLLBACK runs on it): end it.
 		_, _ = s.wdb.ExecContext(ctx, "ROLLBACK")
-		failAll(err)
-		s.prepareNoted()
-		return
+		return results, storageError(err)
 	}
 	s.live = b.live
-	s.statsMu.Lock()
-	s.stats.Commits++
-	s.stats.Ops += int64(len(ops))
-	s.statsMu.Unlock()
-	for i, op := range ops {
-		op.done <- results[i]
-	}
-	s.prepareNoted()
+	return results, nil
 }
 
 // wtx runs the writer's statements in its transaction, through statements prepared once

@@ -3,8 +3,10 @@
 //
 // The Store interface is what consumers depend on. SQLite (Open) is the embedded
 // implementation: one file, WAL, synchronous=FULL by default, one writer goroutine that
-// group-commits concurrent operations into one transaction and one fsync, and a pool of read
-// connections. A Postgres implementation can satisfy the same interface (see Store).
+// group-commits concurrent operations into one transaction and one fsync, a pool of read
+// connections, and a space reserve beside the file so that a full disk stops enqueues but
+// not the delivery of what is stored (see Options.Reserve). A Postgres implementation can
+// satisfy the same interface (see Store).
 package queue
 
 import (
