@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/schedd/schedd/internal/heartbeat"
+	"github.com/schedd/schedd/internal/recovery"
 	"github.com/schedd/schedd/internal/respawn"
 	"github.com/schedd/schedd/internal/restart"
 )
@@ -19,6 +20,8 @@ type Status struct {
 	Restart *restart.Status `json:"restart"`
 	// Heartbeat is the heartbeat switch and every configured agent's schedule.
 	Heartbeat *heartbeat.Status `json:"heartbeat"`
+	// Deliveries is the durable delivery queue: counts, the last recovery pass, the store.
+	Deliveries *recovery.Status `json:"deliveries"`
 }
 
 // Schedd describes the daemon itself.
