@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -22,8 +23,9 @@ const (
 	maxSleep = 30 * time.Second
 	// saveDelay batches state writes; SetEnabled and shutdown write at once.
 	saveDelay = 5 * time.Second
-	// pulseWorkers is how many pulses may be in flight across all agents. Workers live as
-	// long as Run, so a pulse costs no goroutine start.
+	// pulseWorkers is how many pulses may be in flight across all agents. Workers start
+	// when pulses wait for one and then live as long as Run, so a pulse costs no goroutine
+	// start and a daemon whose agents never pulse keeps none.
 	pulseWorkers = 64
 	// pulseQueue is how many started pulses may wait for a worker before the handler
 	// hands further ones to short-lived goroutines.
@@ -131,6 +133,8 @@ type Service struct {
 	stopping  bool
 	runCtx    context.Context
 	pulses    sync.WaitGroup
+	workers   int          // pulse workers started
+	busy      atomic.Int32 // workers running a pulse
 }
 
 // New builds the service from cfg and the persisted state in deps.Store. It starts
@@ -288,9 +292,6 @@ func (s *Service) Run(ctx context.Context) error {
 	s.runCtx = ctx
 	s.mu.Unlock()
 
-	for range pulseWorkers {
-		s.pulses.Go(func() { s.worker(ctx) })
-	}
 	dispose := s.disp.SetHandler(s.handle)
 	timer := time.NewTimer(s.timerDelay())
 	defer timer.Stop()
@@ -701,6 +702,12 @@ func (s *Service) startPulseLocked(a *agent, w Wake, kind ReasonKind, now time.T
 	job := pulseJob{a: a, t: a.target, p: p}
 	select {
 	case s.jobs <- job:
+		// Start a worker when the idle ones cannot take every queued pulse.
+		if s.workers < pulseWorkers && s.workers-int(s.busy.Load()) < len(s.jobs) {
+			s.workers++
+			ctx := s.runCtx
+			s.pulses.Go(func() { s.worker(ctx) })
+		}
 	default:
 		// The queue is full (a broadcast to many agents): wait for room off the lock.
 		ctx := s.runCtx
@@ -726,11 +733,13 @@ func (s *Service) worker(ctx context.Context) {
 	for {
 		select {
 		case job := <-s.jobs:
+			s.busy.Add(1)
 			startWall, start := s.wall(), time.Now()
 			pctx, cancel := context.WithTimeout(ctx, job.t.timeout())
 			res := safePulse(pctx, job.t, job.p, s.log)
 			cancel()
 			s.finish(job.a, job.p, res, startWall, time.Since(start))
+			s.busy.Add(-1)
 		case <-ctx.Done():
 			return
 		}

@@ -2,6 +2,7 @@ package heartbeat
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -520,5 +521,45 @@ func TestServiceWallClockStepBackRebases(t *testing.T) {
 		if got := h.exec.seen(); len(got) != 3 || got[2].p.Reason != "interval" {
 			t.Fatalf("pulses %+v: want an interval pulse within one interval of the step", got)
 		}
+	})
+}
+
+// TestServiceWorkersStartOnDemand: a service whose agents never pulse keeps no worker;
+// many slow pulses at once start workers up to pulseWorkers and no more, and the pulses
+// beyond that wait for a free worker instead of running all at once.
+func TestServiceWorkersStartOnDemand(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		none := baseConfig()
+		none.Defaults.Target = nil
+		h := startHarness(t, none, harnessOpts{})
+		h.sleepTo(time.Hour)
+		h.svc.mu.Lock()
+		workers := h.svc.workers
+		h.svc.mu.Unlock()
+		if err := h.stop(); err != nil || workers != 0 {
+			t.Fatalf("no target: %d workers, Run %v", workers, err)
+		}
+	})
+	const agents = pulseWorkers + 36
+	var list []AgentConfig
+	for i := range agents {
+		list = append(list, AgentConfig{ID: fmt.Sprintf("a%03d", i)})
+	}
+	serviceTest(t, baseConfig(list...), harnessOpts{}, func(t *testing.T, h *harness) {
+		hold := make(chan struct{})
+		h.exec.setHold(hold)
+		if err := h.svc.Wake(WakeRequest{Reason: ReasonManual}); err != nil {
+			t.Fatal(err)
+		}
+		h.sleepTo(time.Second)
+		h.svc.mu.Lock()
+		workers := h.svc.workers
+		h.svc.mu.Unlock()
+		if workers != pulseWorkers || h.exec.peak.Load() != pulseWorkers || len(h.exec.seen()) != pulseWorkers {
+			t.Fatalf("%d workers, %d concurrent pulses, %d started; want %d of each", workers, h.exec.peak.Load(), len(h.exec.seen()), pulseWorkers)
+		}
+		close(hold)
+		h.sleepTo(2 * time.Second)
+		h.wantPulses(agents)
 	})
 }
