@@ -64,17 +64,18 @@ func (s *Service) attempt(ctx context.Context, epoch, id int64, o attemptOpts) a
 		return attemptResult{out: outGone}
 	}
 	r := attemptResult{interrupted: interrupted}
+	p := s.policy()
 	log := s.entryLog(e)
 	now := time.Now()
 	if !e.ExpiresAt.IsZero() && !now.Before(e.ExpiresAt) {
 		r.out = s.deadUnsent(ctx, log, e, epoch, ReasonExpired, outExpired)
 		return r
 	}
-	if e.Failures >= s.cfg.MaxRetries {
+	if e.Failures >= p.cfg.MaxRetries {
 		r.out = s.deadUnsent(ctx, log, e, epoch, ReasonMaxRetries, outMaxRetries)
 		return r
 	}
-	sink, ok := s.sinks[e.Sink]
+	sink, ok := p.sinks[e.Sink]
 	if !ok {
 		r.out = s.deadUnsent(ctx, log, e, epoch, ReasonUnknownSink, outUnknownSink)
 		return r
@@ -94,7 +95,7 @@ func (s *Service) attempt(ctx context.Context, epoch, id int64, o attemptOpts) a
 			return r
 		}
 	}
-	claimed, err := s.store.MarkSending(ctx, id, epoch, s.cfg.Lease)
+	claimed, err := s.store.MarkSending(ctx, id, epoch, p.cfg.Lease)
 	if errors.Is(err, queue.ErrNotClaimable) || errors.Is(err, queue.ErrNotFound) {
 		r.out = outGone
 		return r
@@ -131,7 +132,7 @@ func (s *Service) attempt(ctx context.Context, epoch, id int64, o attemptOpts) a
 		log.Info("delivery released at shutdown", zap.Error(sendErr))
 		return r
 	}
-	v := s.cls.Classify(sendErr)
+	v := p.cls.Classify(sendErr)
 	msg := sendErr.Error()
 	switch {
 	case v.Class == NotReady:
@@ -144,7 +145,7 @@ func (s *Service) attempt(ctx context.Context, epoch, id int64, o attemptOpts) a
 			return s.store.Dead(ctx, id, epoch, v.Reason, msg)
 		})
 		log.Warn("delivery dead-lettered", zap.String("reason", v.Reason), zap.String("error", msg))
-	case claimed.Failures+1 >= s.cfg.MaxRetries:
+	case claimed.Failures+1 >= p.cfg.MaxRetries:
 		r.out = s.finalize(ctx, log, "fail", outDead, func(ctx context.Context) error {
 			return s.store.Fail(ctx, id, epoch, queue.Failure{Err: msg, DeadReason: ReasonMaxRetries})
 		})
@@ -152,8 +153,8 @@ func (s *Service) attempt(ctx context.Context, epoch, id int64, o attemptOpts) a
 			zap.Int("failures", claimed.Failures+1), zap.String("error", msg))
 	default:
 		failures := claimed.Failures + 1
-		next := NextAttemptAt(s.cfg.Schedule, failures, claimed.LastAttemptAt, time.Now(), s.cfg.Jitter, s.rand(),
-			v.RetryAfter, s.cfg.RetryAfterMax)
+		next := NextAttemptAt(p.cfg.Schedule, failures, claimed.LastAttemptAt, time.Now(), p.cfg.Jitter, s.rand(),
+			v.RetryAfter, p.cfg.RetryAfterMax)
 		r.out = s.finalize(ctx, log, "fail", outFailed, func(ctx context.Context) error {
 			return s.store.Fail(ctx, id, epoch, queue.Failure{Err: msg, NextAt: next})
 		})

@@ -43,7 +43,7 @@ type Config struct {
 	// deferred to the runtime without charging a retry.
 	RecoveryBudget time.Duration
 	// ReplaySpacing is the minimum time between two replay starts to the same sink during the
-	// recovery pass (250 ms).
+	// recovery pass (250 ms; negative: none).
 	ReplaySpacing time.Duration
 	// Workers bounds concurrent sends of the runtime (16).
 	Workers int
@@ -120,7 +120,7 @@ func (c Config) withDefaults() (Config, error) {
 	if c.RecoveryBudget <= 0 {
 		c.RecoveryBudget = DefaultRecoveryBudget
 	}
-	if c.ReplaySpacing <= 0 {
+	if c.ReplaySpacing == 0 {
 		c.ReplaySpacing = DefaultReplaySpacing
 	}
 	if c.Workers <= 0 {

@@ -104,7 +104,9 @@ func (s *Service) scanLive(ctx context.Context) ([]queue.Ref, error) {
 // time budget, spacing replays to the same sink.
 func (s *Service) recoverPass(ctx context.Context, epoch int64, dry bool) (Report, error) {
 	start := time.Now()
-	deadline := start.Add(s.cfg.RecoveryBudget)
+	p := s.policy()
+	deadline := start.Add(p.cfg.RecoveryBudget)
+	spacing := max(p.cfg.ReplaySpacing, 0)
 	refs, err := s.scanLive(ctx)
 	if err != nil {
 		return Report{}, fmt.Errorf("recovery scan: %w", err)
@@ -119,7 +121,7 @@ func (s *Service) recoverPass(ctx context.Context, epoch int64, dry bool) (Repor
 	sort.Slice(set, func(i, j int) bool { return set[i].ID < set[j].ID })
 	rep := Report{Summary: Summary{Scanned: len(set), DryRun: dry}}
 	if len(set) > 0 && !dry {
-		s.log.Info("delivery recovery starting", zap.Int("pending", len(set)), zap.Duration("budget", s.cfg.RecoveryBudget))
+		s.log.Info("delivery recovery starting", zap.Int("pending", len(set)), zap.Duration("budget", p.cfg.RecoveryBudget))
 	}
 	act := func(r queue.Ref, action, reason string) {
 		if !dry {
@@ -150,7 +152,7 @@ func (s *Service) recoverPass(ctx context.Context, epoch int64, dry bool) (Repor
 			case <-t.C:
 			}
 		}
-		nextStart[sink] = time.Now().Add(s.cfg.ReplaySpacing)
+		nextStart[sink] = time.Now().Add(spacing)
 		return nil
 	}
 	warned := false
@@ -167,13 +169,13 @@ func (s *Service) recoverPass(ctx context.Context, epoch int64, dry bool) (Repor
 		}
 		interrupted := r.State == queue.StateSending
 		expired := !r.ExpiresAt.IsZero() && !now.Before(r.ExpiresAt)
-		if !interrupted && !expired && r.Failures < s.cfg.MaxRetries && r.NextAttemptAt.After(now) {
+		if !interrupted && !expired && r.Failures < p.cfg.MaxRetries && r.NextAttemptAt.After(now) {
 			rep.DeferredBackoff++
 			act(r, "defer_backoff", "")
 			continue
 		}
 		if dry {
-			s.dryDecide(ctx, epoch, r, &rep, nextStart, deadline, act)
+			s.dryDecide(ctx, p, epoch, r, &rep, nextStart, deadline, act)
 			continue
 		}
 		res := s.attempt(ctx, epoch, r.ID, attemptOpts{beforeSend: pace})
@@ -231,7 +233,7 @@ func (rep *Report) count(res attemptResult) {
 }
 
 // dryDecide classifies one entry as the pass would, reading only.
-func (s *Service) dryDecide(ctx context.Context, epoch int64, r queue.Ref, rep *Report,
+func (s *Service) dryDecide(ctx context.Context, p *policy, epoch int64, r queue.Ref, rep *Report,
 	nextStart map[string]time.Time, deadline time.Time, act func(queue.Ref, string, string)) {
 	e, err := s.store.Get(ctx, r.ID)
 	switch {
@@ -246,7 +248,7 @@ func (s *Service) dryDecide(ctx context.Context, epoch int64, r queue.Ref, rep *
 	}
 	interrupted := e.Interrupted(epoch)
 	now := time.Now()
-	sink, ok := s.sinks[e.Sink]
+	sink, ok := p.sinks[e.Sink]
 	switch {
 	case e.State != queue.StatePending && !interrupted:
 		rep.AlreadyGone++
@@ -254,7 +256,7 @@ func (s *Service) dryDecide(ctx context.Context, epoch int64, r queue.Ref, rep *
 	case !e.ExpiresAt.IsZero() && !now.Before(e.ExpiresAt):
 		rep.Expired++
 		act(r, "dead_letter", ReasonExpired)
-	case e.Failures >= s.cfg.MaxRetries:
+	case e.Failures >= p.cfg.MaxRetries:
 		rep.SkippedMaxRetries++
 		act(r, "dead_letter", ReasonMaxRetries)
 	case !ok:
@@ -276,7 +278,7 @@ func (s *Service) dryDecide(ctx context.Context, epoch int64, r queue.Ref, rep *
 			act(r, "defer_budget", "")
 			return
 		}
-		nextStart[e.Sink] = at.Add(s.cfg.ReplaySpacing)
+		nextStart[e.Sink] = at.Add(max(p.cfg.ReplaySpacing, 0))
 		if interrupted {
 			rep.Interrupted++
 			act(r, "replay_interrupted", "")

@@ -266,7 +266,7 @@ func (r *scheduler) done(res result) {
 
 // purge deletes delivered tombstones and dead letters past their retention.
 func (r *scheduler) purge(ctx context.Context) {
-	cfg := r.s.cfg
+	cfg := r.s.policy().cfg
 	for _, p := range []struct {
 		state queue.State
 		keep  time.Duration

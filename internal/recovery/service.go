@@ -6,9 +6,12 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"net/http"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -27,19 +30,45 @@ var (
 // Service runs deliveries: it accepts enqueues, runs the recovery pass at start, then keeps
 // every pending entry armed at its due time and sends it through its sink.
 type Service struct {
-	cfg   Config
+	cfg   Config // as started: Workers and PurgeEvery apply from here
+	pol   atomic.Pointer[policy]
 	store queue.Store
-	sinks map[string]Sink
 	log   *zap.Logger
 	rand  func() float64
-	cls   *Classifier
 	rt    *scheduler
 
-	mu      sync.Mutex
-	running bool
-	epoch   int64
-	last    *Summary
+	mu       sync.Mutex
+	running  bool
+	epoch    int64
+	last     *Summary
+	enqueueE *StoreError
 }
+
+// policy is what Reconfigure can change while the service runs. Each attempt, pass and
+// enqueue works with the one snapshot it loaded at its start.
+type policy struct {
+	cfg   Config
+	sinks map[string]Sink
+	cls   *Classifier
+}
+
+// newPolicy checks cfg (with defaults applied) and sinks.
+func newPolicy(cfg Config, sinks map[string]Sink) (*policy, error) {
+	cls, err := NewClassifier(cfg.PermanentPatterns)
+	if err != nil {
+		return nil, fmt.Errorf("delivery config: %w", err)
+	}
+	p := &policy{cfg: cfg, sinks: map[string]Sink{}, cls: cls}
+	for name, sink := range sinks {
+		if name == "" || sink == nil {
+			return nil, fmt.Errorf("delivery config: sink %q is empty", name)
+		}
+		p.sinks[name] = sink
+	}
+	return p, nil
+}
+
+func (s *Service) policy() *policy { return s.pol.Load() }
 
 // New builds the service. sinks maps sink names (as entries name them) to sinks.
 func New(cfg Config, store queue.Store, sinks map[string]Sink, deps Deps) (*Service, error) {
@@ -50,17 +79,12 @@ func New(cfg Config, store queue.Store, sinks map[string]Sink, deps Deps) (*Serv
 	if store == nil {
 		return nil, errors.New("delivery service: no store")
 	}
-	cls, err := NewClassifier(cfg.PermanentPatterns)
+	pol, err := newPolicy(cfg, sinks)
 	if err != nil {
-		return nil, fmt.Errorf("delivery config: %w", err)
+		return nil, err
 	}
-	s := &Service{cfg: cfg, store: store, sinks: map[string]Sink{}, log: deps.Log, rand: deps.Rand, cls: cls}
-	for name, sink := range sinks {
-		if name == "" || sink == nil {
-			return nil, fmt.Errorf("delivery config: sink %q is empty", name)
-		}
-		s.sinks[name] = sink
-	}
+	s := &Service{cfg: cfg, store: store, log: deps.Log, rand: deps.Rand}
+	s.pol.Store(pol)
 	if s.log == nil {
 		s.log = zap.NewNop()
 	}
@@ -71,6 +95,39 @@ func New(cfg Config, store queue.Store, sinks map[string]Sink, deps Deps) (*Serv
 	s.rt = newScheduler(s)
 	return s, nil
 }
+
+// Reconfigure replaces the retry policy and the sinks while the service runs: attempts that
+// start from now on use them. Workers and PurgeEvery keep their values until the service
+// is started again; restart names those of them that changed. Entries of a sink that is no
+// longer configured are dead-lettered (unknown_sink) when they are next due, as at a start.
+func (s *Service) Reconfigure(cfg Config, sinks map[string]Sink) (restart []string, err error) {
+	cfg, err = cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	pol, err := newPolicy(cfg, sinks)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Workers != s.cfg.Workers {
+		restart = append(restart, "workers")
+	}
+	if cfg.PurgeEvery != s.cfg.PurgeEvery {
+		restart = append(restart, "purge_every")
+	}
+	old := s.pol.Swap(pol)
+	for _, name := range slices.Sorted(maps.Keys(old.sinks)) {
+		if _, ok := pol.sinks[name]; !ok {
+			s.log.Warn("delivery sink removed: its entries are dead-lettered when next due", zap.String("sink", name))
+		}
+	}
+	s.log.Info("delivery policy reconfigured", zap.Int("max_retries", cfg.MaxRetries),
+		zap.Durations("schedule", cfg.Schedule), zap.Strings("sinks", slices.Sorted(maps.Keys(pol.sinks))))
+	return restart, nil
+}
+
+// Sinks returns the names of the configured sinks, sorted.
+func (s *Service) Sinks() []string { return slices.Sorted(maps.Keys(s.policy().sinks)) }
 
 // Run allocates the boot epoch, runs the recovery pass, then the runtime until ctx ends.
 // It owns every goroutine it starts and returns after they exited; the end of ctx is not an
@@ -132,7 +189,8 @@ type Request struct {
 // Enqueue stores a delivery durably and arms it. A key seen before returns the entry that
 // holds it with created=false (P11).
 func (s *Service) Enqueue(ctx context.Context, r Request) (queue.Entry, bool, error) {
-	if _, ok := s.sinks[r.Sink]; !ok {
+	p := s.policy()
+	if _, ok := p.sinks[r.Sink]; !ok {
 		return queue.Entry{}, false, fmt.Errorf("enqueue: %w: %q", ErrUnknownSink, r.Sink)
 	}
 	for k := range r.Headers {
@@ -148,20 +206,50 @@ func (s *Service) Enqueue(ctx context.Context, r Request) (queue.Entry, bool, er
 	n := queue.NewEntry{Sink: r.Sink, Key: key, Headers: r.Headers, Payload: r.Payload, Priority: r.Priority}
 	ttl := r.TTL
 	if ttl <= 0 {
-		ttl = s.cfg.TTL
+		ttl = p.cfg.TTL
 	}
 	if ttl > 0 {
 		n.ExpiresAt = time.Now().Add(ttl)
 	}
 	e, created, err := s.store.Enqueue(ctx, n)
 	if err != nil {
+		if errors.Is(err, queue.ErrDiskFull) || errors.Is(err, queue.ErrStorage) || errors.Is(err, queue.ErrCorrupt) {
+			s.noteEnqueueError(err)
+		}
 		return queue.Entry{}, false, err
 	}
+	s.noteEnqueueError(nil)
 	if created {
 		s.entryLog(e).Info("delivery enqueued", zap.Int("priority", e.Priority), zap.Int("payload_size", e.PayloadSize))
 		s.rt.armEntry(e)
 	}
 	return e, created, nil
+}
+
+// StoreError is a failure of the store, kept for status.
+type StoreError struct {
+	Message string    `json:"message"`
+	At      time.Time `json:"at"`
+}
+
+// noteEnqueueError keeps the last enqueue that the store failed (a full disk, an I/O error)
+// until an enqueue succeeds again; it is logged once per episode.
+func (s *Service) noteEnqueueError(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err == nil {
+		if s.enqueueE != nil {
+			s.log.Info("delivery enqueues work again", zap.Time("failing_since", s.enqueueE.At))
+			s.enqueueE = nil
+		}
+		return
+	}
+	if s.enqueueE == nil {
+		s.log.Error("delivery enqueue refused by the store", zap.Error(err))
+		s.enqueueE = &StoreError{Message: err.Error(), At: time.Now()}
+		return
+	}
+	s.enqueueE.Message = err.Error()
 }
 
 // newKey makes an idempotency key for a request that brought none.
@@ -212,17 +300,24 @@ func (s *Service) Purge(ctx context.Context, state queue.State, olderThan time.D
 }
 
 // Status is the `deliveries` block of schedd's status.
+//
+// failed counts dead letters. disk_full is true while the store refuses enqueues for lack of
+// space; enqueue_error is the last enqueue the store failed, kept until one succeeds.
 type Status struct {
-	Pending         int        `json:"pending"`
-	Sending         int        `json:"sending"`
-	Failed          int        `json:"failed"`
-	Delivered       int        `json:"delivered"`
-	Quarantined     int        `json:"quarantined"`
-	OldestPendingAt *time.Time `json:"oldest_pending_at"`
-	LastRecovery    *Summary   `json:"last_recovery"`
-	Store           string     `json:"store"`
-	Synchronous     string     `json:"synchronous"`
-	Epoch           int64      `json:"epoch,omitempty"`
+	Pending         int         `json:"pending"`
+	Sending         int         `json:"sending"`
+	Failed          int         `json:"failed"`
+	Delivered       int         `json:"delivered"`
+	Quarantined     int         `json:"quarantined"`
+	OldestPendingAt *time.Time  `json:"oldest_pending_at"`
+	LastRecovery    *Summary    `json:"last_recovery"`
+	Store           string      `json:"store"`
+	Path            string      `json:"path,omitempty"`
+	Synchronous     string      `json:"synchronous"`
+	DiskFull        bool        `json:"disk_full"`
+	EnqueueError    *StoreError `json:"enqueue_error"`
+	Sinks           []string    `json:"sinks"`
+	Epoch           int64       `json:"epoch,omitempty"`
 }
 
 // Status reads the queue's counts and the last recovery summary.
@@ -234,7 +329,8 @@ func (s *Service) Status(ctx context.Context) (Status, error) {
 	info := s.store.Info()
 	st := Status{
 		Pending: c.Pending, Sending: c.Sending, Failed: c.Dead, Delivered: c.Delivered, Quarantined: c.Quarantined,
-		Store: info.Driver, Synchronous: info.Synchronous,
+		Store: info.Driver, Path: info.Path, Synchronous: info.Synchronous, DiskFull: info.DiskFull,
+		Sinks: s.Sinks(),
 	}
 	if !c.OldestAt.IsZero() {
 		t := c.OldestAt
@@ -243,6 +339,10 @@ func (s *Service) Status(ctx context.Context) (Status, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st.Epoch = s.epoch
+	if s.enqueueE != nil {
+		e := *s.enqueueE
+		st.EnqueueError = &e
+	}
 	if s.last != nil {
 		l := *s.last
 		st.LastRecovery = &l
