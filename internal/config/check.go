@@ -509,6 +509,9 @@ func (k *checker) deliveries() {
 	k.nonNegative("deliveries.replay_spacing", d.ReplaySpacing)
 	k.positive("deliveries.max_retry_after", d.MaxRetryAfter)
 	k.atLeast("deliveries.workers", d.Workers, 1)
+	k.nonNegative("deliveries.ttl", d.TTL)
+	k.nonNegative("deliveries.delivered_retention", d.DeliveredRetention)
+	k.nonNegative("deliveries.dead_retention", d.DeadRetention)
 	for _, name := range slices.Sorted(maps.Keys(d.Sinks)) {
 		s := d.Sinks[name]
 		p := "deliveries.sinks." + name

@@ -340,6 +340,14 @@ type Deliveries struct {
 	MaxRetryAfter Duration `yaml:"max_retry_after"`
 	// Workers is the number of concurrent sends. Default 16.
 	Workers int `yaml:"workers"`
+	// TTL is how long an entry may wait to be delivered; past it, it is dead-lettered with
+	// reason "expired" instead of being sent. Default 0: no expiry. An enqueue may set its own.
+	TTL Duration `yaml:"ttl"`
+	// DeliveredRetention is how long a delivered entry is kept (without its payload), so that
+	// its idempotency key keeps deduplicating. Default 720h (30 days); 0 keeps it forever.
+	DeliveredRetention Duration `yaml:"delivered_retention"`
+	// DeadRetention is how long a dead letter is kept. Default 0: until purged by hand.
+	DeadRetention Duration `yaml:"dead_retention"`
 	// Sinks are the named destinations.
 	Sinks map[string]Sink `yaml:"sinks"`
 }

@@ -29,6 +29,8 @@ const (
 	DefaultControlMaxBody     = 2 << 20
 	DefaultMaxPayload         = ByteSize(1 << 20)
 	DefaultMaxDeliveryEntries = 1_000_000
+	// DefaultDeliveredRetention keeps delivered tombstones (their idempotency keys) 30 days.
+	DefaultDeliveredRetention = 30 * 24 * time.Hour
 )
 
 // Default returns a configuration with every default applied and no gateway command. It is
@@ -42,7 +44,8 @@ const (
 //	heartbeat:  enabled; defaults every 30m, enabled; no agents
 //	deliveries: sqlite schedd.db (FULL); max_retries 5; schedule [5s 25s 2m 10m];
 //	            jitter 0.2; max_payload 1MiB; max_entries 1,000,000; recovery_budget 60s;
-//	            replay_spacing 250ms; max_retry_after 1h; workers 16; no sinks
+//	            replay_spacing 250ms; max_retry_after 1h; workers 16; no ttl;
+//	            delivered_retention 720h; dead_retention 0 (forever); no sinks
 //	control:    platform socket; max_body 2MiB; request_timeout 30s
 //	metrics:    off
 //	log:        console, info
@@ -154,6 +157,7 @@ func applyDefaults(c *Config) {
 	c.defDur("deliveries.replay_spacing", &d.ReplaySpacing, 250*time.Millisecond)
 	c.defDur("deliveries.max_retry_after", &d.MaxRetryAfter, time.Hour)
 	c.defInt("deliveries.workers", &d.Workers, 16)
+	c.defDur("deliveries.delivered_retention", &d.DeliveredRetention, DefaultDeliveredRetention)
 	for name, s := range d.Sinks {
 		p := "deliveries.sinks." + name
 		if s.HTTP != nil {

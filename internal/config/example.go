@@ -138,6 +138,9 @@ deliveries:
   replay_spacing: 250ms    # pause between recovered sends
   max_retry_after: 1h      # a sink's Retry-After is clamped to this
   workers: 16              # concurrent sends
+  ttl: 0s                  # an entry not delivered within this is dead-lettered unsent; 0 = never
+  delivered_retention: 720h  # how long a delivered entry's idempotency key is kept; 0 = forever
+  dead_retention: 0s       # how long dead letters are kept; 0 = until purged
   sinks:                   # named destinations for deliveries and cron jobs; exactly one kind each
   #   webhook:
   #     http:
