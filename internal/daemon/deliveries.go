@@ -1,4 +1,250 @@
 package daemon
 
-// setupDeliveries builds the durable delivery component (nil: none yet).
-func (d *Daemon) setupDeliveries() (*component, error) { return nil, nil }
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/schedd/schedd/internal/config"
+	"github.com/schedd/schedd/internal/control"
+	"github.com/schedd/schedd/internal/platform"
+	"github.com/schedd/schedd/internal/queue"
+	"github.com/schedd/schedd/internal/recovery"
+	"github.com/schedd/schedd/internal/respawn"
+)
+
+// serviceRestartDelay is the pause before the delivery service is started again after it
+// stopped on a store error.
+const serviceRestartDelay = 5 * time.Second
+
+// setupDeliveries builds the durable delivery component: it opens the store in the state
+// dir, builds the sinks, and runs the delivery service (the recovery pass, then the runtime)
+// beside the supervisor.
+//
+// A store that cannot be opened fails the start of schedd, before the gateway is started,
+// with an error that names the file: a corrupt file (ErrCorrupt) is not something a restart
+// fixes, and running without the deliveries it holds would hide them. A damaged row is no
+// reason to stop: the store quarantines it (a dead letter with the reason) and goes on.
+func (d *Daemon) setupDeliveries() (*component, error) {
+	c := d.config()
+	store, err := d.openDeliveryStore(c)
+	if err != nil {
+		return nil, err
+	}
+	sinks, err := d.deliverySinks(c)
+	if err != nil {
+		store.Close()
+		return nil, err
+	}
+	svc, err := recovery.New(DeliveryConfig(c.Deliveries), store, sinks, recovery.Deps{Log: d.log})
+	if err != nil {
+		store.Close()
+		return nil, err
+	}
+	api := &deliveriesAPI{svc: svc, path: store.Path(),
+		limits: deliveryLimits{payload: c.Deliveries.MaxPayload.Bytes(), entries: c.Deliveries.MaxEntries}}
+	opened := c.Deliveries // what the store was opened with
+	return &component{
+		name: "deliveries",
+		run: func(ctx context.Context) error {
+			defer func() {
+				if err := store.Close(); err != nil {
+					d.log.Error("close the delivery store", zap.Error(err))
+				}
+			}()
+			for {
+				err := svc.Run(ctx)
+				if ctx.Err() != nil {
+					return nil
+				}
+				// The service stops only when the store failed it at its start (no boot epoch):
+				// enqueues still work; try again.
+				d.log.Error("delivery service stopped; starting it again", zap.Error(err),
+					zap.Duration("retry_in", serviceRestartDelay))
+				t := time.NewTimer(serviceRestartDelay)
+				select {
+				case <-ctx.Done():
+					t.Stop()
+					return nil
+				case <-t.C:
+				}
+			}
+		},
+		status: func(st *control.Status) {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			ds, err := svc.Status(ctx)
+			if err != nil {
+				d.log.Warn("delivery status", zap.Error(err))
+				return
+			}
+			st.Deliveries = &ds
+		},
+		routes: api.routes,
+		reload: func(next *config.Config) error {
+			sinks, err := d.deliverySinks(next)
+			if err != nil {
+				return err
+			}
+			restart, err := svc.Reconfigure(DeliveryConfig(next.Deliveries), sinks)
+			if err != nil {
+				return err
+			}
+			if later := append(restart, storeChanges(opened, next.Deliveries)...); len(later) > 0 {
+				d.log.Warn("delivery settings changed that apply only when schedd starts again",
+					zap.Strings("settings", later))
+			}
+			return nil
+		},
+	}, nil
+}
+
+// deliveryLimits are the bounds the store was opened with, for error messages.
+type deliveryLimits struct {
+	payload int64
+	entries int
+}
+
+// storeChanges names the delivery settings that differ between a and b and take effect
+// only when the store is opened again.
+func storeChanges(a, b config.Deliveries) []string {
+	var out []string
+	if a.Store.Kind() != b.Store.Kind() || a.Store.SQLite != nil && b.Store.SQLite != nil && *a.Store.SQLite != *b.Store.SQLite {
+		out = append(out, "deliveries.store")
+	}
+	if a.MaxPayload != b.MaxPayload {
+		out = append(out, "deliveries.max_payload")
+	}
+	if a.MaxEntries != b.MaxEntries {
+		out = append(out, "deliveries.max_entries")
+	}
+	return out
+}
+
+// openDeliveryStore opens the store that c names. A relative sqlite path is relative to the
+// state dir.
+func (d *Daemon) openDeliveryStore(c *config.Config) (*queue.SQLite, error) {
+	dc := c.Deliveries
+	if dc.Store.Postgres != nil || dc.Store.SQLite == nil {
+		return nil, &config.Error{File: c.Path, Field: "deliveries.store.postgres",
+			Msg: "is not supported by this build of schedd; use sqlite"}
+	}
+	path := dc.Store.SQLite.Path
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(d.opts.StateDir, path)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	store, err := queue.Open(ctx, path, queue.Options{
+		Synchronous: strings.ToLower(dc.Store.SQLite.Synchronous),
+		MaxPayload:  int(dc.MaxPayload.Bytes()),
+		MaxEntries:  dc.MaxEntries,
+		Log:         d.log.Named("deliveries"),
+	})
+	switch {
+	case errors.Is(err, queue.ErrCorrupt):
+		return nil, fmt.Errorf("delivery store: %w\n"+
+			"schedd will not start on a damaged store. Restore %s from a backup, or move it aside "+
+			"(with its -wal and -shm files) to start with an empty queue; the entries it holds are then not sent.",
+			err, path)
+	case err != nil:
+		return nil, fmt.Errorf("delivery store: %w", err)
+	}
+	return store, nil
+}
+
+// DeliveryConfig turns the deliveries section of the config file into the delivery
+// service's policy. The config's zero values that mean "none" or "forever" become the
+// service's negative ones.
+func DeliveryConfig(dc config.Deliveries) recovery.Config {
+	rc := recovery.Config{
+		MaxRetries:         max(dc.MaxRetries, 1), // 0 retries: one attempt, as 1
+		Jitter:             dc.Jitter,
+		PermanentPatterns:  slices.Clone(dc.PermanentErrors),
+		RetryAfterMax:      dc.MaxRetryAfter.D(),
+		RecoveryBudget:     dc.RecoveryBudget.D(),
+		ReplaySpacing:      dc.ReplaySpacing.D(),
+		Workers:            dc.Workers,
+		TTL:                dc.TTL.D(),
+		DeliveredRetention: dc.DeliveredRetention.D(),
+		DeadRetention:      dc.DeadRetention.D(),
+	}
+	for _, s := range dc.Schedule {
+		rc.Schedule = append(rc.Schedule, s.D())
+	}
+	if rc.ReplaySpacing == 0 {
+		rc.ReplaySpacing = -1
+	}
+	if rc.DeliveredRetention == 0 {
+		rc.DeliveredRetention = -1
+	}
+	return rc
+}
+
+// deliverySinks builds the sinks c configures. A gateway sink is attempted only while the
+// supervised gateway is ready.
+func (d *Daemon) deliverySinks(c *config.Config) (map[string]recovery.Sink, error) {
+	out := map[string]recovery.Sink{}
+	for _, name := range slices.Sorted(maps.Keys(c.Deliveries.Sinks)) {
+		s := c.Deliveries.Sinks[name]
+		var sink recovery.Sink
+		var err error
+		switch {
+		case s.HTTP != nil:
+			sink, err = recovery.NewHTTPSink(recovery.HTTPConfig{
+				Method: s.HTTP.Method, URL: s.HTTP.URL, Headers: maps.Clone(s.HTTP.Headers), Timeout: s.HTTP.Timeout.D(),
+			})
+		case s.Exec != nil:
+			sink, err = recovery.NewExecSink(recovery.ExecConfig{
+				Command: slices.Clone(s.Exec.Command), Timeout: s.Exec.Timeout.D(),
+				TransientCodes: slices.Clone(s.Exec.TransientCodes), Run: execRunner(d.opts.Environ),
+			})
+		case s.Gateway != nil:
+			base := s.Gateway.BaseURL
+			if base == "" {
+				base = c.GatewayBaseURL()
+			}
+			sink, err = recovery.NewGatewaySink(recovery.HTTPConfig{
+				URL: strings.TrimSuffix(base, "/") + s.Gateway.Path, Timeout: s.Gateway.Timeout.D(),
+			}, d.gatewayReady)
+		default:
+			err = errors.New("no sink kind")
+		}
+		if err != nil {
+			return nil, fmt.Errorf("deliveries.sinks.%s: %w", name, err)
+		}
+		out[name] = sink
+	}
+	return out, nil
+}
+
+// gatewayReady is the gateway sink's readiness: the supervised gateway is ready.
+func (d *Daemon) gatewayReady() bool { return d.sup.Status().State == respawn.StateReady }
+
+// execRunner runs exec sinks' commands as short child processes with the environment the
+// gateway's is built from.
+func execRunner(environ []string) recovery.RunFunc {
+	return func(ctx context.Context, req recovery.ExecRequest) (recovery.ExecResult, error) {
+		set := make(map[string]string, len(req.Env))
+		for _, kv := range req.Env {
+			k, v, _ := strings.Cut(kv, "=")
+			set[k] = v
+		}
+		res, err := platform.RunCommand(ctx, platform.RunSpec{
+			Argv: req.Argv, Env: platform.ChildEnv(environ, set), Dir: req.Dir, Stdin: req.Stdin,
+		})
+		if err != nil {
+			return recovery.ExecResult{}, err
+		}
+		return recovery.ExecResult{
+			Exited: res.Status.Exited, Code: res.Status.Code, Signal: res.Status.SignalName, Stderr: res.Stderr,
+		}, nil
+	}
+}

@@ -1,0 +1,426 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+	"go.uber.org/zap"
+
+	"github.com/schedd/schedd/internal/config"
+	"github.com/schedd/schedd/internal/control"
+	"github.com/schedd/schedd/internal/queue"
+	"github.com/schedd/schedd/internal/recovery"
+)
+
+// hookServer is an HTTP sink destination that records what it receives and answers with
+// the status its path asks for (/ok, /reject: 400, /down: 503).
+type hookServer struct {
+	*httptest.Server
+	mu   sync.Mutex
+	got  []*http.Request
+	body []string
+}
+
+func newHookServer(t *testing.T) *hookServer {
+	h := &hookServer{}
+	h.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b := make([]byte, 1<<16)
+		n, _ := r.Body.Read(b)
+		h.mu.Lock()
+		h.got = append(h.got, r)
+		h.body = append(h.body, string(b[:n]))
+		h.mu.Unlock()
+		switch r.URL.Path {
+		case "/reject":
+			http.Error(w, "no such chat", http.StatusBadRequest)
+		case "/down":
+			http.Error(w, "later", http.StatusServiceUnavailable)
+		}
+	}))
+	t.Cleanup(h.Close)
+	return h
+}
+
+func (h *hookServer) requests() ([]*http.Request, []string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]*http.Request(nil), h.got...), append([]string(nil), h.body...)
+}
+
+// deliveryDaemon runs the delivery component of a daemon with cfg and serves its endpoints.
+type deliveryDaemon struct {
+	d    *Daemon
+	comp *component
+	cl   *control.Client
+}
+
+func (dd *deliveryDaemon) Status(context.Context) control.Status {
+	var st control.Status
+	dd.comp.status(&st)
+	return st
+}
+
+func startDeliveries(t *testing.T, cfg *config.Config) *deliveryDaemon {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "dl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	d := &Daemon{opts: Options{StateDir: dir, Config: cfg}, log: zap.NewNop(), cfg: cfg}
+	comp, err := d.setupDeliveries()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dd := &deliveryDaemon{d: d, comp: comp}
+	sock := filepath.Join(dir, "s.sock")
+	ln, err := control.Listen(sock, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := control.NewServer(control.ServerOptions{Backend: dd, MaxBody: int64(cfg.Control.MaxBody)})
+	comp.routes(srv)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = srv.Serve(ctx, ln) })
+	wg.Go(func() { _ = comp.run(ctx) })
+	t.Cleanup(func() { cancel(); wg.Wait(); ln.Close() })
+	dd.cl = control.NewClient(sock)
+	return dd
+}
+
+func deliveryConfig(t *testing.T, hook string) *config.Config {
+	t.Helper()
+	src := fmt.Sprintf(`gateway: {command: [gw]}
+deliveries:
+  schedule: [1h]
+  max_payload: 1KiB
+  max_entries: 4
+  replay_spacing: 0s
+  sinks:
+    hook: {http: {url: "%[1]s/ok", headers: {X-Static: "static-secret"}}}
+    reject: {http: {url: "%[1]s/reject"}}
+    down: {http: {url: "%[1]s/down"}}
+`, hook)
+	c, err := config.Parse("schedd.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func apiError(t *testing.T, err error) *control.APIError {
+	t.Helper()
+	ae, ok := errors.AsType[*control.APIError](err)
+	if !ok {
+		t.Fatalf("error %v, want an API error", err)
+	}
+	return ae
+}
+
+// waitState polls GET /v1/deliveries/{id} until the entry is in state (5 s at most).
+func (dd *deliveryDaemon) waitState(t *testing.T, id int64, state queue.State) Delivery {
+	t.Helper()
+	return dd.waitFor(t, id, string(state), func(v Delivery) bool { return v.State == state })
+}
+
+// waitFor polls GET /v1/deliveries/{id} until cond holds (5 s at most).
+func (dd *deliveryDaemon) waitFor(t *testing.T, id int64, what string, cond func(Delivery) bool) Delivery {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		var v Delivery
+		err := dd.cl.Do(t.Context(), http.MethodGet, fmt.Sprintf("/v1/deliveries/%d", id), nil, &v)
+		if err == nil && cond(v) {
+			return v
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("delivery %d: %+v, %v; want %s", id, v, err, what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// The delivery endpoints end to end on a real store: enqueue (201, then 200 for the same
+// key: P11), delivery with the idempotency key, the errors with their statuses and field
+// names, list, show, drop, retry, purge, recover --dry-run and the status block. Header
+// values given with an entry never appear in a reply.
+func TestDeliveriesAPI(t *testing.T) {
+	t.Cleanup(func() { goleak.VerifyNone(t) })
+	hook := newHookServer(t)
+	dd := startDeliveries(t, deliveryConfig(t, hook.URL))
+	ctx, cl := t.Context(), dd.cl
+
+	var rep EnqueueReply
+	req := DeliveryRequest{Sink: "hook", Key: "order-1", Data: ptr(`{"n":1}`), Headers: map[string]string{"Authorization": "Bearer entry-secret"}}
+	if err := cl.Do(ctx, http.MethodPost, "/v1/deliveries", req, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if !rep.Created || rep.ID == 0 || rep.Key != "order-1" || rep.PayloadSize != 7 || len(rep.HeaderNames) != 1 {
+		t.Fatalf("enqueue reply %+v", rep)
+	}
+	got := dd.waitState(t, rep.ID, queue.StateDelivered)
+	if got.Attempts != 1 || got.Data != nil || got.FinishedAt == nil {
+		t.Fatalf("delivered entry %+v", got)
+	}
+	reqs, bodies := hook.requests()
+	if len(reqs) != 1 || reqs[0].Header.Get("Idempotency-Key") != "order-1" || reqs[0].Header.Get("Authorization") != "Bearer entry-secret" ||
+		reqs[0].Header.Get("X-Static") != "static-secret" || bodies[0] != `{"n":1}` {
+		t.Fatalf("the sink got %+v %q", reqs, bodies)
+	}
+	// P11: the same key again is the same entry, not a second send.
+	var again EnqueueReply
+	if err := cl.Do(ctx, http.MethodPost, "/v1/deliveries", req, &again); err != nil || again.Created || again.ID != rep.ID {
+		t.Fatalf("same key again: %+v, %v", again, err)
+	}
+	raw, err := json.Marshal(again)
+	if err != nil || strings.Contains(string(raw), "secret") {
+		t.Fatalf("a reply shows a header value: %s", raw)
+	}
+
+	for _, tc := range []struct {
+		name   string
+		body   any
+		status int
+		code   string
+		msg    string
+	}{
+		{"no sink", DeliveryRequest{Data: ptr("x")}, 400, "bad_request", "sink: is required (a name from deliveries.sinks: down, hook, reject)"},
+		{"unknown sink", DeliveryRequest{Sink: "hoook"}, 400, "bad_request", `sink: no sink "hoook" is configured`},
+		{"both payloads", DeliveryRequest{Sink: "hook", Data: ptr("a"), DataBase64: ptr("YQ==")}, 400, "bad_request", "data, data_base64: give one"},
+		{"bad base64", DeliveryRequest{Sink: "hook", DataBase64: ptr("%%")}, 400, "bad_request", "data_base64: not standard base64"},
+		{"bad ttl", DeliveryRequest{Sink: "hook", TTL: "soon"}, 400, "bad_request", `ttl: want a positive Go duration`},
+		{"unknown field", map[string]any{"sink": "hook", "payload": "x"}, 400, "bad_request", `unknown field "payload"`},
+		{"bad header", DeliveryRequest{Sink: "hook", Headers: map[string]string{"Bad Name": "v"}}, 400, "bad_request", `header name "Bad Name"`},
+		{"key header", DeliveryRequest{Sink: "hook", Headers: map[string]string{"idempotency-key": "v"}}, 400, "bad_request", "Idempotency-Key header is set from the key"},
+		{"key taken", DeliveryRequest{Sink: "hook", Key: "order-1", Data: ptr("other")}, 409, "conflict", `idempotency_key: "order-1" belongs to delivery 1`},
+		{"too large", DeliveryRequest{Sink: "hook", Data: ptr(strings.Repeat("x", 1025))}, 413, CodePayloadTooLarge,
+			"data: the payload of 1025 bytes is over deliveries.max_payload (1024 bytes); nothing was stored"},
+	} {
+		err := cl.Do(ctx, http.MethodPost, "/v1/deliveries", tc.body, nil)
+		if ae := apiError(t, err); ae.Status != tc.status || ae.Code != tc.code || !strings.Contains(ae.Message, tc.msg) {
+			t.Errorf("%s: %d %s %q, want %d %s with %q", tc.name, ae.Status, ae.Code, ae.Message, tc.status, tc.code, tc.msg)
+		}
+	}
+
+	// A permanent error dead-letters with its reason; retry brings it back to pending.
+	var dead EnqueueReply
+	if err := cl.Do(ctx, http.MethodPost, "/v1/deliveries", DeliveryRequest{Sink: "reject", DataBase64: ptr("AP8=")}, &dead); err != nil {
+		t.Fatal(err)
+	}
+	dl := dd.waitState(t, dead.ID, queue.StateDead)
+	if dl.DeadReason == "" || !strings.Contains(dl.LastError, "400") || dl.DataBase64 == nil || *dl.DataBase64 != "AP8=" {
+		t.Fatalf("dead letter %+v", dl)
+	}
+	var retried Delivery
+	if err := cl.Do(ctx, http.MethodPost, fmt.Sprintf("/v1/deliveries/%d/retry", dead.ID), nil, &retried); err != nil ||
+		retried.State != queue.StatePending || retried.Failures != 0 {
+		t.Fatalf("retry: %+v, %v", retried, err)
+	}
+	dd.waitState(t, dead.ID, queue.StateDead)
+	if ae := apiError(t, cl.Do(ctx, http.MethodPost, fmt.Sprintf("/v1/deliveries/%d/retry", rep.ID), nil, nil)); ae.Status != 409 {
+		t.Errorf("retry of a delivered entry: %d %q", ae.Status, ae.Message)
+	}
+
+	// Entries of a sink that is down stay pending (first failure, next try in an hour);
+	// with max_entries 4 the queue fills.
+	var ids []int64
+	for i := range 4 {
+		var e EnqueueReply
+		err := cl.Do(ctx, http.MethodPost, "/v1/deliveries", DeliveryRequest{Sink: "down", Data: ptr(fmt.Sprint(i))}, &e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, e.ID)
+	}
+	err = cl.Do(ctx, http.MethodPost, "/v1/deliveries", DeliveryRequest{Sink: "down", Data: ptr("5")}, nil)
+	if ae := apiError(t, err); ae.Status != 503 || ae.Code != CodeQueueFull || !strings.Contains(ae.Message, "limit of 4") {
+		t.Errorf("queue full: %d %s %q", ae.Status, ae.Code, ae.Message)
+	}
+	for _, id := range ids {
+		dd.waitFor(t, id, "pending after one failure", func(v Delivery) bool { return v.State == queue.StatePending && v.Failures == 1 })
+	}
+
+	// List: filters and the cursor.
+	var page DeliveryList
+	if err := cl.Do(ctx, http.MethodGet, "/v1/deliveries?sink=down&limit=3", nil, &page); err != nil ||
+		len(page.Deliveries) != 3 || page.NextCursor != ids[2] {
+		t.Fatalf("page 1: %+v, %v", page, err)
+	}
+	cursor := page.NextCursor
+	page = DeliveryList{}
+	if err := cl.Do(ctx, http.MethodGet, fmt.Sprintf("/v1/deliveries?sink=down&limit=3&cursor=%d", cursor), nil, &page); err != nil ||
+		len(page.Deliveries) != 1 || page.NextCursor != 0 || page.Deliveries[0].ID != ids[3] {
+		t.Fatalf("page 2: %+v, %v", page, err)
+	}
+	page = DeliveryList{}
+	if err := cl.Do(ctx, http.MethodGet, "/v1/deliveries?state=delivered", nil, &page); err != nil || len(page.Deliveries) != 1 {
+		t.Fatalf("delivered: %+v, %v", page, err)
+	}
+	for q, msg := range map[string]string{"state=done": "state: want pending", "limit=0": "limit: want a number", "cursor=x": "cursor:"} {
+		if ae := apiError(t, cl.Do(ctx, http.MethodGet, "/v1/deliveries?"+q, nil, nil)); ae.Status != 400 || !strings.Contains(ae.Message, msg) {
+			t.Errorf("list ?%s: %d %q", q, ae.Status, ae.Message)
+		}
+	}
+
+	// Drop a pending entry; then it is gone.
+	if err := cl.Do(ctx, http.MethodDelete, fmt.Sprintf("/v1/deliveries/%d", ids[0]), nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if ae := apiError(t, cl.Do(ctx, http.MethodGet, fmt.Sprintf("/v1/deliveries/%d", ids[0]), nil, nil)); ae.Status != 404 {
+		t.Errorf("get a dropped entry: %d %q", ae.Status, ae.Message)
+	}
+	if ae := apiError(t, cl.Do(ctx, http.MethodDelete, fmt.Sprintf("/v1/deliveries/%d", rep.ID), nil, nil)); ae.Status != 409 {
+		t.Errorf("drop a delivered entry: %d %q", ae.Status, ae.Message)
+	}
+	if ae := apiError(t, cl.Do(ctx, http.MethodGet, "/v1/deliveries/abc", nil, nil)); ae.Status != 400 || !strings.HasPrefix(ae.Message, "id:") {
+		t.Errorf("get abc: %d %q", ae.Status, ae.Message)
+	}
+
+	// recover --dry-run: the three pending entries are backing off; nothing changes.
+	var dry recovery.Report
+	if err := cl.Do(ctx, http.MethodPost, "/v1/recover", RecoverRequest{DryRun: true}, &dry); err != nil ||
+		!dry.DryRun || dry.Scanned != 3 || dry.DeferredBackoff != 3 || len(dry.Actions) != 3 {
+		t.Fatalf("dry run: %+v, %v", dry, err)
+	}
+	if ae := apiError(t, cl.Do(ctx, http.MethodPost, "/v1/recover", RecoverRequest{}, nil)); ae.Status != 400 || !strings.Contains(ae.Message, "dry_run") {
+		t.Errorf("recover without dry_run: %d %q", ae.Status, ae.Message)
+	}
+
+	// Purge the dead letter.
+	var pr PurgeReply
+	if err := cl.Do(ctx, http.MethodPost, "/v1/deliveries/purge", PurgeRequest{OlderThan: "72h"}, &pr); err != nil || pr.Purged != 0 {
+		t.Fatalf("purge older than 72h: %+v, %v", pr, err)
+	}
+	if err := cl.Do(ctx, http.MethodPost, "/v1/deliveries/purge", PurgeRequest{State: queue.StateDead}, &pr); err != nil || pr.Purged != 1 {
+		t.Fatalf("purge dead: %+v, %v", pr, err)
+	}
+	if ae := apiError(t, cl.Do(ctx, http.MethodPost, "/v1/deliveries/purge", PurgeRequest{State: "pending"}, nil)); ae.Status != 400 {
+		t.Errorf("purge pending: %d %q", ae.Status, ae.Message)
+	}
+
+	// The status block.
+	st, err := cl.Status(ctx)
+	if err != nil || st.Deliveries == nil {
+		t.Fatalf("status: %+v, %v", st, err)
+	}
+	ds := st.Deliveries
+	if ds.Pending != 3 || ds.Delivered != 1 || ds.Failed != 0 || ds.Synchronous != queue.SyncFull || ds.OldestPendingAt == nil ||
+		ds.LastRecovery == nil || ds.DiskFull || ds.EnqueueError != nil || len(ds.Sinks) != 3 {
+		t.Fatalf("deliveries status %+v", ds)
+	}
+}
+
+// A reload applies the retry policy and the sinks at once; a changed store setting waits
+// for the next start (and says so).
+func TestDeliveriesReload(t *testing.T) {
+	t.Cleanup(func() { goleak.VerifyNone(t) })
+	hook := newHookServer(t)
+	cfg := deliveryConfig(t, hook.URL)
+	dd := startDeliveries(t, cfg)
+	ctx := t.Context()
+	if err := dd.cl.Do(ctx, http.MethodPost, "/v1/deliveries", DeliveryRequest{Sink: "late"}, nil); apiError(t, err).Status != 400 {
+		t.Fatalf("enqueue to a sink not configured yet: %v", err)
+	}
+	next := deliveryConfig(t, hook.URL)
+	next.Deliveries.Sinks["late"] = config.Sink{HTTP: &config.HTTPSink{URL: hook.URL + "/ok", Method: "POST", Timeout: config.Duration(time.Second)}}
+	next.Deliveries.MaxEntries = 10
+	if err := dd.comp.reload(next); err != nil {
+		t.Fatal(err)
+	}
+	var e EnqueueReply
+	if err := dd.cl.Do(ctx, http.MethodPost, "/v1/deliveries", DeliveryRequest{Sink: "late", Data: ptr("x")}, &e); err != nil {
+		t.Fatal(err)
+	}
+	dd.waitState(t, e.ID, queue.StateDelivered)
+	if got := storeChanges(cfg.Deliveries, next.Deliveries); len(got) != 1 || got[0] != "deliveries.max_entries" {
+		t.Fatalf("store changes %v", got)
+	}
+	bad := deliveryConfig(t, hook.URL)
+	bad.Deliveries.Sinks["x"] = config.Sink{HTTP: &config.HTTPSink{URL: "ftp://nope"}}
+	if err := dd.comp.reload(bad); err == nil || !strings.Contains(err.Error(), "deliveries.sinks.x") {
+		t.Fatalf("a bad sink: %v", err)
+	}
+}
+
+// Every store failure has its status and says that nothing was stored; a full disk is 507.
+func TestDeliveryErrorReplies(t *testing.T) {
+	a := &deliveriesAPI{path: "/var/lib/schedd/schedd.db", limits: deliveryLimits{payload: 1 << 20, entries: 1000}}
+	for _, tc := range []struct {
+		err    error
+		status int
+		code   string
+		msg    string
+	}{
+		{fmt.Errorf("enqueue: %w: no space", queue.ErrDiskFull), 507, CodeDiskFull,
+			"the disk of the delivery store /var/lib/schedd/schedd.db is full: nothing was stored. Deliveries already stored are still sent"},
+		{fmt.Errorf("enqueue: %w: disk I/O error", queue.ErrStorage), 500, CodeStorage, "could not commit: nothing was stored"},
+		{fmt.Errorf("enqueue: %w", queue.ErrClosed), 503, control.CodeUnavailable, "schedd is stopping"},
+		{fmt.Errorf("enqueue: %w", &queue.BoundError{Err: queue.ErrQueueFull, Limit: 1000, Got: 1001}), 503, CodeQueueFull, "limit of 1000"},
+		{fmt.Errorf("drop delivery 3: %w", queue.ErrBusy), 409, control.CodeConflict, "try again"},
+		{context.DeadlineExceeded, 503, control.CodeTimeout, "deadline"},
+	} {
+		w := httptest.NewRecorder()
+		a.writeError(w, tc.err)
+		var body control.ErrorBody
+		if err := json.Unmarshal(w.Body.Bytes(), &body); err != nil {
+			t.Fatal(err)
+		}
+		if w.Code != tc.status || body.Error.Code != tc.code || !strings.Contains(body.Error.Message, tc.msg) {
+			t.Errorf("%v: %d %+v, want %d %s with %q", tc.err, w.Code, body.Error, tc.status, tc.code, tc.msg)
+		}
+	}
+}
+
+// The config's "none" and "forever" zeros become the service's negative values; max_retries
+// 0 is one attempt.
+func TestDeliveryConfig(t *testing.T) {
+	c := config.Default().Deliveries
+	rc := DeliveryConfig(c)
+	def := recovery.DefaultConfig()
+	if rc.MaxRetries != 5 || rc.Jitter != 0.2 || len(rc.Schedule) != 4 || rc.Schedule[3] != def.Schedule[3] ||
+		rc.ReplaySpacing != def.ReplaySpacing || rc.RecoveryBudget != def.RecoveryBudget || rc.Workers != 16 ||
+		rc.RetryAfterMax != time.Hour || rc.DeliveredRetention != def.DeliveredRetention || rc.DeadRetention != 0 || rc.TTL != 0 {
+		t.Fatalf("defaults: %+v", rc)
+	}
+	c.ReplaySpacing, c.DeliveredRetention, c.MaxRetries = 0, 0, 0
+	rc = DeliveryConfig(c)
+	if rc.ReplaySpacing >= 0 || rc.DeliveredRetention >= 0 || rc.MaxRetries != 1 {
+		t.Fatalf("zeros: %+v", rc)
+	}
+}
+
+// A corrupt store file fails the start with its path and what to do; a postgres store is a
+// configuration error.
+func TestDeliveryStoreOpenErrors(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "schedd.db"), []byte(strings.Repeat("not a database ", 500)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := config.Default()
+	d := &Daemon{opts: Options{StateDir: dir, Config: cfg}, log: zap.NewNop(), cfg: cfg}
+	_, err := d.setupDeliveries()
+	if !errors.Is(err, queue.ErrCorrupt) || !strings.Contains(err.Error(), filepath.Join(dir, "schedd.db")) ||
+		!strings.Contains(err.Error(), "move it aside") {
+		t.Fatalf("corrupt store: %v", err)
+	}
+	cfg = config.Default()
+	cfg.Deliveries.Store = config.Store{Postgres: &config.PostgresStore{DSN: "postgres://x/y"}}
+	d = &Daemon{opts: Options{StateDir: dir, Config: cfg}, log: zap.NewNop(), cfg: cfg}
+	if _, err := d.setupDeliveries(); !errors.As(err, new(*config.Error)) || !strings.Contains(err.Error(), "deliveries.store.postgres") {
+		t.Fatalf("postgres store: %v", err)
+	}
+}
