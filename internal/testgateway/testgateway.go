@@ -34,12 +34,18 @@
 //	                   it exits on SIGTERM/SIGINT
 //	reload             on SIGHUP: RELOADING=1, then after reload-delay READY=1
 //	reload-delay=D     how long a reload takes
+//	pulse-log=FILE     be a heartbeat exec target instead: append one JSON line (arrival
+//	                   time, the pulse read from stdin, the SCHEDD_* variables) to FILE
+//	                   and exit 0
+//	busy-once=FILE     with pulse-log: if FILE exists, remove it and exit 75 (busy)
 //
 // Without exit/signal the fake runs until SIGTERM or SIGINT and then exits 0.
 package testgateway
 
 import (
+	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -133,6 +139,9 @@ func appendLine(path, line string) {
 }
 
 func run(o options) int {
+	if f := o["pulse-log"]; f != "" {
+		return pulseTarget(f, o["busy-once"])
+	}
 	if o.has("sleeper") { // the grandchild
 		appendLine(o["sleeper"], strconv.Itoa(os.Getpid()))
 		signal.Ignore(syscall.SIGTERM)
@@ -303,4 +312,38 @@ func startGrandchild(file string) {
 		time.Sleep(2 * time.Millisecond)
 	}
 	fail("grandchild did not start")
+}
+
+// Pulse is one line of a pulse-log file.
+type Pulse struct {
+	AtNS  int64             `json:"at_ns"` // when the target started, Unix nanoseconds
+	Pulse json.RawMessage   `json:"pulse"` // what it read on stdin
+	Env   map[string]string `json:"env"`   // its SCHEDD_* variables
+}
+
+// pulseTarget is the pulse-log mode: a heartbeat exec target that records what it got.
+func pulseTarget(file, busy string) int {
+	p := Pulse{AtNS: time.Now().UnixNano(), Env: map[string]string{}}
+	in, err := io.ReadAll(os.Stdin)
+	if err != nil {
+		fail("read pulse: %v", err)
+	}
+	p.Pulse = json.RawMessage("null")
+	if json.Valid(in) {
+		p.Pulse = in
+	}
+	for _, kv := range os.Environ() {
+		if k, v, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "SCHEDD_") {
+			p.Env[k] = v
+		}
+	}
+	line, err := json.Marshal(p)
+	if err != nil {
+		fail("encode pulse: %v", err)
+	}
+	appendLine(file, string(line))
+	if busy != "" && os.Remove(busy) == nil {
+		return 75
+	}
+	return 0
 }
