@@ -120,6 +120,7 @@ Then, from another terminal:
 		newStatusCmd(g),
 		newRestartCmd(g),
 		newStopCmd(g),
+		newHeartbeatCmd(g),
 		newVersionCmd(),
 		newConfigCmd(),
 		newInstallCmd(), newUninstallCmd(), newRespawnHelperCmd(g),

@@ -131,6 +131,7 @@ func printStatus(w io.Writer, st control.Status, now time.Time) {
 			row("last restart", v...)
 		}
 	}
+	printHeartbeatSummary(row, st.Heartbeat, now)
 	tw.Flush()
 }
 
