@@ -95,9 +95,8 @@ func (g *fakeGateway) Ready() bool { return !g.notReady.Load() }
 // clock is a wall clock that can jump ahead of the bubble's monotonic clock (P20, P21).
 type clock struct{ offset atomic.Int64 }
 
-func (c *clock) now() time.Time            { return time.Now().Add(time.Duration(c.offset.Load())) }
-func (c *clock) jump(d time.Duration)      { c.offset.Add(int64(d)) }
-func (c *clock) since(t0 time.Time) string { return c.now().Sub(t0).String() }
+func (c *clock) now() time.Time       { return time.Now().Add(time.Duration(c.offset.Load())) }
+func (c *clock) jump(d time.Duration) { c.offset.Add(int64(d)) }
 
 type harness struct {
 	t     *testing.T
