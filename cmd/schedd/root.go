@@ -121,6 +121,7 @@ Then, from another terminal:
 		newRestartCmd(g),
 		newStopCmd(g),
 		newHeartbeatCmd(g),
+		newDeliveriesCmd(g),
 		newVersionCmd(),
 		newConfigCmd(),
 		newInstallCmd(), newUninstallCmd(), newRespawnHelperCmd(g),

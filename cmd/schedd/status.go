@@ -132,6 +132,7 @@ func printStatus(w io.Writer, st control.Status, now time.Time) {
 		}
 	}
 	printHeartbeatSummary(row, st.Heartbeat, now)
+	printDeliveriesSummary(row, st.Deliveries, now)
 	tw.Flush()
 }
 

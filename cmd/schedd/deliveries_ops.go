@@ -1,0 +1,200 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/schedd/schedd/internal/control"
+	"github.com/schedd/schedd/internal/daemon"
+	"github.com/schedd/schedd/internal/queue"
+	"github.com/schedd/schedd/internal/recovery"
+)
+
+func newDeliveriesRetryCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "retry ID",
+		Short: "Move a dead letter back to pending: it is sent again now",
+		Long: `Move a dead letter back to pending, due now, with its failure count reset, so it
+gets max_retries attempts again. Fix what made it fail first (see schedd deliveries
+show ID). Only dead letters can be retried: a delivered entry is never sent again.
+
+  schedd deliveries retry 42`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := deliveryID(cmd, args)
+			if err != nil {
+				return err
+			}
+			ctx, cancel := context.WithTimeout(cmd.Context(), 30*time.Second)
+			defer cancel()
+			var d daemon.Delivery
+			if err := control.NewClient(g.socketPath()).Do(ctx, http.MethodPost, fmt.Sprintf("/v1/deliveries/%d/retry", id), nil, &d); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "delivery %d is pending again and due now (sink %s)\n", d.ID, d.Sink)
+			return nil
+		},
+	}
+}
+
+func newDeliveriesDropCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "drop ID",
+		Short: "Delete a pending delivery or a dead letter: it is never sent",
+		Long: `Delete a pending delivery or a dead letter; it is never sent. An entry being sent
+right now cannot be dropped (try again in a moment), and a delivered entry is kept
+until its retention ends, so that its idempotency key keeps working.
+
+  schedd deliveries drop 42`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := deliveryID(cmd, args)
+			if err != nil {
+				return err
+			}
+			ctx, cancel := context.WithTimeout(cmd.Context(), 30*time.Second)
+			defer cancel()
+			if err := control.NewClient(g.socketPath()).Do(ctx, http.MethodDelete, fmt.Sprintf("/v1/deliveries/%d", id), nil, nil); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "delivery %d dropped\n", id)
+			return nil
+		},
+	}
+}
+
+func newDeliveriesPurgeCmd(g *globals) *cobra.Command {
+	var dead, delivered bool
+	var older time.Duration
+	c := &cobra.Command{
+		Use:   "purge --dead|--delivered --older-than DURATION",
+		Short: "Delete dead letters (or delivered entries) that finished long ago",
+		Long: `Delete the dead letters (--dead) or the delivered entries (--delivered) that
+finished more than --older-than ago. deliveries.dead_retention and
+deliveries.delivered_retention do the same on their own every hour.
+
+  schedd deliveries purge --dead --older-than 168h
+  schedd deliveries purge --dead --older-than 0s      # every dead letter`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if dead == delivered {
+				return usageError{errors.New("give exactly one of --dead and --delivered")}
+			}
+			if !cmd.Flags().Changed("older-than") {
+				return usageError{errors.New("--older-than is required (0s purges all of them)")}
+			}
+			if older < 0 {
+				return usageError{fmt.Errorf("--older-than %v: must not be negative", older)}
+			}
+			req := daemon.PurgeRequest{State: queue.StateDead, OlderThan: older.String()}
+			what := "dead letters"
+			if delivered {
+				req.State, what = queue.StateDelivered, "delivered entries"
+			}
+			ctx, cancel := context.WithTimeout(cmd.Context(), 30*time.Second)
+			defer cancel()
+			var reply daemon.PurgeReply
+			if err := control.NewClient(g.socketPath()).Do(ctx, http.MethodPost, "/v1/deliveries/purge", req, &reply); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "purged %d %s older than %s\n", reply.Purged, what, older)
+			return nil
+		},
+	}
+	f := c.Flags()
+	f.BoolVar(&dead, "dead", false, "purge dead letters")
+	f.BoolVar(&delivered, "delivered", false, "purge delivered entries (their idempotency keys are forgotten)")
+	f.DurationVar(&older, "older-than", 0, "purge those that finished more than `DURATION` ago")
+	return c
+}
+
+func newDeliveriesRecoverCmd(g *globals) *cobra.Command {
+	var dry, asJSON bool
+	c := &cobra.Command{
+		Use:   "recover --dry-run",
+		Short: "Show what a recovery pass would do now, changing nothing",
+		Long: `At every start schedd runs a recovery pass over the pending deliveries: an entry
+found "sending" was interrupted by a crash and is sent again with the same
+idempotency key; entries out of retries or past their TTL are dead-lettered; the
+rest is sent if due (spaced per sink) or left to its backoff. The pass is logged
+and its summary is in schedd status.
+
+--dry-run shows what such a pass would do now, entry by entry, without sending or
+writing anything.
+
+  schedd deliveries recover --dry-run
+  schedd deliveries recover --dry-run --json`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if !dry {
+				return usageError{errors.New("only --dry-run is supported: the recovery pass runs at every start of schedd")}
+			}
+			ctx, cancel := context.WithTimeout(cmd.Context(), time.Minute)
+			defer cancel()
+			var rep recovery.Report
+			if err := control.NewClient(g.socketPath()).Do(ctx, http.MethodPost, "/v1/recover", daemon.RecoverRequest{DryRun: true}, &rep); err != nil {
+				return err
+			}
+			if asJSON {
+				return writeJSON(cmd.OutOrStdout(), rep)
+			}
+			printRecovery(cmd.OutOrStdout(), rep)
+			return nil
+		},
+	}
+	c.Flags().BoolVar(&dry, "dry-run", false, "report only: send and write nothing")
+	c.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
+	return c
+}
+
+// printRecovery writes a dry-run report: the summary, then one line per entry.
+func printRecovery(w io.Writer, rep recovery.Report) {
+	fmt.Fprintf(w, "%d pending: %s\n", rep.Scanned, summaryLine(rep.Summary))
+	if len(rep.Actions) == 0 {
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tSINK\tACTION\tDETAIL")
+	for _, a := range rep.Actions {
+		detail := a.Reason
+		if !a.DueAt.IsZero() {
+			detail = "due " + a.DueAt.Local().Format(time.RFC3339)
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", a.ID, a.Sink, a.Action, detail)
+	}
+	tw.Flush()
+	if rep.Truncated {
+		fmt.Fprintln(w, "(more entries not listed)")
+	}
+}
+
+// summaryLine lists a recovery summary's non-zero counters.
+func summaryLine(s recovery.Summary) string {
+	var parts []string
+	add := func(n int, what string) {
+		if n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n, what))
+		}
+	}
+	add(s.WouldReplay, "would be sent")
+	add(s.Recovered, "recovered")
+	add(s.Interrupted, "interrupted (resent)")
+	add(s.Failed, "failed")
+	add(s.SkippedMaxRetries, "out of retries")
+	add(s.Expired, "expired")
+	add(s.DeferredBackoff, "backing off")
+	add(s.DeferredNotReady, "waiting for the sink")
+	add(s.DeferredBudget, "over the time budget")
+	add(s.DeferredError, "store errors")
+	add(s.AlreadyGone, "already gone")
+	if len(parts) == 0 {
+		return "nothing to do"
+	}
+	return strings.Join(parts, ", ")
+}
