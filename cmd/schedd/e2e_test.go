@@ -482,3 +482,38 @@ func TestE2EConfigErrors(t *testing.T) {
 		t.Fatalf("exit %d, want 2:\n%s", code, out)
 	}
 }
+
+// TestE2EInheritedDescriptors: a descriptor schedd inherited (from a shell, say) does not
+// leak into the gateway.
+func TestE2EInheritedDescriptors(t *testing.T) {
+	if _, err := os.Stat("/proc/self/fd"); err != nil {
+		t.Skip("needs /proc")
+	}
+	dir := t.TempDir()
+	marker, err := os.Create(filepath.Join(dir, "inherited-marker"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer marker.Close()
+	fds := filepath.Join(dir, "fds")
+	d := newDaemon(t, daemonOpts{gateway: []string{"fds-file=" + fds}})
+	d.cmd.ExtraFiles = []*os.File{marker} // fd 3 in schedd, without close-on-exec
+	if testing.Short() {
+		t.Skip("end-to-end test")
+	}
+	if err := d.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { d.cmd.Process.Signal(syscall.SIGTERM); d.cmd.Wait() }()
+	deadline := time.Now().Add(10 * time.Second)
+	for readFile(t, fds) == "" && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	got := readFile(t, fds)
+	if got == "" {
+		t.Fatalf("the gateway did not write its descriptors:\n%s", d.out.String())
+	}
+	if strings.Contains(got, "inherited-marker") {
+		t.Fatalf("the gateway inherited schedd's descriptor:\n%s", got)
+	}
+}

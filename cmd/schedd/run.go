@@ -79,6 +79,9 @@ func (o *runOptions) run(cmd *cobra.Command, args []string) error {
 	if err := daemon.AwaitPredecessor(log); err != nil { // a successor of `schedd restart --daemon`
 		return ignorePredecessorKept(err)
 	}
+	if err := platform.CloseInheritedOnExec(); err != nil {
+		log.Warn("could not mark inherited descriptors close-on-exec; the gateway may inherit them", zap.Error(err))
+	}
 
 	stateDir := o.stateDir
 	if stateDir == "" {

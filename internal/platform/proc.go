@@ -139,13 +139,22 @@ func startDrainers(out func(Stream, []byte), stdout, stderr *os.File) *drainers 
 	return d
 }
 
+// lineReaders recycles the drainers' 64 KiB line buffers, so a supervisor that restarts its
+// gateway again and again does not grow its heap by two buffers per start.
+var lineReaders = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, maxLine) }}
+
 func drain(r *os.File, s Stream, out func(Stream, []byte)) {
 	defer r.Close()
 	if out == nil {
 		_, _ = io.Copy(io.Discard, r)
 		return
 	}
-	br := bufio.NewReaderSize(r, maxLine)
+	br := lineReaders.Get().(*bufio.Reader)
+	br.Reset(r)
+	defer func() {
+		br.Reset(nil)
+		lineReaders.Put(br)
+	}()
 	for {
 		line, err := br.ReadSlice('\n')
 		switch {

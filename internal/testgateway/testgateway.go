@@ -25,6 +25,7 @@
 //	watchdog=D         send WATCHDOG=1 every D
 //	watchdog-stop=D    stop sending WATCHDOG=1 after D
 //	env-file=FILE      write the environment to FILE, one variable per line
+//	fds-file=FILE      write what each open descriptor points to (/proc/self/fd), one per line
 //	pid-file=FILE      append the pid to FILE, one per line
 //	inflight=N         send X_SCHEDD_INFLIGHT=N
 //	status=TEXT        send STATUS=TEXT
@@ -162,6 +163,18 @@ func run(o options) int {
 	}
 	if f := o["env-file"]; f != "" {
 		if err := os.WriteFile(f, []byte(strings.Join(os.Environ(), "\n")+"\n"), 0o600); err != nil {
+			fail("%v", err)
+		}
+	}
+	if f := o["fds-file"]; f != "" {
+		var lines []string
+		ents, _ := os.ReadDir("/proc/self/fd")
+		for _, e := range ents {
+			if target, err := os.Readlink("/proc/self/fd/" + e.Name()); err == nil {
+				lines = append(lines, e.Name()+" "+target)
+			}
+		}
+		if err := os.WriteFile(f, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
 			fail("%v", err)
 		}
 	}
