@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -101,12 +102,12 @@ func (s *Service) scanLive(ctx context.Context) ([]queue.Ref, error) {
 }
 
 // recoverPass handles every entry live at scan start once, in enqueue order, within the
-// time budget, spacing replays to the same sink.
+// time budget, spacing replays to the same sink. Replays run on up to Workers goroutines,
+// so a backlog left by a long downtime is not sent one entry at a time.
 func (s *Service) recoverPass(ctx context.Context, epoch int64, dry bool) (Report, error) {
 	start := time.Now()
 	p := s.policy()
 	deadline := start.Add(p.cfg.RecoveryBudget)
-	spacing := max(p.cfg.ReplaySpacing, 0)
 	refs, err := s.scanLive(ctx)
 	if err != nil {
 		return Report{}, fmt.Errorf("recovery scan: %w", err)
@@ -137,49 +138,10 @@ func (s *Service) recoverPass(ctx context.Context, epoch int64, dry bool) (Repor
 		}
 		rep.Actions = append(rep.Actions, a)
 	}
-	nextStart := map[string]time.Time{} // per sink: the earliest start of its next replay
-	pace := func(ctx context.Context, sink string) error {
-		at := nextStart[sink]
-		if !at.Before(deadline) {
-			return errBudget
-		}
-		if d := time.Until(at); d > 0 {
-			t := time.NewTimer(d)
-			select {
-			case <-ctx.Done():
-				t.Stop()
-				return errBudget
-			case <-t.C:
-			}
-		}
-		nextStart[sink] = time.Now().Add(spacing)
-		return nil
-	}
-	warned := false
-	for _, r := range set {
-		now := time.Now()
-		if ctx.Err() != nil || !now.Before(deadline) {
-			if !warned && !dry {
-				s.log.Warn("delivery recovery budget exceeded: remaining entries deferred to the runtime, no retry charged")
-				warned = true
-			}
-			rep.DeferredBudget++
-			act(r, "defer_budget", "")
-			continue
-		}
-		interrupted := r.State == queue.StateSending
-		expired := !r.ExpiresAt.IsZero() && !now.Before(r.ExpiresAt)
-		if !interrupted && !expired && r.Failures < p.cfg.MaxRetries && r.NextAttemptAt.After(now) {
-			rep.DeferredBackoff++
-			act(r, "defer_backoff", "")
-			continue
-		}
-		if dry {
-			s.dryDecide(ctx, p, epoch, r, &rep, nextStart, deadline, act)
-			continue
-		}
-		res := s.attempt(ctx, epoch, r.ID, attemptOpts{beforeSend: pace})
-		rep.count(res)
+	if dry {
+		s.dryPass(ctx, p, epoch, set, &rep, deadline, act)
+	} else {
+		s.replayPass(ctx, p, epoch, set, &rep, deadline)
 	}
 	rep.At = time.Now()
 	rep.DurationMS = rep.At.Sub(start).Milliseconds()
@@ -229,6 +191,119 @@ func (rep *Report) count(res attemptResult) {
 		rep.AlreadyGone++
 	case outStoreError:
 		rep.DeferredError++
+	}
+}
+
+// replayPass attempts the due entries of set on up to Workers goroutines. Each replay is
+// given its start when it is handed out, in enqueue order: at least ReplaySpacing after the
+// previous one to its sink. A start past the deadline is not made (deferred_budget, nothing
+// charged).
+func (s *Service) replayPass(ctx context.Context, p *policy, epoch int64, set []queue.Ref, rep *Report, deadline time.Time) {
+	spacing := max(p.cfg.ReplaySpacing, 0)
+	var mu sync.Mutex // guards rep and warned
+	warned := false
+	deferBudget := func() {
+		if !warned {
+			s.log.Warn("delivery recovery budget exceeded: remaining entries deferred to the runtime, no retry charged")
+			warned = true
+		}
+		rep.DeferredBudget++
+	}
+	type job struct {
+		id int64
+		at time.Time // its start
+	}
+	jobs := make(chan job)
+	var wg sync.WaitGroup
+	for range max(p.cfg.Workers, 1) {
+		wg.Go(func() {
+			for j := range jobs {
+				wait := func(ctx context.Context, _ string) error {
+					if d := time.Until(j.at); d > 0 {
+						t := time.NewTimer(d)
+						defer t.Stop()
+						select {
+						case <-ctx.Done():
+							return errBudget
+						case <-t.C:
+						}
+					}
+					if !time.Now().Before(deadline) {
+						return errBudget // it waited for a worker past the budget
+					}
+					return nil
+				}
+				res := s.attempt(ctx, epoch, j.id, attemptOpts{beforeSend: wait})
+				mu.Lock()
+				if res.out == outBudget || res.out == outCanceled {
+					deferBudget()
+				} else {
+					rep.count(res)
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	nextStart := map[string]time.Time{} // per sink: the earliest start of its next replay
+	count := func(f func()) {
+		mu.Lock()
+		f()
+		mu.Unlock()
+	}
+	for _, r := range set {
+		now := time.Now()
+		interrupted := r.State == queue.StateSending
+		expired := !r.ExpiresAt.IsZero() && !now.Before(r.ExpiresAt)
+		outOfRetries := r.Failures >= p.cfg.MaxRetries
+		if ctx.Err() != nil || !now.Before(deadline) {
+			count(deferBudget)
+			continue
+		}
+		if !interrupted && !expired && !outOfRetries && r.NextAttemptAt.After(now) {
+			count(func() { rep.DeferredBackoff++ })
+			continue
+		}
+		at := now
+		if sink, ok := p.sinks[r.Sink]; ok && !expired && !outOfRetries && !isNotReady(sink) {
+			// It is to be sent: give it its start.
+			if n := nextStart[r.Sink]; n.After(at) {
+				at = n
+			}
+			if !at.Before(deadline) {
+				count(deferBudget)
+				continue
+			}
+			nextStart[r.Sink] = at.Add(spacing)
+		}
+		select {
+		case jobs <- job{id: r.ID, at: at}:
+		case <-ctx.Done():
+			count(deferBudget)
+		}
+	}
+	close(jobs)
+	wg.Wait()
+}
+
+// dryPass classifies set as a pass would, reading only, one entry after the other.
+func (s *Service) dryPass(ctx context.Context, p *policy, epoch int64, set []queue.Ref, rep *Report, deadline time.Time,
+	act func(queue.Ref, string, string)) {
+	nextStart := map[string]time.Time{} // per sink: the earliest start of its next replay
+	for _, r := range set {
+		now := time.Now()
+		if ctx.Err() != nil || !now.Before(deadline) {
+			rep.DeferredBudget++
+			act(r, "defer_budget", "")
+			continue
+		}
+		interrupted := r.State == queue.StateSending
+		expired := !r.ExpiresAt.IsZero() && !now.Before(r.ExpiresAt)
+		if !interrupted && !expired && r.Failures < p.cfg.MaxRetries && r.NextAttemptAt.After(now) {
+			rep.DeferredBackoff++
+			act(r, "defer_backoff", "")
+			continue
+		}
+		s.dryDecide(ctx, p, epoch, r, rep, nextStart, deadline, act)
 	}
 }
 
