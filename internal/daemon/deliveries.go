@@ -150,9 +150,8 @@ func (d *Daemon) openDeliveryStore(c *config.Config) (*queue.SQLite, error) {
 	})
 	switch {
 	case errors.Is(err, queue.ErrCorrupt):
-		return nil, fmt.Errorf("delivery store: %w\n"+
-			"schedd will not start on a damaged store. Restore %s from a backup, or move it aside "+
-			"(with its -wal and -shm files) to start with an empty queue; the entries it holds are then not sent.",
+		return nil, fmt.Errorf("delivery store: %w; schedd does not start on a damaged store: restore %s from a backup, "+
+			"or move it aside (with its -wal and -shm files) to start with an empty queue (its entries are then not sent)",
 			err, path)
 	case err != nil:
 		return nil, fmt.Errorf("delivery store: %w", err)
