@@ -66,7 +66,9 @@ func (s *sinkRecorder) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Unlock()
 	w.WriteHeader(status)
-	fmt.Fprintln(w, "chat not found")
+	if status == http.StatusBadRequest {
+		fmt.Fprintln(w, "chat not found")
+	}
 }
 
 func (s *sinkRecorder) requests() []sinkRequest {
