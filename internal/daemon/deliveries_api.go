@@ -329,7 +329,7 @@ func (a *deliveriesAPI) writeError(w http.ResponseWriter, err error) {
 	case errors.Is(err, queue.ErrDiskFull):
 		control.WriteError(w, 507, CodeDiskFull,
 			fmt.Sprintf("the disk of the delivery store %s is full: nothing was stored. Deliveries already stored are still sent; "+
-				"enqueue works again once space is freed (%v)", a.path, err))
+				"enqueue works again once space is freed", a.path))
 	case errors.As(err, &mismatch):
 		control.WriteError(w, http.StatusConflict, control.CodeConflict,
 			fmt.Sprintf("idempotency_key: %q belongs to delivery %d, which has another sink or payload; nothing was stored",
