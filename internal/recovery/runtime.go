@@ -48,10 +48,22 @@ type slot struct {
 
 type item struct {
 	id   int64
-	prio int
+	meta entryMeta
 	due  time.Time
 	seq  uint64
 	gen  uint64
+}
+
+// entryMeta is what the runtime keeps of an armed entry besides its id and due time: enough
+// to order it and to leave it alone while its sink is not ready.
+type entryMeta struct {
+	prio    int
+	sink    string
+	expires time.Time
+}
+
+func metaOf(e queue.Entry) entryMeta {
+	return entryMeta{prio: e.Priority, sink: e.Sink, expires: e.ExpiresAt}
 }
 
 type result struct {
@@ -59,7 +71,7 @@ type result struct {
 	gen   uint64
 	rearm bool
 	delay time.Duration
-	prio  int
+	meta  entryMeta
 }
 
 func newScheduler(s *Service) *scheduler {
@@ -70,11 +82,11 @@ func newScheduler(s *Service) *scheduler {
 func (r *scheduler) armEntry(e queue.Entry) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.arm(e.ID, e.Priority, time.Now().Add(max(time.Until(e.NextAttemptAt), 0)), r.gen)
+	r.arm(e.ID, metaOf(e), time.Now().Add(max(time.Until(e.NextAttemptAt), 0)), r.gen)
 }
 
 // arm schedules id at due; the caller holds mu.
-func (r *scheduler) arm(id int64, prio int, due time.Time, gen uint64) {
+func (r *scheduler) arm(id int64, m entryMeta, due time.Time, gen uint64) {
 	if !r.active || gen != r.gen {
 		return
 	}
@@ -86,7 +98,7 @@ func (r *scheduler) arm(id int64, prio int, due time.Time, gen uint64) {
 	}
 	r.seq++
 	r.slots[id] = slot{due: due, seq: r.seq}
-	heap.Push(&r.timers, item{id: id, prio: prio, due: due, seq: r.seq, gen: gen})
+	heap.Push(&r.timers, item{id: id, meta: m, due: due, seq: r.seq, gen: gen})
 	select {
 	case r.wake <- struct{}{}:
 	default:
@@ -134,6 +146,7 @@ func (r *scheduler) run(ctx context.Context, epoch int64) {
 	}
 	timer := time.NewTimer(time.Hour)
 	purge := time.NewTicker(r.s.cfg.PurgeEvery)
+	armed := false // the first scan is done
 	defer func() {
 		timer.Stop()
 		purge.Stop()
@@ -154,7 +167,12 @@ func (r *scheduler) run(ctx context.Context, epoch int64) {
 		}
 		r.mu.Unlock()
 		if scan {
-			r.scan(ctx, gen, epoch)
+			began := time.Now()
+			if n, ok := r.scan(ctx, gen, epoch); ok && !armed {
+				armed = true
+				r.s.log.Info("delivery runtime armed the pending entries", zap.Int("entries", n),
+					zap.Duration("took", time.Since(began)))
+			}
 		}
 
 		r.mu.Lock()
@@ -197,21 +215,25 @@ func (r *scheduler) run(ctx context.Context, epoch int64) {
 }
 
 // scan arms every live entry of the store; a failure is retried after StoreRetry.
-func (r *scheduler) scan(ctx context.Context, gen uint64, epoch int64) {
+// scan arms every live entry of the store; a failure is retried after StoreRetry. It
+// reports how many entries it armed, and false when the scan failed.
+func (r *scheduler) scan(ctx context.Context, gen uint64, epoch int64) (int, bool) {
 	refs, err := r.s.scanLive(ctx)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if gen != r.gen {
-		return
+		return 0, false
 	}
 	if err != nil {
 		if ctx.Err() == nil {
 			r.s.log.Error("scan pending deliveries, retrying", zap.Duration("retry_in", StoreRetry), zap.Error(err))
 			r.scanAt = time.Now().Add(StoreRetry)
 		}
-		return
+		return 0, false
 	}
 	now := time.Now()
+	sinks := map[string]string{} // one copy of each sink name for all the entries
+	n := 0
 	for _, ref := range refs {
 		due := now
 		switch {
@@ -220,20 +242,37 @@ func (r *scheduler) scan(ctx context.Context, gen uint64, epoch int64) {
 		case ref.State == queue.StatePending:
 			due = now.Add(max(ref.NextAttemptAt.Sub(now), 0))
 		}
-		r.arm(ref.ID, ref.Priority, due, gen)
+		sink, ok := sinks[ref.Sink]
+		if !ok {
+			sink = ref.Sink
+			sinks[sink] = sink
+		}
+		r.arm(ref.ID, entryMeta{prio: ref.Priority, sink: sink, expires: ref.ExpiresAt}, due, gen)
+		n++
 	}
+	return n, true
 }
 
 // work attempts one entry, then reloads it and says when to arm it again.
+//
+// While the entry's sink is not ready (and the entry has not expired) it is armed again
+// after RearmFloor without touching the store, so a gateway that is down with a large
+// backlog costs a heap operation per entry and second, not a store read.
 func (r *scheduler) work(ctx context.Context, epoch int64, it item) result {
 	res := result{id: it.id, gen: it.gen}
+	if it.meta.expires.IsZero() || time.Now().Before(it.meta.expires) {
+		if rd, ok := r.s.policy().sinks[it.meta.sink].(Readier); ok && !rd.Ready() {
+			res.rearm, res.delay, res.meta = true, RearmFloor, it.meta
+			return res
+		}
+	}
 	a := r.s.attempt(ctx, epoch, it.id, attemptOpts{})
 	if ctx.Err() != nil {
 		return res
 	}
 	switch a.out {
 	case outStoreError:
-		res.rearm, res.delay, res.prio = true, StoreRetry, it.prio
+		res.rearm, res.delay, res.meta = true, StoreRetry, it.meta
 		return res
 	case outDelivered, outDead, outUnknownSink, outMaxRetries, outExpired:
 		return res // recorded terminal: nothing to reload
@@ -244,11 +283,11 @@ func (r *scheduler) work(ctx context.Context, epoch int64, it item) result {
 	case err != nil:
 		if ctx.Err() == nil {
 			r.s.log.Error("reload delivery, retrying", zap.Int64("id", it.id), zap.Duration("retry_in", StoreRetry), zap.Error(err))
-			res.rearm, res.delay, res.prio = true, StoreRetry, it.prio
+			res.rearm, res.delay, res.meta = true, StoreRetry, it.meta
 		}
 	case e.State == queue.StatePending || e.Interrupted(epoch):
 		// Still pending: deferred, failed, or owned elsewhere. Never sooner than the floor.
-		res.rearm, res.delay, res.prio = true, max(RearmFloor, time.Until(e.NextAttemptAt)), e.Priority
+		res.rearm, res.delay, res.meta = true, max(RearmFloor, time.Until(e.NextAttemptAt)), metaOf(e)
 	}
 	return res
 }
@@ -260,7 +299,7 @@ func (r *scheduler) done(res result) {
 		delete(r.busy, res.id)
 	}
 	if res.rearm {
-		r.arm(res.id, res.prio, time.Now().Add(res.delay), res.gen)
+		r.arm(res.id, res.meta, time.Now().Add(res.delay), res.gen)
 	}
 }
 
@@ -311,8 +350,8 @@ type readyHeap []item
 func (h readyHeap) Len() int { return len(h) }
 func (h readyHeap) Less(i, j int) bool {
 	a, b := h[i], h[j]
-	if a.prio != b.prio {
-		return a.prio < b.prio
+	if a.meta.prio != b.meta.prio {
+		return a.meta.prio < b.meta.prio
 	}
 	if !a.due.Equal(b.due) {
 		return a.due.Before(b.due)

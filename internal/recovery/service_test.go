@@ -250,7 +250,7 @@ func TestCrashRecoverySQLite_RDLV01(t *testing.T) {
 	defer st2.Close()
 	sink := &fakeSink{}
 	cfg := parityConfig()
-	cfg.ReplaySpacing = time.Millisecond
+	cfg.ReplaySpacing = 100 * time.Millisecond // replays run on several workers: space them well apart to pin their order
 	s := newService(t, cfg, st2, map[string]Sink{"hook": sink})
 	stop := start(t, s)
 	defer stop()
