@@ -105,13 +105,44 @@ func (r *scheduler) arm(id int64, m entryMeta, due time.Time, gen uint64) {
 	}
 }
 
-// promote moves the due items of the timer heap to the ready heap; the caller holds mu.
+// promote moves the due items of the timer heap to the ready heap. An item whose sink is
+// not ready (and that has not expired) is armed again after RearmFloor instead: a backlog
+// for a gateway that is down costs a heap operation per entry and second, no worker and no
+// store read. Readiness is asked once per sink per call, without holding mu.
 func (r *scheduler) promote(now time.Time) {
+	r.mu.Lock()
+	var due []item
 	for r.timers.Len() > 0 && !r.timers[0].due.After(now) {
 		it := heap.Pop(&r.timers).(item)
 		sl, ok := r.slots[it.id]
 		if it.gen != r.gen || !ok || sl.seq != it.seq {
 			continue // superseded by an earlier arm, or of a stopped runtime
+		}
+		due = append(due, it)
+	}
+	r.mu.Unlock()
+	if len(due) == 0 {
+		return
+	}
+	sinks := r.s.policy().sinks
+	notReady := map[string]bool{}
+	for _, it := range due {
+		if _, seen := notReady[it.meta.sink]; !seen {
+			notReady[it.meta.sink] = isNotReady(sinks[it.meta.sink])
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, it := range due {
+		if sl, ok := r.slots[it.id]; it.gen != r.gen || !ok || sl.seq != it.seq {
+			continue // armed anew meanwhile
+		}
+		if notReady[it.meta.sink] && (it.meta.expires.IsZero() || now.Before(it.meta.expires)) {
+			r.seq++
+			it.due, it.seq = now.Add(RearmFloor), r.seq
+			r.slots[it.id] = slot{due: it.due, seq: it.seq}
+			heap.Push(&r.timers, it)
+			continue
 		}
 		delete(r.slots, it.id)
 		r.busy[it.id] = it.gen
@@ -175,9 +206,9 @@ func (r *scheduler) run(ctx context.Context, epoch int64) {
 			}
 		}
 
-		r.mu.Lock()
 		now = time.Now()
 		r.promote(now)
+		r.mu.Lock()
 		var next time.Time
 		if r.timers.Len() > 0 {
 			next = r.timers[0].due
@@ -254,18 +285,8 @@ func (r *scheduler) scan(ctx context.Context, gen uint64, epoch int64) (int, boo
 }
 
 // work attempts one entry, then reloads it and says when to arm it again.
-//
-// While the entry's sink is not ready (and the entry has not expired) it is armed again
-// after RearmFloor without touching the store, so a gateway that is down with a large
-// backlog costs a heap operation per entry and second, not a store read.
 func (r *scheduler) work(ctx context.Context, epoch int64, it item) result {
 	res := result{id: it.id, gen: it.gen}
-	if it.meta.expires.IsZero() || time.Now().Before(it.meta.expires) {
-		if rd, ok := r.s.policy().sinks[it.meta.sink].(Readier); ok && !rd.Ready() {
-			res.rearm, res.delay, res.meta = true, RearmFloor, it.meta
-			return res
-		}
-	}
 	a := r.s.attempt(ctx, epoch, it.id, attemptOpts{})
 	if ctx.Err() != nil {
 		return res

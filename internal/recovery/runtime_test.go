@@ -239,7 +239,9 @@ func TestSchedulerGenerationFencing(t *testing.T) {
 		// A heap item of the old generation is skipped.
 		r.slots[8] = slot{due: time.Now(), seq: 1}
 		r.timers = append(r.timers, item{id: 8, due: time.Now(), seq: 1, gen: oldGen})
+		r.mu.Unlock()
 		r.promote(time.Now())
+		r.mu.Lock()
 		if r.ready.Len() != 0 {
 			t.Fatalf("old-generation item promoted")
 		}

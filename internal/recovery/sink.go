@@ -77,10 +77,17 @@ func NewHTTPSink(cfg HTTPConfig) (*HTTPSink, error) {
 	}
 	client := cfg.Client
 	if client == nil {
-		client = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		// Keep a connection per concurrent send: the default transport keeps 2 per host, so
+		// 16 workers sending to one endpoint would open a new connection for most sends.
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.MaxIdleConnsPerHost = idleConnsPerHost
+		client = &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	}
 	return &HTTPSink{cfg: cfg, client: client}, nil
 }
+
+// idleConnsPerHost is how many idle connections an HTTP sink keeps to its endpoint.
+const idleConnsPerHost = 64
 
 // snippetLen bounds how much of an error response body goes into the error text (where the
 // permanent patterns can see it).
