@@ -248,6 +248,20 @@ func (s *SQLite) queryEntries(ctx context.Context, query string, args ...any) ([
 
 // List returns entries without payloads after the filter's cursor, in id order.
 func (s *SQLite) List(ctx context.Context, f Filter) ([]Entry, error) {
+	if f.State != "" && !f.State.Valid() {
+		return nil, fmt.Errorf("list deliveries: %w: state %q", ErrInvalid, f.State)
+	}
+	q, args := listQuery(f)
+	out, err := s.queryEntries(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list deliveries: %w", err)
+	}
+	return out, nil
+}
+
+// listQuery is List's statement. The state, one of four constants, is written into it: the
+// planner uses a partial index (live or dead entries) only for a literal it can see.
+func listQuery(f Filter) (string, []any) {
 	limit := f.Limit
 	if limit <= 0 {
 		limit = 100
@@ -255,21 +269,19 @@ func (s *SQLite) List(ctx context.Context, f Filter) ([]Entry, error) {
 	limit = min(limit, 1000)
 	q := "SELECT " + entryCols + " FROM deliveries WHERE id > ?"
 	args := []any{f.AfterID}
-	if f.State != "" {
-		q += " AND state = ?"
-		args = append(args, string(f.State))
+	switch f.State {
+	case StatePending, StateSending:
+		// Also the live index's own condition, so that the planner sees it is implied.
+		q += " AND state IN ('pending', 'sending') AND state = '" + string(f.State) + "'"
+	case StateDelivered, StateDead:
+		q += " AND state = '" + string(f.State) + "'"
 	}
 	if f.Sink != "" {
 		q += " AND sink = ?"
 		args = append(args, f.Sink)
 	}
 	q += " ORDER BY id LIMIT ?"
-	args = append(args, limit)
-	out, err := s.queryEntries(ctx, q, args...)
-	if err != nil {
-		return nil, fmt.Errorf("list deliveries: %w", err)
-	}
-	return out, nil
+	return q, append(args, limit)
 }
 
 // Due returns due pending entries in dispatch order.

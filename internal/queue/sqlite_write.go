@@ -120,13 +120,17 @@ func (s *SQLite) tryBatch(ops []*writeOp, refuseEnqueues bool) ([]error, error) 
 		_ = stx.Rollback()
 		return results, storageError(err)
 	}
+	// A lone operation needs no savepoint: its own failure rolls back the transaction.
+	single := len(ops) == 1
 	for i, op := range ops {
 		if op.name == "enqueue" && (refuseEnqueues || s.res.refuse()) {
 			results[i] = errRefusedFull
 			continue
 		}
-		if _, err := tx.ExecContext(ctx, "SAVEPOINT op"); err != nil {
-			return rollback(err)
+		if !single {
+			if _, err := tx.ExecContext(ctx, "SAVEPOINT op"); err != nil {
+				return rollback(err)
+			}
 		}
 		b.delta = 0
 		err := s.hook(op.name)
@@ -136,6 +140,12 @@ func (s *SQLite) tryBatch(ops []*writeOp, refuseEnqueues bool) ([]error, error) 
 		switch {
 		case err == nil:
 			b.live += b.delta
+		case logical(err) && single:
+			results[i] = err
+			if err := stx.Rollback(); err != nil {
+				return results, storageError(err)
+			}
+			return results, nil
 		case logical(err):
 			results[i] = err
 			if _, err := tx.ExecContext(ctx, "ROLLBACK TO op"); err != nil {
@@ -144,8 +154,10 @@ func (s *SQLite) tryBatch(ops []*writeOp, refuseEnqueues bool) ([]error, error) 
 		default:
 			return rollback(err)
 		}
-		if _, err := tx.ExecContext(ctx, "RELEASE op"); err != nil {
-			return rollback(err)
+		if !single {
+			if _, err := tx.ExecContext(ctx, "RELEASE op"); err != nil {
+				return rollback(err)
+			}
 		}
 	}
 	if s.opts.beforeCommit != nil {
@@ -308,11 +320,14 @@ func (s *SQLite) Enqueue(ctx context.Context, n NewEntry) (Entry, bool, error) {
 	var out Entry
 	var created bool
 	err := s.submit(ctx, "enqueue", func(tx wtx, b *batch) error {
-		var id int64
-		var hash []byte
-		err := tx.QueryRow("SELECT id, payload_hash FROM deliveries WHERE idem_key = ?", n.Key).Scan(&id, &hash)
-		switch {
-		case err == nil:
+		// The existing entry holding the key, if any (P11).
+		existing := func() error {
+			var id int64
+			var hash []byte
+			err := tx.QueryRow("SELECT id, payload_hash FROM deliveries WHERE idem_key = ?", n.Key).Scan(&id, &hash)
+			if err != nil {
+				return err
+			}
 			e, err := s.getTxQuarantining(tx, b, id, false)
 			if err != nil {
 				return err
@@ -322,10 +337,12 @@ func (s *SQLite) Enqueue(ctx context.Context, n NewEntry) (Entry, bool, error) {
 			}
 			out, created = e, false
 			return nil
-		case !errors.Is(err, sql.ErrNoRows):
-			return err
 		}
 		if b.live >= s.opts.MaxEntries {
+			// Full: a key seen before still gets its entry back.
+			if err := existing(); !errors.Is(err, sql.ErrNoRows) {
+				return err
+			}
 			return &BoundError{Err: ErrQueueFull, Limit: s.opts.MaxEntries, Got: b.live + 1}
 		}
 		now := s.now().UnixMilli()
@@ -333,10 +350,16 @@ func (s *SQLite) Enqueue(ctx context.Context, n NewEntry) (Entry, bool, error) {
 		if !n.NotBefore.IsZero() {
 			next = max(now, n.NotBefore.UnixMilli())
 		}
-		err = tx.QueryRow(`INSERT INTO deliveries (sink, idem_key, headers, payload, payload_size, payload_hash,
+		// One statement on the common path: the insert, which does nothing for a key seen
+		// before.
+		var id int64
+		err := tx.QueryRow(`INSERT INTO deliveries (sink, idem_key, headers, payload, payload_size, payload_hash,
 			priority, state, next_attempt_at, created_at, updated_at, expires_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?) RETURNING id`,
+			VALUES (?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?) ON CONFLICT (idem_key) DO NOTHING RETURNING id`,
 			n.Sink, n.Key, headers, payload, len(payload), sum[:], n.Priority, next, now, now, nullMs(n.ExpiresAt)).Scan(&id)
+		if errors.Is(err, sql.ErrNoRows) {
+			return existing()
+		}
 		if err != nil {
 			return err
 		}

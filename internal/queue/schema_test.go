@@ -1,0 +1,63 @@
+package queue
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"testing"
+)
+
+// A store written by the first schema opens under the current one: every step runs once,
+// the entries stay, and the indexes are those of the last step.
+func TestMigrateFromFirstSchema(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "v1.db")
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{migrations[0], "PRAGMA user_version = 1",
+		`INSERT INTO deliveries (sink, idem_key, payload, payload_size, payload_hash, state, next_attempt_at, created_at, updated_at)
+		 VALUES ('hook', 'old', x'78', 1, x'00', 'pending', 1, 1, 1)`} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.Close()
+	s := openTest(t, path, Options{})
+	if s.Info().Schema != SchemaVersion || SchemaVersion != 2 {
+		t.Fatalf("schema %d, SchemaVersion %d", s.Info().Schema, SchemaVersion)
+	}
+	var v int
+	if err := s.rdb.QueryRow("PRAGMA user_version").Scan(&v); err != nil || v != SchemaVersion {
+		t.Fatalf("user_version %d, %v", v, err)
+	}
+	rows, err := s.rdb.Query("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'deliveries' AND sql IS NOT NULL ORDER BY name")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var idx []string
+	for rows.Next() {
+		var n string
+		rows.Scan(&n)
+		idx = append(idx, n)
+	}
+	rows.Close()
+	if want := []string{"deliveries_dead", "deliveries_finished", "deliveries_live"}; !slices.Equal(idx, want) {
+		t.Fatalf("indexes %v, want %v", idx, want)
+	}
+	l, err := s.List(context.Background(), Filter{})
+	if err != nil || len(l) != 1 || l[0].Key != "old" {
+		t.Fatalf("entries after the migration: %+v, %v", l, err)
+	}
+	// Listing dead letters and live entries uses the partial indexes.
+	for state, index := range map[State]string{StateDead: "deliveries_dead", StatePending: "deliveries_live", StateSending: "deliveries_live"} {
+		q, args := listQuery(Filter{State: state, Limit: 10})
+		var plan string
+		err = s.rdb.QueryRow("EXPLAIN QUERY PLAN "+q, args...).Scan(new(int), new(int), new(int), &plan)
+		if err != nil || plan != fmt.Sprintf("SEARCH deliveries USING INDEX %s (id>?)", index) {
+			t.Errorf("listing %s: plan %q, %v", state, plan, err)
+		}
+	}
+}
