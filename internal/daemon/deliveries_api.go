@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -164,7 +165,10 @@ func (a *deliveriesAPI) enqueue(w http.ResponseWriter, r *http.Request) {
 	if created {
 		code = http.StatusCreated
 	}
-	control.WriteJSON(w, code, EnqueueReply{Created: created, Delivery: view(e, false)})
+	// Compact, unlike control.WriteJSON: this is the hot path of a producer.
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(EnqueueReply{Created: created, Delivery: view(e, false)})
 }
 
 func (a *deliveriesAPI) list(w http.ResponseWriter, r *http.Request) {

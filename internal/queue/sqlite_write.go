@@ -16,12 +16,18 @@ import (
 )
 
 // writeOp is one operation for the writer goroutine. run executes inside the batch's
-// transaction (within its own savepoint) and records the change of the live count in b.
+// transaction (within its own savepoint, unless it is alone or atomic) and records the
+// change of the live count in b.
 type writeOp struct {
 	name string
 	run  func(tx wtx, b *batch) error
 	done chan error
 }
+
+// atomic reports an operation that needs no savepoint: its logical errors come before its
+// one write, or after writes worth keeping (an enqueue quarantines a damaged row holding
+// its key before it reports the key taken).
+func (op *writeOp) atomic() bool { return op.name == "enqueue" }
 
 // batch is the state of one group-commit transaction.
 type batch struct {
@@ -127,7 +133,8 @@ func (s *SQLite) tryBatch(ops []*writeOp, refuseEnqueues bool) ([]error, error) 
 			results[i] = errRefusedFull
 			continue
 		}
-		if !single {
+		savepoint := !single && !op.atomic()
+		if savepoint {
 			if _, err := tx.ExecContext(ctx, "SAVEPOINT op"); err != nil {
 				return rollback(err)
 			}
@@ -148,13 +155,15 @@ func (s *SQLite) tryBatch(ops []*writeOp, refuseEnqueues bool) ([]error, error) 
 			return results, nil
 		case logical(err):
 			results[i] = err
-			if _, err := tx.ExecContext(ctx, "ROLLBACK TO op"); err != nil {
+			if !savepoint {
+				b.live += b.delta // what it wrote stays
+			} else if _, err := tx.ExecContext(ctx, "ROLLBACK TO op"); err != nil {
 				return rollback(err)
 			}
 		default:
 			return rollback(err)
 		}
-		if !single {
+		if savepoint {
 			if _, err := tx.ExecContext(ctx, "RELEASE op"); err != nil {
 				return rollback(err)
 			}

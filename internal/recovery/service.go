@@ -220,7 +220,9 @@ func (s *Service) Enqueue(ctx context.Context, r Request) (queue.Entry, bool, er
 	}
 	s.noteEnqueueError(nil)
 	if created {
-		s.entryLog(e).Info("delivery enqueued", zap.Int("priority", e.Priority), zap.Int("payload_size", e.PayloadSize))
+		// The hot path: fields given at once, without a child logger.
+		s.log.Info("delivery enqueued", zap.Int64("id", e.ID), zap.String("sink", e.Sink), zap.String("idempotency_key", e.Key),
+			zap.Int("priority", e.Priority), zap.Int("payload_size", e.PayloadSize))
 		s.rt.armEntry(e)
 	}
 	return e, created, nil
