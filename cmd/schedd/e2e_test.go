@@ -381,32 +381,8 @@ func writeConfig(t *testing.T, yaml string) string {
 // while its loop is healthy, and STOPPING=1 on stop; the gateway never sees the service
 // manager's variables.
 func TestE2ENotifySocket(t *testing.T) {
-	dir := shortDir(t)
-	path := filepath.Join(dir, "sm.sock")
-	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: path, Net: "unixgram"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	var mu sync.Mutex
-	var msgs []string
-	go func() {
-		buf := make([]byte, 4096)
-		for {
-			n, err := conn.Read(buf)
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			msgs = append(msgs, string(buf[:n]))
-			mu.Unlock()
-		}
-	}()
-	got := func() []string {
-		mu.Lock()
-		defer mu.Unlock()
-		return slices.Clone(msgs)
-	}
+	sm := newFakeServiceManager(t)
+	path, got, dir := sm.path, sm.messages, filepath.Dir(sm.path)
 	envFile := filepath.Join(dir, "env")
 	cfg := writeConfig(t, "gateway:\n  readiness: {notify: {}, timeout: 30s}\n")
 	d := startDaemon(t, daemonOpts{
@@ -516,4 +492,41 @@ func TestE2EInheritedDescriptors(t *testing.T) {
 	if strings.Contains(got, "inherited-marker") {
 		t.Fatalf("the gateway inherited schedd's descriptor:\n%s", got)
 	}
+}
+
+// fakeServiceManager is the listening end of a NOTIFY_SOCKET, as systemd would hold it.
+type fakeServiceManager struct {
+	path string
+	mu   sync.Mutex
+	msgs []string
+}
+
+func newFakeServiceManager(t *testing.T) *fakeServiceManager {
+	t.Helper()
+	sm := &fakeServiceManager{path: filepath.Join(shortDir(t), "sm.sock")}
+	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: sm.path, Net: "unixgram"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	go func() {
+		buf := make([]byte, 4096)
+		for {
+			n, err := conn.Read(buf)
+			if err != nil {
+				return
+			}
+			sm.mu.Lock()
+			sm.msgs = append(sm.msgs, string(buf[:n]))
+			sm.mu.Unlock()
+		}
+	}()
+	return sm
+}
+
+// messages returns what was received so far, in order.
+func (sm *fakeServiceManager) messages() []string {
+	sm.mu.Lock()
+	defer sm.mu.Unlock()
+	return slices.Clone(sm.msgs)
 }

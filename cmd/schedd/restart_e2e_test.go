@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -552,44 +553,28 @@ func TestE2EIdleCheckHangs(t *testing.T) {
 // TestE2ERestartNowWait: `schedd restart --now --wait` gives a fresh pid and prints the
 // result; the service manager hears RELOADING=1 (with MONOTONIC_USEC) then READY=1.
 func TestE2ERestartNowWait(t *testing.T) {
-	dir := shortDir(t)
-	path := filepath.Join(dir, "sm.sock")
-	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: path, Net: "unixgram"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	msgs := make(chan string, 100)
-	go func() {
-		buf := make([]byte, 4096)
-		for {
-			n, err := conn.Read(buf)
-			if err != nil {
-				return
-			}
-			msgs <- string(buf[:n])
-		}
-	}()
+	sm := newFakeServiceManager(t)
+	path := sm.path
 	d := startDaemon(t, daemonOpts{gateway: []string{}, env: []string{"NOTIFY_SOCKET=" + path}})
 	first := d.waitFor("ready", func(g respawn.Status) bool { return g.State == respawn.StateReady }).Gateway.PID
 	code, out, errOut := cli("restart", "--now", "--wait", "--socket", d.socket)
 	if code != 0 || !strings.Contains(out, fmt.Sprintf("restarted: pid %d -> ", first)) {
 		t.Fatalf("restart --now --wait: %d %q %s", code, out, errOut)
 	}
-	var reloading, readyAfter bool
-	deadline := time.After(5 * time.Second)
-	for !readyAfter {
-		select {
-		case m := <-msgs:
-			if strings.HasPrefix(m, "RELOADING=1") && strings.Contains(m, "MONOTONIC_USEC=") {
-				reloading = true
-			}
-			if reloading && m == "READY=1" {
-				readyAfter = true
-			}
-		case <-deadline:
-			t.Fatalf("no RELOADING=1 (with MONOTONIC_USEC) then READY=1 (reloading seen: %v)", reloading)
+	// READY=1 (the first) must come again after RELOADING=1.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		m := sm.messages()
+		i := slices.IndexFunc(m, func(s string) bool {
+			return strings.HasPrefix(s, "RELOADING=1") && strings.Contains(s, "MONOTONIC_USEC=")
+		})
+		if i >= 0 && slices.Contains(m[i:], "READY=1") {
+			break
 		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no RELOADING=1 (with MONOTONIC_USEC) then READY=1: %q", m)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 
