@@ -47,6 +47,7 @@ type attemptResult struct {
 	out         outcome
 	interrupted bool
 	err         error
+	next        time.Time // outFailed: when the entry is due again
 }
 
 // attempt re-reads entry id (the store is the source of truth), applies the checks, and if
@@ -158,6 +159,7 @@ func (s *Service) attempt(ctx context.Context, epoch, id int64, o attemptOpts) a
 		r.out = s.finalize(ctx, log, "fail", outFailed, func(ctx context.Context) error {
 			return s.store.Fail(ctx, id, epoch, queue.Failure{Err: msg, NextAt: next})
 		})
+		r.next = next
 		log.Info("delivery failed, retry scheduled", zap.Int("failures", failures),
 			zap.Time("next_attempt_at", next), zap.Duration("retry_after", v.RetryAfter), zap.String("error", msg))
 	}

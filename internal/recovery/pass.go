@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sort"
 	"sync"
 	"time"
@@ -80,46 +81,98 @@ func (s *Service) RecoverDryRun(ctx context.Context) (Report, error) {
 	s.mu.Lock()
 	epoch := s.epoch
 	s.mu.Unlock()
-	return s.recoverPass(ctx, epoch, true)
+	rep, _, err := s.recoverPass(ctx, epoch, true)
+	return rep, err
 }
 
-// scanLive reads every live entry ref, in id (enqueue) order.
-func (s *Service) scanLive(ctx context.Context) ([]queue.Ref, error) {
-	const page = 10_000
-	var out []queue.Ref
+// livePage is how many live entries are read at a time.
+const livePage = 10_000
+
+// eachLive passes every live entry's ref to f, a page at a time, in id (enqueue) order.
+func (s *Service) eachLive(ctx context.Context, f func([]queue.Ref)) error {
 	var after int64
 	for {
-		refs, err := s.store.Live(ctx, after, page)
+		refs, err := s.store.Live(ctx, after, livePage)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		out = append(out, refs...)
-		if len(refs) < page {
-			return out, nil
+		f(refs)
+		if len(refs) < livePage {
+			return nil
 		}
 		after = refs[len(refs)-1].ID
 	}
 }
 
+// liveRef is a live entry as the recovery pass holds it until it gets to it: a compact
+// queue.Ref (the pass holds every entry live at its start, 100,000 or more).
+type liveRef struct {
+	id, epoch     int64
+	next, expires int64 // unix ms; 0: none
+	failures      int32
+	prio          int32
+	sink          uint32 // index in the pass's sink names
+	sending       bool
+	left          bool // the pass left it pending, due at next (for the runtime)
+}
+
+func unixMs(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
+}
+
+func fromUnixMs(ms int64) time.Time {
+	if ms == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms)
+}
+
+// ref expands l again.
+func (l liveRef) ref(sinks []string) queue.Ref {
+	r := queue.Ref{ID: l.id, Sink: sinks[l.sink], Priority: int(l.prio), State: queue.StatePending, Failures: int(l.failures),
+		NextAttemptAt: fromUnixMs(l.next), ExpiresAt: fromUnixMs(l.expires), Epoch: l.epoch}
+	if l.sending {
+		r.State = queue.StateSending
+	}
+	return r
+}
+
 // recoverPass handles every entry live at scan start once, in enqueue order, within the
 // time budget, spacing replays to the same sink. Replays run on up to Workers goroutines,
 // so a backlog left by a long downtime is not sent one entry at a time.
-func (s *Service) recoverPass(ctx context.Context, epoch int64, dry bool) (Report, error) {
+//
+// Besides its report it returns what it found, with the entries it leaves pending marked
+// (left, due at next), for the runtime to arm (not after a dry run).
+func (s *Service) recoverPass(ctx context.Context, epoch int64, dry bool) (Report, passView, error) {
 	start := time.Now()
 	p := s.policy()
 	deadline := start.Add(p.cfg.RecoveryBudget)
-	refs, err := s.scanLive(ctx)
-	if err != nil {
-		return Report{}, fmt.Errorf("recovery scan: %w", err)
-	}
-	// Entries this epoch is sending now are in flight, not left over.
-	set := refs[:0]
-	for _, r := range refs {
-		if r.State == queue.StatePending || r.Epoch != epoch {
-			set = append(set, r)
+	var set []liveRef
+	var sinks []string
+	index := map[string]uint32{}
+	err := s.eachLive(ctx, func(page []queue.Ref) {
+		for _, r := range page {
+			if r.State == queue.StateSending && r.Epoch == epoch {
+				continue // in flight in this epoch, not left over
+			}
+			i, ok := index[r.Sink]
+			if !ok {
+				i = uint32(len(sinks))
+				sinks = append(sinks, r.Sink)
+				index[r.Sink] = i
+			}
+			set = append(set, liveRef{id: r.ID, epoch: r.Epoch, next: unixMs(r.NextAttemptAt), expires: unixMs(r.ExpiresAt),
+				failures: int32(min(r.Failures, math.MaxInt32)), prio: int32(max(min(r.Priority, math.MaxInt32), math.MinInt32)),
+				sink: i, sending: r.State == queue.StateSending})
 		}
+	})
+	if err != nil {
+		return Report{}, passView{}, fmt.Errorf("recovery scan: %w", err)
 	}
-	sort.Slice(set, func(i, j int) bool { return set[i].ID < set[j].ID })
+	sort.Slice(set, func(i, j int) bool { return set[i].id < set[j].id })
 	rep := Report{Summary: Summary{Scanned: len(set), DryRun: dry}}
 	if len(set) > 0 && !dry {
 		s.log.Info("delivery recovery starting", zap.Int("pending", len(set)), zap.Duration("budget", p.cfg.RecoveryBudget))
@@ -139,9 +192,9 @@ func (s *Service) recoverPass(ctx context.Context, epoch int64, dry bool) (Repor
 		rep.Actions = append(rep.Actions, a)
 	}
 	if dry {
-		s.dryPass(ctx, p, epoch, set, &rep, deadline, act)
+		s.dryPass(ctx, p, epoch, set, sinks, &rep, deadline, act)
 	} else {
-		s.replayPass(ctx, p, epoch, set, &rep, deadline)
+		s.replayPass(ctx, p, epoch, set, sinks, &rep, deadline)
 	}
 	rep.At = time.Now()
 	rep.DurationMS = rep.At.Sub(start).Milliseconds()
@@ -158,7 +211,13 @@ func (s *Service) recoverPass(ctx context.Context, epoch int64, dry bool) (Repor
 			zap.Int("deferred_error", rep.DeferredError), zap.Int("already_gone", rep.AlreadyGone),
 			zap.Int64("duration_ms", rep.DurationMS))
 	}
-	return rep, nil
+	return rep, passView{set: set, sinks: sinks}, nil
+}
+
+// passView is what a recovery pass found: the entries and the names of their sinks.
+type passView struct {
+	set   []liveRef
+	sinks []string
 }
 
 func (rep *Report) count(res attemptResult) {
@@ -198,10 +257,16 @@ func (rep *Report) count(res attemptResult) {
 // given its start when it is handed out, in enqueue order: at least ReplaySpacing after the
 // previous one to its sink. A start past the deadline is not made (deferred_budget, nothing
 // charged).
-func (s *Service) replayPass(ctx context.Context, p *policy, epoch int64, set []queue.Ref, rep *Report, deadline time.Time) {
+//
+// It marks in set the entries it leaves pending, with when each is due.
+func (s *Service) replayPass(ctx context.Context, p *policy, epoch int64, set []liveRef, sinks []string, rep *Report,
+	deadline time.Time) {
 	spacing := max(p.cfg.ReplaySpacing, 0)
-	var mu sync.Mutex // guards rep and warned
+	var mu sync.Mutex // guards rep, warned and the marks in set
 	warned := false
+	leave := func(i int, due time.Time) {
+		set[i].left, set[i].next = true, due.UnixMilli()
+	}
 	deferBudget := func() {
 		if !warned {
 			s.log.Warn("delivery recovery budget exceeded: remaining entries deferred to the runtime, no retry charged")
@@ -210,7 +275,7 @@ func (s *Service) replayPass(ctx context.Context, p *policy, epoch int64, set []
 		rep.DeferredBudget++
 	}
 	type job struct {
-		id int64
+		i  int       // in set
 		at time.Time // its start
 	}
 	jobs := make(chan job)
@@ -233,12 +298,22 @@ func (s *Service) replayPass(ctx context.Context, p *policy, epoch int64, set []
 					}
 					return nil
 				}
-				res := s.attempt(ctx, epoch, j.id, attemptOpts{beforeSend: wait})
+				res := s.attempt(ctx, epoch, set[j.i].id, attemptOpts{beforeSend: wait})
 				mu.Lock()
 				if res.out == outBudget || res.out == outCanceled {
 					deferBudget()
 				} else {
 					rep.count(res)
+				}
+				switch now := time.Now(); res.out {
+				case outFailed:
+					leave(j.i, res.next)
+				case outNotReady, outBudget, outCanceled:
+					leave(j.i, now)
+				case outNotDue:
+					leave(j.i, now.Add(RearmFloor))
+				case outStoreError:
+					leave(j.i, now.Add(StoreRetry))
 				}
 				mu.Unlock()
 			}
@@ -250,17 +325,18 @@ func (s *Service) replayPass(ctx context.Context, p *policy, epoch int64, set []
 		f()
 		mu.Unlock()
 	}
-	for _, r := range set {
+	for i, lr := range set {
+		r := lr.ref(sinks)
 		now := time.Now()
 		interrupted := r.State == queue.StateSending
 		expired := !r.ExpiresAt.IsZero() && !now.Before(r.ExpiresAt)
 		outOfRetries := r.Failures >= p.cfg.MaxRetries
 		if ctx.Err() != nil || !now.Before(deadline) {
-			count(deferBudget)
+			count(func() { deferBudget(); leave(i, now) })
 			continue
 		}
 		if !interrupted && !expired && !outOfRetries && r.NextAttemptAt.After(now) {
-			count(func() { rep.DeferredBackoff++ })
+			count(func() { rep.DeferredBackoff++; leave(i, r.NextAttemptAt) })
 			continue
 		}
 		at := now
@@ -270,15 +346,15 @@ func (s *Service) replayPass(ctx context.Context, p *policy, epoch int64, set []
 				at = n
 			}
 			if !at.Before(deadline) {
-				count(deferBudget)
+				count(func() { deferBudget(); leave(i, now) })
 				continue
 			}
 			nextStart[r.Sink] = at.Add(spacing)
 		}
 		select {
-		case jobs <- job{id: r.ID, at: at}:
+		case jobs <- job{i: i, at: at}:
 		case <-ctx.Done():
-			count(deferBudget)
+			count(func() { deferBudget(); leave(i, now) })
 		}
 	}
 	close(jobs)
@@ -286,10 +362,11 @@ func (s *Service) replayPass(ctx context.Context, p *policy, epoch int64, set []
 }
 
 // dryPass classifies set as a pass would, reading only, one entry after the other.
-func (s *Service) dryPass(ctx context.Context, p *policy, epoch int64, set []queue.Ref, rep *Report, deadline time.Time,
-	act func(queue.Ref, string, string)) {
+func (s *Service) dryPass(ctx context.Context, p *policy, epoch int64, set []liveRef, sinks []string, rep *Report,
+	deadline time.Time, act func(queue.Ref, string, string)) {
 	nextStart := map[string]time.Time{} // per sink: the earliest start of its next replay
-	for _, r := range set {
+	for _, lr := range set {
+		r := lr.ref(sinks)
 		now := time.Now()
 		if ctx.Err() != nil || !now.Before(deadline) {
 			rep.DeferredBudget++

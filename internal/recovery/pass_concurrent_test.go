@@ -67,3 +67,45 @@ func TestRecoveryReplaysConcurrently(t *testing.T) {
 		}
 	})
 }
+
+// The runtime takes over what the pass leaves pending without reading the store again
+// (one scan at start, not two), and an entry enqueued while the pass runs is armed at once.
+func TestRuntimeAdoptsThePass(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := queuetest.NewMemory()
+		backoff := putEntry(m, queue.Entry{Sink: "slow", Key: "backoff", State: queue.StatePending, Failures: 1,
+			NextAttemptAt: time.Now().Add(time.Minute)})
+		putEntry(m, queue.Entry{Sink: "slow", Key: "due", State: queue.StatePending})
+		slow := &fakeSink{script: func(d Delivery) error {
+			if d.Key == "due" {
+				time.Sleep(10 * time.Second) // the pass is busy with it
+			}
+			return nil
+		}}
+		s := newService(t, parityConfig(), m, map[string]Sink{"slow": slow})
+		stop := start(t, s)
+		defer stop()
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if _, ok := s.LastRecovery(); ok {
+			t.Fatal("the pass ended early")
+		}
+		during := enqueueReq(t, s, Request{Sink: "slow", Key: "during", Payload: []byte("x")})
+		time.Sleep(10 * time.Second)
+		synctest.Wait()
+		if sum, ok := s.LastRecovery(); !ok || sum.Scanned != 2 || sum.Recovered != 1 || sum.DeferredBackoff != 1 {
+			t.Fatalf("summary %+v", sum)
+		}
+		if g := mustGet(t, m, during.ID); g.State != queue.StateDelivered {
+			t.Fatalf("entry enqueued during the pass: %+v", g)
+		}
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		if g := mustGet(t, m, backoff.ID); g.State != queue.StateDelivered {
+			t.Fatalf("entry left to its backoff by the pass: %+v", g)
+		}
+		if n := m.Calls("live"); n != 1 {
+			t.Fatalf("%d scans of the store, want the pass's one", n)
+		}
+	})
+}

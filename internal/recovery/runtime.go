@@ -4,6 +4,7 @@ import (
 	"container/heap"
 	"context"
 	"errors"
+	"math"
 	"sync"
 	"time"
 
@@ -39,19 +40,29 @@ type scheduler struct {
 	busy   map[int64]uint64 // ids queued for or held by a worker, with their generation
 	seq    uint64
 	scanAt time.Time // when to scan the store for live entries; zero: no scan due
+
+	// base is the origin of the items' due times (monotonic), sinks the names items refer
+	// to by index (append-only).
+	base    time.Time
+	sinks   []string
+	sinkIdx map[string]uint32
 }
 
+// slot is the due time of an armed id that won, and its heap item's seq.
 type slot struct {
-	due time.Time
+	due int64
 	seq uint64
 }
 
+// item is an armed entry: 48 bytes, as 100,000 of them may be armed at once.
 type item struct {
-	id   int64
-	meta entryMeta
-	due  time.Time
-	seq  uint64
-	gen  uint64
+	id      int64
+	due     int64 // nanoseconds after the scheduler's base
+	expires int64 // unix ms; 0: never
+	seq     uint64
+	gen     uint64
+	prio    int32
+	sink    uint32 // index in scheduler.sinks
 }
 
 // entryMeta is what the runtime keeps of an armed entry besides its id and due time: enough
@@ -71,11 +82,31 @@ type result struct {
 	gen   uint64
 	rearm bool
 	delay time.Duration
-	meta  entryMeta
+	it    item       // the item attempted
+	meta  *entryMeta // when set, replaces the item's meta (the entry was reloaded)
 }
 
 func newScheduler(s *Service) *scheduler {
-	return &scheduler{s: s}
+	return &scheduler{s: s, base: time.Now(), sinkIdx: map[string]uint32{}}
+}
+
+// at is the due offset of t; the caller holds mu.
+func (r *scheduler) at(t time.Time) int64 { return int64(t.Sub(r.base)) }
+
+// sinkIndex interns a sink name; the caller holds mu.
+func (r *scheduler) sinkIndex(name string) uint32 {
+	i, ok := r.sinkIdx[name]
+	if !ok {
+		i = uint32(len(r.sinks))
+		r.sinks = append(r.sinks, name)
+		r.sinkIdx[name] = i
+	}
+	return i
+}
+
+// metaOfItem expands an item's meta again; the caller holds mu.
+func (r *scheduler) metaOfItem(it item) entryMeta {
+	return entryMeta{prio: int(it.prio), sink: r.sinks[it.sink], expires: fromUnixMs(it.expires)}
 }
 
 // armEntry arms an entry the service just wrote (enqueue, operator retry).
@@ -93,12 +124,14 @@ func (r *scheduler) arm(id int64, m entryMeta, due time.Time, gen uint64) {
 	if r.busy[id] == gen {
 		return // its worker re-arms it after the attempt
 	}
-	if sl, ok := r.slots[id]; ok && !sl.due.After(due) {
+	d := r.at(due)
+	if sl, ok := r.slots[id]; ok && sl.due <= d {
 		return // an earlier arm wins
 	}
 	r.seq++
-	r.slots[id] = slot{due: due, seq: r.seq}
-	heap.Push(&r.timers, item{id: id, meta: m, due: due, seq: r.seq, gen: gen})
+	r.slots[id] = slot{due: d, seq: r.seq}
+	heap.Push(&r.timers, item{id: id, due: d, expires: unixMs(m.expires), seq: r.seq, gen: gen,
+		prio: int32(max(min(m.prio, math.MaxInt32), math.MinInt32)), sink: r.sinkIndex(m.sink)})
 	select {
 	case r.wake <- struct{}{}:
 	default:
@@ -112,7 +145,8 @@ func (r *scheduler) arm(id int64, m entryMeta, due time.Time, gen uint64) {
 func (r *scheduler) promote(now time.Time) {
 	r.mu.Lock()
 	var due []item
-	for r.timers.Len() > 0 && !r.timers[0].due.After(now) {
+	nowAt := r.at(now)
+	for r.timers.Len() > 0 && r.timers[0].due <= nowAt {
 		it := heap.Pop(&r.timers).(item)
 		sl, ok := r.slots[it.id]
 		if it.gen != r.gen || !ok || sl.seq != it.seq {
@@ -120,26 +154,28 @@ func (r *scheduler) promote(now time.Time) {
 		}
 		due = append(due, it)
 	}
+	names := r.sinks
 	r.mu.Unlock()
 	if len(due) == 0 {
 		return
 	}
 	sinks := r.s.policy().sinks
-	notReady := map[string]bool{}
+	notReady := map[uint32]bool{}
 	for _, it := range due {
-		if _, seen := notReady[it.meta.sink]; !seen {
-			notReady[it.meta.sink] = isNotReady(sinks[it.meta.sink])
+		if _, seen := notReady[it.sink]; !seen {
+			notReady[it.sink] = isNotReady(sinks[names[it.sink]])
 		}
 	}
+	nowMs := now.UnixMilli()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, it := range due {
 		if sl, ok := r.slots[it.id]; it.gen != r.gen || !ok || sl.seq != it.seq {
 			continue // armed anew meanwhile
 		}
-		if notReady[it.meta.sink] && (it.meta.expires.IsZero() || now.Before(it.meta.expires)) {
+		if notReady[it.sink] && (it.expires == 0 || nowMs < it.expires) {
 			r.seq++
-			it.due, it.seq = now.Add(RearmFloor), r.seq
+			it.due, it.seq = nowAt+int64(RearmFloor), r.seq
 			r.slots[it.id] = slot{due: it.due, seq: it.seq}
 			heap.Push(&r.timers, it)
 			continue
@@ -150,18 +186,78 @@ func (r *scheduler) promote(now time.Time) {
 	}
 }
 
-// run is the runtime loop; it returns when ctx ends, after its workers exited.
-func (r *scheduler) run(ctx context.Context, epoch int64) {
-	workers := r.s.cfg.Workers
+// open starts a generation that accepts arms (the runtime loop starts later, with run):
+// what is enqueued or retried during the recovery pass is armed at once. A store scan is
+// due at the start of run unless adopt takes over the pass's view.
+func (r *scheduler) open(epoch int64) {
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	r.gen++
-	gen := r.gen
 	r.active = true
 	r.epoch = epoch
 	r.wake = make(chan struct{}, 1)
 	r.timers, r.ready = nil, nil
 	r.slots, r.busy = map[int64]slot{}, map[int64]uint64{}
 	r.scanAt = time.Now()
+}
+
+// close ends the generation open started (run does it too when it returns).
+func (r *scheduler) close() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.active {
+		r.active = false
+		r.gen++
+		r.timers, r.ready, r.slots, r.busy = nil, nil, nil, nil
+	}
+}
+
+// adopt arms what the recovery pass left pending and skips the first store scan: the pass
+// has just read every live entry, and whatever was enqueued or retried since is armed. It
+// returns how many entries are armed.
+func (r *scheduler) adopt(v passView) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.active {
+		return 0
+	}
+	n := 0
+	for _, lr := range v.set {
+		if lr.left {
+			n++
+		}
+	}
+	// Room for all at once: no growth (and no garbage) while 100,000 are armed.
+	timers := make(timerHeap, len(r.timers), len(r.timers)+n)
+	copy(timers, r.timers)
+	r.timers = timers
+	slots := make(map[int64]slot, len(r.slots)+n)
+	for id, sl := range r.slots {
+		slots[id] = sl
+	}
+	r.slots = slots
+	now := time.Now()
+	nowMs := now.UnixMilli()
+	for _, lr := range v.set {
+		if !lr.left {
+			continue
+		}
+		m := entryMeta{prio: int(lr.prio), sink: v.sinks[lr.sink], expires: fromUnixMs(lr.expires)}
+		r.arm(lr.id, m, now.Add(time.Duration(max(lr.next-nowMs, 0))*time.Millisecond), r.gen)
+	}
+	r.scanAt = time.Time{}
+	return len(r.slots)
+}
+
+// run is the runtime loop; it returns when ctx ends, after its workers exited.
+//
+// open must have been called: entries armed since then (enqueued during the recovery pass,
+// or handed over by it) are in the heap already. Unless adopt cleared it, the loop starts
+// with a scan of the store.
+func (r *scheduler) run(ctx context.Context, epoch int64) {
+	workers := r.s.cfg.Workers
+	r.mu.Lock()
+	gen := r.gen
 	wake := r.wake
 	r.mu.Unlock()
 
@@ -181,11 +277,7 @@ func (r *scheduler) run(ctx context.Context, epoch int64) {
 	defer func() {
 		timer.Stop()
 		purge.Stop()
-		r.mu.Lock()
-		r.active = false
-		r.gen++
-		r.timers, r.ready, r.slots, r.busy = nil, nil, nil, nil
-		r.mu.Unlock()
+		r.close()
 		close(jobs)
 		wg.Wait()
 	}()
@@ -211,7 +303,7 @@ func (r *scheduler) run(ctx context.Context, epoch int64) {
 		r.mu.Lock()
 		var next time.Time
 		if r.timers.Len() > 0 {
-			next = r.timers[0].due
+			next = r.base.Add(time.Duration(r.timers[0].due))
 		}
 		if !r.scanAt.IsZero() && (next.IsZero() || r.scanAt.Before(next)) {
 			next = r.scanAt
@@ -249,7 +341,30 @@ func (r *scheduler) run(ctx context.Context, epoch int64) {
 // scan arms every live entry of the store; a failure is retried after StoreRetry. It
 // reports how many entries it armed, and false when the scan failed.
 func (r *scheduler) scan(ctx context.Context, gen uint64, epoch int64) (int, bool) {
-	refs, err := r.s.scanLive(ctx)
+	sinks := map[string]string{} // one copy of each sink name for all the entries
+	n := 0
+	// Arm a page at a time: the refs of 100,000 entries are never held at once.
+	err := r.s.eachLive(ctx, func(page []queue.Ref) {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		now := time.Now()
+		for _, ref := range page {
+			due := now
+			switch {
+			case ref.State == queue.StateSending && ref.Epoch == epoch:
+				continue // in flight in this runtime
+			case ref.State == queue.StatePending:
+				due = now.Add(max(ref.NextAttemptAt.Sub(now), 0))
+			}
+			sink, ok := sinks[ref.Sink]
+			if !ok {
+				sink = ref.Sink
+				sinks[sink] = sink
+			}
+			r.arm(ref.ID, entryMeta{prio: ref.Priority, sink: sink, expires: ref.ExpiresAt}, due, gen)
+			n++
+		}
+	})
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if gen != r.gen {
@@ -262,38 +377,19 @@ func (r *scheduler) scan(ctx context.Context, gen uint64, epoch int64) (int, boo
 		}
 		return 0, false
 	}
-	now := time.Now()
-	sinks := map[string]string{} // one copy of each sink name for all the entries
-	n := 0
-	for _, ref := range refs {
-		due := now
-		switch {
-		case ref.State == queue.StateSending && ref.Epoch == epoch:
-			continue // in flight in this runtime
-		case ref.State == queue.StatePending:
-			due = now.Add(max(ref.NextAttemptAt.Sub(now), 0))
-		}
-		sink, ok := sinks[ref.Sink]
-		if !ok {
-			sink = ref.Sink
-			sinks[sink] = sink
-		}
-		r.arm(ref.ID, entryMeta{prio: ref.Priority, sink: sink, expires: ref.ExpiresAt}, due, gen)
-		n++
-	}
 	return n, true
 }
 
 // work attempts one entry, then reloads it and says when to arm it again.
 func (r *scheduler) work(ctx context.Context, epoch int64, it item) result {
-	res := result{id: it.id, gen: it.gen}
+	res := result{id: it.id, gen: it.gen, it: it}
 	a := r.s.attempt(ctx, epoch, it.id, attemptOpts{})
 	if ctx.Err() != nil {
 		return res
 	}
 	switch a.out {
 	case outStoreError:
-		res.rearm, res.delay, res.meta = true, StoreRetry, it.meta
+		res.rearm, res.delay = true, StoreRetry
 		return res
 	case outDelivered, outDead, outUnknownSink, outMaxRetries, outExpired:
 		return res // recorded terminal: nothing to reload
@@ -304,11 +400,12 @@ func (r *scheduler) work(ctx context.Context, epoch int64, it item) result {
 	case err != nil:
 		if ctx.Err() == nil {
 			r.s.log.Error("reload delivery, retrying", zap.Int64("id", it.id), zap.Duration("retry_in", StoreRetry), zap.Error(err))
-			res.rearm, res.delay, res.meta = true, StoreRetry, it.meta
+			res.rearm, res.delay = true, StoreRetry
 		}
 	case e.State == queue.StatePending || e.Interrupted(epoch):
 		// Still pending: deferred, failed, or owned elsewhere. Never sooner than the floor.
-		res.rearm, res.delay, res.meta = true, max(RearmFloor, time.Until(e.NextAttemptAt)), metaOf(e)
+		m := metaOf(e)
+		res.rearm, res.delay, res.meta = true, max(RearmFloor, time.Until(e.NextAttemptAt)), &m
 	}
 	return res
 }
@@ -320,7 +417,15 @@ func (r *scheduler) done(res result) {
 		delete(r.busy, res.id)
 	}
 	if res.rearm {
-		r.arm(res.id, res.meta, time.Now().Add(res.delay), res.gen)
+		if !r.active || res.gen != r.gen {
+			return // of a stopped runtime
+		}
+		m := res.meta
+		if m == nil {
+			im := r.metaOfItem(res.it)
+			m = &im
+		}
+		r.arm(res.id, *m, time.Now().Add(res.delay), res.gen)
 	}
 }
 
@@ -351,8 +456,8 @@ type timerHeap []item
 
 func (h timerHeap) Len() int { return len(h) }
 func (h timerHeap) Less(i, j int) bool {
-	if !h[i].due.Equal(h[j].due) {
-		return h[i].due.Before(h[j].due)
+	if h[i].due != h[j].due {
+		return h[i].due < h[j].due
 	}
 	return h[i].seq < h[j].seq
 }
@@ -371,11 +476,11 @@ type readyHeap []item
 func (h readyHeap) Len() int { return len(h) }
 func (h readyHeap) Less(i, j int) bool {
 	a, b := h[i], h[j]
-	if a.meta.prio != b.meta.prio {
-		return a.meta.prio < b.meta.prio
+	if a.prio != b.prio {
+		return a.prio < b.prio
 	}
-	if !a.due.Equal(b.due) {
-		return a.due.Before(b.due)
+	if a.due != b.due {
+		return a.due < b.due
 	}
 	return a.id < b.id
 }

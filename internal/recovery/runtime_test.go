@@ -237,8 +237,8 @@ func TestSchedulerGenerationFencing(t *testing.T) {
 		}
 		delete(r.busy, 7)
 		// A heap item of the old generation is skipped.
-		r.slots[8] = slot{due: time.Now(), seq: 1}
-		r.timers = append(r.timers, item{id: 8, due: time.Now(), seq: 1, gen: oldGen})
+		r.slots[8] = slot{due: r.at(time.Now()), seq: 1}
+		r.timers = append(r.timers, item{id: 8, due: r.at(time.Now()), seq: 1, gen: oldGen})
 		r.mu.Unlock()
 		r.promote(time.Now())
 		r.mu.Lock()

@@ -155,7 +155,11 @@ func (s *Service) Run(ctx context.Context) error {
 	s.mu.Lock()
 	s.epoch = epoch
 	s.mu.Unlock()
-	sum, err := s.recoverPass(ctx, epoch, false)
+	// The runtime takes arms from now on (what is enqueued during the pass), and adopts
+	// what the pass leaves pending instead of reading the store again.
+	s.rt.open(epoch)
+	defer s.rt.close()
+	sum, view, err := s.recoverPass(ctx, epoch, false)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil
@@ -166,6 +170,9 @@ func (s *Service) Run(ctx context.Context) error {
 		s.mu.Lock()
 		s.last = &sum.Summary
 		s.mu.Unlock()
+		began := time.Now()
+		n := s.rt.adopt(view)
+		s.log.Info("delivery runtime armed the pending entries", zap.Int("entries", n), zap.Duration("took", time.Since(began)))
 	}
 	if ctx.Err() != nil {
 		return nil
