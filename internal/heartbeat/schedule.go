@@ -22,11 +22,23 @@ const (
 
 func intervalMs(interval time.Duration) int64 { return max(1, interval.Milliseconds()) }
 
+// PhaseGrid is the resolution of phases. Agents whose slots fall on the same grid point
+// share one timer wakeup: 10,000 agents every 30 s wake the scheduler about 10 times a
+// second instead of about 333 times, and a wakeup, not the pulse, is what costs CPU.
+const PhaseGrid = 100 * time.Millisecond
+
 // Phase is the agent's stable offset inside its interval: the first four bytes of
-// sha256(seed + ":" + agentID), big endian, modulo the interval in milliseconds.
+// sha256(seed + ":" + agentID), big endian, taken modulo the number of PhaseGrid steps in
+// the interval and scaled back to a whole number of steps. An interval shorter than the
+// grid uses milliseconds, as upstream does for every interval.
 func Phase(seed, agentID string, interval time.Duration) time.Duration {
 	sum := sha256.Sum256([]byte(seed + ":" + agentID))
-	return time.Duration(int64(binary.BigEndian.Uint32(sum[:4]))%intervalMs(interval)) * time.Millisecond
+	h := int64(binary.BigEndian.Uint32(sum[:4]))
+	i, g := intervalMs(interval), PhaseGrid.Milliseconds()
+	if steps := i / g; steps > 0 {
+		return time.Duration(h%steps*g) * time.Millisecond
+	}
+	return time.Duration(h%i) * time.Millisecond
 }
 
 // NextSlot is the first slot strictly after now: slots sit at Unix-epoch multiples of the
@@ -105,10 +117,15 @@ func cooldown(kind ReasonKind, starts []time.Time, now time.Time) (until time.Ti
 	return time.Time{}, "", false
 }
 
-// recordStart returns the ring of recent run starts with t appended. It never writes to
-// the slice it was given, so earlier snapshots of the ring stay valid.
+// recordStart returns the ring of recent run starts with t appended. Starts a flood window
+// or more before t are dropped: the cooldown gate can no longer see them (it looks at the
+// last start and at starts within the window), and the state file stays small. It never
+// writes to the slice it was given, so earlier snapshots of the ring stay valid.
 func recordStart(starts []time.Time, t time.Time) []time.Time {
 	keep := starts[max(0, len(starts)+1-startRing):]
+	for len(keep) > 0 && t.Sub(keep[0]) >= FloodWindow {
+		keep = keep[1:]
+	}
 	out := make([]time.Time, 0, len(keep)+1)
 	return append(append(out, keep...), t)
 }

@@ -1,8 +1,11 @@
 package heartbeat
 
 import (
+	"fmt"
 	"testing"
 	"time"
+
+	"pgregory.net/rapid"
 )
 
 func TestPhaseStableAndInRange(t *testing.T) {
@@ -132,5 +135,72 @@ func TestRecordStartKeepsRing(t *testing.T) {
 	}
 	if len(starts) != startRing || !starts[0].Equal(t0.Add(4*time.Second)) {
 		t.Fatalf("ring %v", starts)
+	}
+}
+
+func TestRecordStartDropsWhatTheGateCannotSee(t *testing.T) {
+	t0 := utc("2026-05-01T10:00:00Z")
+	starts := recordStart(nil, t0)
+	starts = recordStart(starts, t0.Add(50*time.Second))
+	starts = recordStart(starts, t0.Add(100*time.Second))
+	if len(starts) != 2 || !starts[0].Equal(t0.Add(50*time.Second)) {
+		t.Fatalf("starts %v: want the two within a minute of the last", starts)
+	}
+	starts = recordStart(starts, t0.Add(time.Hour))
+	if len(starts) != 1 {
+		t.Fatalf("starts %v after an hour", starts)
+	}
+}
+
+// TestRecordStartPruningKeepsDecisions: the cooldown gate decides the same with the pruned
+// ring as with the full history of run starts, for any history and any later instant.
+func TestRecordStartPruningKeepsDecisions(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		t0 := utc("2026-05-01T10:00:00Z")
+		var full, ring []time.Time
+		at := t0
+		for _, gap := range rapid.SliceOfN(rapid.Int64Range(0, 120_000), 1, 20).Draw(t, "gaps_ms") {
+			at = at.Add(time.Duration(gap) * time.Millisecond)
+			full = append(full, at)
+			ring = recordStart(ring, at)
+		}
+		now := at.Add(time.Duration(rapid.Int64Range(0, 120_000).Draw(t, "now_ms")) * time.Millisecond)
+		kind := rapid.SampledFrom([]ReasonKind{KindExecEvent, KindHook, KindCron, KindWake, KindOther}).Draw(t, "kind")
+		u1, r1, d1 := cooldown(kind, full, now)
+		u2, r2, d2 := cooldown(kind, ring, now)
+		if d1 != d2 || r1 != r2 || !u1.Equal(u2) {
+			t.Fatalf("full history (%v, %q, %v), ring %v gives (%v, %q, %v)", u1, r1, d1, ring, u2, r2, d2)
+		}
+	})
+}
+
+// TestPhaseOnGrid: phases are whole PhaseGrid steps (shorter intervals: milliseconds), and
+// 10,000 agents still spread evenly over a 30 s interval.
+func TestPhaseOnGrid(t *testing.T) {
+	every := 30 * time.Second
+	buckets := map[time.Duration]int{}
+	for i := range 10000 {
+		p := Phase("seed", fmt.Sprintf("a%05d", i), every)
+		if p%PhaseGrid != 0 || p < 0 || p >= every {
+			t.Fatalf("phase %v of a%05d is off the grid or outside [0, %v)", p, i, every)
+		}
+		buckets[p]++
+	}
+	steps := int(every / PhaseGrid)
+	if len(buckets) != steps {
+		t.Errorf("%d distinct phases, want all %d grid points used", len(buckets), steps)
+	}
+	for p, n := range buckets {
+		if mean := 10000 / steps; n > 3*mean {
+			t.Errorf("%d agents on phase %v, mean %d: not spread", n, p, mean)
+		}
+	}
+	for _, every := range []time.Duration{time.Millisecond, 70 * time.Millisecond} {
+		if p := Phase("seed", "main", every); p < 0 || p >= every {
+			t.Errorf("phase %v for a %v interval", p, every)
+		}
+	}
+	if p := Phase("seed", "main", 70*time.Millisecond); p%time.Millisecond != 0 {
+		t.Errorf("phase %v is not whole milliseconds", p)
 	}
 }
