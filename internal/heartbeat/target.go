@@ -27,6 +27,45 @@ type Pulse struct {
 	Attempt     int                `json:"attempt"` // 1, then +1 for each busy retry
 }
 
+// appendJSON appends p as encoding/json would write it (without its HTML escaping), by
+// hand: a pulse is encoded for every run, and reflection was most of its cost.
+func (p Pulse) appendJSON(b []byte) []byte {
+	b = append(b, `{"agent_id":`...)
+	b = appendJSONString(b, p.AgentID)
+	b = append(b, `,"session_key":`...)
+	b = appendJSONString(b, p.SessionKey)
+	b = append(b, `,"reason":`...)
+	b = appendJSONString(b, p.Reason)
+	b = append(b, `,"reason_kind":`...)
+	b = appendJSONString(b, string(p.ReasonKind))
+	b = append(b, `,"visibility":{"show_ok":`...)
+	b = strconv.AppendBool(b, p.Visibility.ShowOK)
+	b = append(b, `,"show_alerts":`...)
+	b = strconv.AppendBool(b, p.Visibility.ShowAlerts)
+	b = append(b, `,"use_indicator":`...)
+	b = strconv.AppendBool(b, p.Visibility.UseIndicator)
+	b = append(b, `},"scheduled_at":"`...)
+	b = p.ScheduledAt.AppendFormat(b, time.RFC3339Nano)
+	b = append(b, `","attempt":`...)
+	b = strconv.AppendInt(b, int64(p.Attempt), 10)
+	return append(b, '}')
+}
+
+// appendJSONString appends s as a JSON string. Printable ASCII without quotes or
+// backslashes (every id, key and reason in practice) is copied; anything else goes through
+// encoding/json.
+func appendJSONString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
+			q, _ := json.Marshal(s) // a string always encodes
+			return append(b, q...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
+}
+
 // Event statuses a target may report (upstream heartbeat events).
 const (
 	EventSent    = "sent"
@@ -165,11 +204,7 @@ func (h *httpPulser) timeout() time.Duration { return h.limit }
 // pulse POSTs p. 2xx ran (unless the reply says busy or failed); 429 and 503 are busy;
 // anything else, a transport error or the timeout failed.
 func (h *httpPulser) pulse(ctx context.Context, p Pulse) pulseResult {
-	body, err := json.Marshal(p)
-	if err != nil {
-		return pulseResult{outcome: outcomeFailed, reason: "encode pulse: " + err.Error()}
-	}
-	req, err := http.NewRequestWithContext(ctx, h.method, h.url, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, h.method, h.url, bytes.NewReader(p.appendJSON(make([]byte, 0, 320))))
 	if err != nil {
 		return pulseResult{outcome: outcomeFailed, reason: "build request: " + err.Error()}
 	}
@@ -228,11 +263,7 @@ func (e *execPulser) timeout() time.Duration { return e.limit }
 // pulse runs the command: exit 0 ran (unless stdout's reply says busy or failed), 75 busy,
 // anything else, a start error or the timeout failed.
 func (e *execPulser) pulse(ctx context.Context, p Pulse) pulseResult {
-	stdin, err := json.Marshal(p)
-	if err != nil {
-		return pulseResult{outcome: outcomeFailed, reason: "encode pulse: " + err.Error()}
-	}
-	code, stdout, err := e.run(ctx, e.argv, PulseEnv(p), stdin)
+	code, stdout, err := e.run(ctx, e.argv, PulseEnv(p), p.appendJSON(make([]byte, 0, 320)))
 	switch {
 	case ctx.Err() != nil:
 		return pulseResult{outcome: outcomeFailed, reason: ctxReason(ctx)}
@@ -247,16 +278,36 @@ func (e *execPulser) pulse(ctx context.Context, p Pulse) pulseResult {
 }
 
 // PulseEnv is the environment an exec target gets on top of the daemon's.
+// The variables are written into one buffer and sliced out of one string: a pulse costs
+// two allocations here, not eight.
 func PulseEnv(p Pulse) []string {
-	return []string{
-		"SCHEDD_AGENT_ID=" + p.AgentID,
-		"SCHEDD_SESSION_KEY=" + p.SessionKey,
-		"SCHEDD_REASON=" + p.Reason,
-		"SCHEDD_REASON_KIND=" + string(p.ReasonKind),
-		"SCHEDD_VISIBILITY=" + p.Visibility.String(),
-		"SCHEDD_SCHEDULED_AT=" + p.ScheduledAt.UTC().Format(time.RFC3339Nano),
-		"SCHEDD_ATTEMPT=" + strconv.Itoa(p.Attempt),
+	b := make([]byte, 0, 192+len(p.AgentID)+len(p.SessionKey)+len(p.Reason))
+	var ends [7]int
+	add := func(i int, kv ...string) {
+		for _, s := range kv {
+			b = append(b, s...)
+		}
+		ends[i] = len(b)
 	}
+	add(0, "SCHEDD_AGENT_ID=", p.AgentID)
+	add(1, "SCHEDD_SESSION_KEY=", p.SessionKey)
+	add(2, "SCHEDD_REASON=", p.Reason)
+	add(3, "SCHEDD_REASON_KIND=", string(p.ReasonKind))
+	add(4, "SCHEDD_VISIBILITY=", p.Visibility.String())
+	b = append(b, "SCHEDD_SCHEDULED_AT="...)
+	b = p.ScheduledAt.UTC().AppendFormat(b, time.RFC3339Nano)
+	ends[5] = len(b)
+	b = append(b, "SCHEDD_ATTEMPT="...)
+	b = strconv.AppendInt(b, int64(p.Attempt), 10)
+	ends[6] = len(b)
+	all := string(b)
+	env := make([]string, len(ends))
+	start := 0
+	for i, end := range ends {
+		env[i] = all[start:end]
+		start = end
+	}
+	return env
 }
 
 // Failure reasons of a pulse cut short.

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -219,5 +220,61 @@ func TestServiceHTTPTargetEndToEnd(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("no pulse")
+	}
+}
+
+func TestPulseJSONMatchesEncodingJSON(t *testing.T) {
+	at := time.Date(2026, 5, 1, 10, 0, 0, 123456789, time.UTC)
+	for _, p := range []Pulse{
+		{},
+		{AgentID: "main", SessionKey: "agent:main:main", Reason: "interval", ReasonKind: KindInterval,
+			Visibility: DefaultVisibility, ScheduledAt: at, Attempt: 1},
+		{AgentID: "ops", Reason: "hook:deploy v2", ReasonKind: KindHook, ScheduledAt: at.Truncate(time.Second), Attempt: 12},
+	} {
+		want, err := json.Marshal(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := p.appendJSON(nil); string(got) != string(want) {
+			t.Errorf("appendJSON:\n got %s\nwant %s", got, want)
+		}
+	}
+}
+
+// FuzzPulseJSON: the hand-written encoding decodes to what encoding/json's does, for any
+// strings (quotes, control characters, invalid UTF-8).
+func FuzzPulseJSON(f *testing.F) {
+	f.Add("main", "agent:main:main", "manual", int64(0), 1)
+	f.Add("a\"b", "x\\y\n", "héllo \u2028 <&>", int64(1e18), -3)
+	f.Add("\xff\xfe", "\x00", "", int64(-1), 0)
+	f.Fuzz(func(t *testing.T, agent, session, reason string, ns int64, attempt int) {
+		p := Pulse{AgentID: agent, SessionKey: session, Reason: reason, ReasonKind: KindOf(reason),
+			ScheduledAt: time.Unix(0, ns).UTC(), Attempt: attempt, Visibility: ResolvedVisibility{ShowOK: ns%2 == 0}}
+		want, err := json.Marshal(p)
+		if err != nil {
+			t.Skip() // a time outside what RFC 3339 can write
+		}
+		got := p.appendJSON(nil)
+		var a, b Pulse
+		if err := json.Unmarshal(got, &a); err != nil {
+			t.Fatalf("appendJSON wrote invalid JSON %q: %v", got, err)
+		}
+		if err := json.Unmarshal(want, &b); err != nil {
+			t.Fatal(err)
+		}
+		if a != b {
+			t.Fatalf("decoded %+v, encoding/json gives %+v", a, b)
+		}
+	})
+}
+
+func TestPulseEnv(t *testing.T) {
+	p := Pulse{AgentID: "main", SessionKey: "agent:main:x", Reason: "hook:deploy", ReasonKind: KindHook,
+		Visibility: DefaultVisibility, ScheduledAt: time.Date(2026, 5, 1, 10, 0, 0, 5e8, time.FixedZone("X", 3600)), Attempt: 3}
+	want := []string{"SCHEDD_AGENT_ID=main", "SCHEDD_SESSION_KEY=agent:main:x", "SCHEDD_REASON=hook:deploy",
+		"SCHEDD_REASON_KIND=hook", "SCHEDD_VISIBILITY=show_alerts,use_indicator",
+		"SCHEDD_SCHEDULED_AT=2026-05-01T09:00:00.5Z", "SCHEDD_ATTEMPT=3"}
+	if got := PulseEnv(p); !slices.Equal(got, want) {
+		t.Fatalf("PulseEnv =\n%q\nwant\n%q", got, want)
 	}
 }
