@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -110,10 +113,7 @@ func (f *FileStore) Load() (State, error) {
 // Save replaces the state file atomically.
 func (f *FileStore) Save(st State) error {
 	st.Version = StateVersion
-	data, err := json.Marshal(st)
-	if err != nil {
-		return fmt.Errorf("encode heartbeat state: %w", err)
-	}
+	data := st.appendJSON(make([]byte, 0, 64+192*len(st.Agents)))
 	if err := os.MkdirAll(f.dir, 0o700); err != nil {
 		return fmt.Errorf("create state dir: %w", err)
 	}
@@ -145,6 +145,90 @@ func (f *FileStore) Save(st State) error {
 		return fmt.Errorf("sync state dir: %w", err)
 	}
 	return nil
+}
+
+// appendJSON appends st as encoding/json writes it (map keys sorted; without its HTML
+// escaping), by hand: a service with many agents saves its state often, and reflection
+// was most of the cost (Load decodes it with encoding/json).
+func (st State) appendJSON(b []byte) []byte {
+	b = append(b, `{"version":`...)
+	b = strconv.AppendInt(b, int64(st.Version), 10)
+	if st.Seed != "" {
+		b = append(b, `,"seed":`...)
+		b = appendJSONString(b, st.Seed)
+	}
+	if st.Enabled != nil {
+		b = append(b, `,"enabled":`...)
+		b = strconv.AppendBool(b, *st.Enabled)
+	}
+	if len(st.Agents) > 0 {
+		b = append(b, `,"agents":{`...)
+		for i, id := range slices.Sorted(maps.Keys(st.Agents)) {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendJSONString(b, id)
+			b = append(b, ':')
+			b = st.Agents[id].appendJSON(b)
+		}
+		b = append(b, '}')
+	}
+	return append(b, '}')
+}
+
+func (a AgentState) appendJSON(b []byte) []byte {
+	b = append(b, `{"interval_ms":`...)
+	b = strconv.AppendInt(b, a.IntervalMS, 10)
+	b = append(b, `,"phase_ms":`...)
+	b = strconv.AppendInt(b, a.PhaseMS, 10)
+	if !a.NextDueAt.IsZero() {
+		b = append(b, `,"next_due_at":`...)
+		b = appendJSONTime(b, a.NextDueAt)
+	}
+	if l := a.Last; l != nil {
+		b = append(b, `,"last":{"status":`...)
+		b = appendJSONString(b, string(l.Status))
+		b = append(b, `,"reason":`...)
+		b = appendJSONString(b, l.Reason)
+		b = append(b, `,"duration_ms":`...)
+		b = strconv.AppendInt(b, l.DurationMS, 10)
+		b = append(b, `,"at":`...)
+		b = appendJSONTime(b, l.At)
+		b = append(b, '}')
+	}
+	if e := a.Event; e != nil {
+		b = append(b, `,"event":{"status":`...)
+		b = appendJSONString(b, e.Status)
+		for _, f := range [...]struct{ key, v string }{{"preview", e.Preview}, {"reason", e.Reason}, {"indicator", e.Indicator}} {
+			if f.v != "" {
+				b = append(b, `,"`...)
+				b = append(b, f.key...)
+				b = append(b, `":`...)
+				b = appendJSONString(b, f.v)
+			}
+		}
+		b = append(b, `,"at":`...)
+		b = appendJSONTime(b, e.At)
+		b = append(b, '}')
+	}
+	if len(a.Starts) > 0 {
+		b = append(b, `,"starts":[`...)
+		for i, t := range a.Starts {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendJSONTime(b, t)
+		}
+		b = append(b, ']')
+	}
+	return append(b, '}')
+}
+
+// appendJSONTime appends t as time.Time's MarshalJSON does.
+func appendJSONTime(b []byte, t time.Time) []byte {
+	b = append(b, '"')
+	b = t.AppendFormat(b, time.RFC3339Nano)
+	return append(b, '"')
 }
 
 // memStore keeps State in memory: the default when Deps.Store is nil.

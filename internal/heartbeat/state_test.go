@@ -1,8 +1,11 @@
 package heartbeat
 
 import (
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -11,6 +14,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
+	"pgregory.net/rapid"
 )
 
 func TestFileStoreRoundTrip(t *testing.T) {
@@ -176,3 +180,60 @@ type failingStore struct{}
 
 func (failingStore) Load() (State, error) { return State{}, nil }
 func (failingStore) Save(State) error     { return os.ErrPermission }
+
+func TestStateJSONMatchesEncodingJSON(t *testing.T) {
+	on := false
+	st := benchState(3)
+	st.Enabled = &on
+	a := st.Agents["a00001"]
+	a.Event = &Event{Status: EventOKToken, Preview: "HEARTBEAT_OK \"quoted\"\n", Indicator: "ok", At: a.Last.At}
+	a.NextDueAt = time.Time{}
+	st.Agents["a00001"] = a
+	st.Agents["idle"] = AgentState{Last: &LastRun{Status: StatusSkipped, Reason: SkipQuietHours}}
+	for _, st := range []State{st, {Version: StateVersion}, benchState(100)} {
+		want, err := json.Marshal(st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := st.appendJSON(nil); string(got) != string(want) {
+			t.Errorf("appendJSON:\n got %s\nwant %s", got, want)
+		}
+	}
+}
+
+// TestStateJSONRoundTrip: what appendJSON writes, Load reads back as it was, for any
+// strings and instants.
+func TestStateJSONRoundTrip(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		instant := func(label string) time.Time {
+			return time.Unix(0, rapid.Int64Range(0, 4e18).Draw(t, label)).UTC()
+		}
+		st := State{Version: StateVersion, Seed: rapid.String().Draw(t, "seed"), Agents: map[string]AgentState{}}
+		for i := range rapid.IntRange(0, 4).Draw(t, "agents") {
+			a := AgentState{IntervalMS: rapid.Int64().Draw(t, "interval"), PhaseMS: rapid.Int64().Draw(t, "phase"), NextDueAt: instant("due")}
+			if rapid.Bool().Draw(t, "last") {
+				a.Last = &LastRun{Status: RunStatus(rapid.String().Draw(t, "status")), Reason: rapid.String().Draw(t, "reason"),
+					DurationMS: rapid.Int64().Draw(t, "took"), At: instant("at")}
+			}
+			if rapid.Bool().Draw(t, "event") {
+				a.Event = &Event{Status: rapid.String().Draw(t, "ev"), Preview: rapid.String().Draw(t, "preview"),
+					Reason: rapid.String().Draw(t, "evreason"), Indicator: rapid.String().Draw(t, "ind"), At: instant("evat")}
+			}
+			for range rapid.IntRange(0, 3).Draw(t, "starts") {
+				a.Starts = append(a.Starts, instant("start"))
+			}
+			st.Agents[fmt.Sprintf("%s-%d", rapid.String().Draw(t, "id"), i)] = a
+		}
+		var got, want State
+		if err := json.Unmarshal(st.appendJSON(nil), &got); err != nil {
+			t.Fatalf("invalid JSON: %v", err)
+		}
+		data, _ := json.Marshal(st)
+		if err := json.Unmarshal(data, &want); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("decoded\n%+v\nencoding/json gives\n%+v", got, want)
+		}
+	})
+}
