@@ -23,6 +23,9 @@ const (
 	maxSleep = 30 * time.Second
 	// saveDelay batches state writes; SetEnabled and shutdown write at once.
 	saveDelay = 5 * time.Second
+	// saveBudget spaces timed state writes by this many times the last write's duration,
+	// so that writing the state of many agents takes at most 0.2 % of a core.
+	saveBudget = 500
 	// pulseWorkers is how many pulses may be in flight across all agents. Workers start
 	// when pulses wait for one and then live as long as Run, so a pulse costs no goroutine
 	// start and a daemon whose agents never pulse keeps none.
@@ -57,7 +60,7 @@ type Deps struct {
 	Logger     *zap.Logger      // used as given (the daemon names it); nil: no logs
 	Gateway    Gateway          // nil: always idle and ready
 	Store      StateStore       // nil: state kept in memory only
-	HTTPClient *http.Client     // nil: a client of its own for http targets
+	HTTPClient *http.Client     // nil: a client of its own, keeping a connection per worker
 	Run        RunFunc          // required for exec targets
 	Host       *time.Location   // the host zone for active hours; nil: time.Local
 	Now        func() time.Time // the wall clock; nil: time.Now
@@ -90,6 +93,7 @@ type agent struct {
 	session  string
 
 	nextDue  time.Time
+	dueNs    int64 // nextDue in Unix ns: the heap compares it for every run
 	dueIdx   int
 	deferred *deferredWake
 	deferIdx int
@@ -135,6 +139,7 @@ type Service struct {
 	pulses    sync.WaitGroup
 	workers   int          // pulse workers started
 	busy      atomic.Int32 // workers running a pulse
+	saveArmed bool         // Run's save timer is set: a state change needs no kick
 }
 
 // New builds the service from cfg and the persisted state in deps.Store. It starts
@@ -159,7 +164,12 @@ func New(cfg Config, deps Deps) (*Service, error) {
 		s.store = &memStore{}
 	}
 	if s.httpc == nil {
-		s.httpc = &http.Client{}
+		// Keep a connection per worker alive: with the default two per host, a burst of
+		// pulses to one gateway would open and close connections every time.
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.MaxIdleConnsPerHost = pulseWorkers
+		t.MaxIdleConns = 4 * pulseWorkers
+		s.httpc = &http.Client{Transport: t}
 	}
 	if s.host == nil {
 		s.host = time.Local
@@ -297,7 +307,8 @@ func (s *Service) Run(ctx context.Context) error {
 	defer timer.Stop()
 	saveTimer := time.NewTimer(saveDelay)
 	defer saveTimer.Stop()
-	saveArmed := true
+	s.setSaveArmed(true)
+	gap := saveDelay
 	for {
 		select {
 		case <-ctx.Done():
@@ -313,17 +324,27 @@ func (s *Service) Run(ctx context.Context) error {
 			s.onTimer()
 		case <-s.kick:
 		case <-saveTimer.C:
-			saveArmed = false
+			s.setSaveArmed(false)
+			start := time.Now()
 			if err := s.flush(); err != nil {
 				s.log.Error("heartbeat state not saved", zap.Error(err))
 			}
+			gap = max(saveDelay, time.Since(start)*saveBudget)
 		}
 		timer.Reset(s.timerDelay())
-		if !saveArmed && s.isDirty() {
-			saveTimer.Reset(saveDelay)
-			saveArmed = true
+		if s.isDirty() && s.setSaveArmed(true) {
+			saveTimer.Reset(gap)
 		}
 	}
+}
+
+// setSaveArmed records whether Run's save timer is set and reports whether that changed.
+func (s *Service) setSaveArmed(on bool) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	changed := s.saveArmed != on
+	s.saveArmed = on
+	return changed
 }
 
 // Wake asks for a heartbeat after DefaultCoalesce. Requests within that window merge.
@@ -799,13 +820,14 @@ func (s *Service) finish(a *agent, p Pulse, res pulseResult, startWall time.Time
 		a.event = &ev
 	}
 	s.dirty = true
+	kick := !s.saveArmed // Run arms the save timer when it next looks
 	s.mu.Unlock()
 
-	fields := []zap.Field{
+	fields := append(make([]zap.Field, 0, 11),
 		zap.String("agent", p.AgentID), zap.String("reason", p.Reason), zap.String("reason_kind", string(p.ReasonKind)),
 		zap.String("status", string(last.Status)), zap.Duration("duration", took), zap.Int("attempt", p.Attempt),
 		zap.Time("scheduled_at", p.ScheduledAt), zap.Duration("late", startWall.Sub(p.ScheduledAt)),
-	}
+	)
 	if p.SessionKey != "" {
 		fields = append(fields, zap.String("session", p.SessionKey))
 	}
@@ -819,7 +841,9 @@ func (s *Service) finish(a *agent, p Pulse, res pulseResult, startWall time.Time
 	if res.outcome == outcomeBusy {
 		s.disp.retry(Wake{Reason: p.Reason, AgentID: p.AgentID, SessionKey: p.SessionKey})
 	}
-	s.poke()
+	if kick {
+		s.poke()
+	}
 }
 
 // dueAgentsLocked lists the agents due at now, earliest first, walking only the part of
@@ -847,6 +871,7 @@ func (s *Service) dueAgentsLocked(now time.Time) []*agent {
 
 func (s *Service) setDue(a *agent, t time.Time) {
 	a.nextDue = t.UTC()
+	a.dueNs = a.nextDue.UnixNano()
 	if a.dueIdx >= 0 {
 		heap.Fix(&s.due, a.dueIdx)
 	} else {
@@ -901,7 +926,7 @@ func (s *Service) snapshotLocked() State {
 type dueHeap []*agent
 
 func (h dueHeap) Len() int           { return len(h) }
-func (h dueHeap) Less(i, j int) bool { return h[i].nextDue.Before(h[j].nextDue) }
+func (h dueHeap) Less(i, j int) bool { return h[i].dueNs < h[j].dueNs }
 func (h dueHeap) Swap(i, j int) {
 	h[i], h[j] = h[j], h[i]
 	h[i].dueIdx, h[j].dueIdx = i, j
