@@ -233,6 +233,7 @@ func TestE2EDeliveriesCLI(t *testing.T) {
 // R-DLV-02: entries for the gateway sink wait, uncharged, while the gateway is not ready,
 // across a restart of schedd too: the recovery pass defers them (deferred_not_ready) and
 // they are delivered, once each with no failure counted, when the gateway becomes ready.
+// R-DLV-03: one whose TTL passes meanwhile is dead-lettered ("expired"), never sent.
 func TestE2EGatewaySinkWaitsForReady_RDLV02(t *testing.T) {
 	sink := newSinkRecorder(t, nil)
 	cfg := writeConfig(t, fmt.Sprintf(`gateway:
@@ -248,6 +249,12 @@ deliveries:
 	var ids []int64
 	for i := range 5 {
 		ids = append(ids, enqueueCLI(t, d, "--sink", "outbox", "--data", fmt.Sprint("m", i)).ID)
+	}
+	// R-DLV-03: one with a short TTL expires while it waits: dead-lettered unsent.
+	short := enqueueCLI(t, d, "--sink", "outbox", "--data", "late", "--ttl", "200ms")
+	v := d.waitDelivery(t, short.ID, "expired", func(v daemon.Delivery) bool { return v.State == queue.StateDead })
+	if v.DeadReason != "expired" || v.Attempts != 0 {
+		t.Fatalf("expired entry %+v", v)
 	}
 	time.Sleep(300 * time.Millisecond) // three retry periods: nothing may be attempted
 	for _, id := range ids {
