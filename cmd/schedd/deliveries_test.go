@@ -45,7 +45,7 @@ func TestParseHeadersHidesValues(t *testing.T) {
 	if err == nil || strings.Contains(err.Error(), "s3cret") || !strings.Contains(err.Error(), "--header #2") {
 		t.Fatalf("bad header: %v", err)
 	}
-	if code, _, errOut := cli("deliveries", "enqueue", "--sink", "x", "--data", "y", "--header", "token-s3cret", "--socket", "/nonexistent"); code != exitUsage || strings.Contains(errOut, "s3cret") {
+	if code, _, errOut := runMain("deliveries", "enqueue", "--sink", "x", "--data", "y", "--header", "token-s3cret", "--socket", "/nonexistent"); code != exitUsage || strings.Contains(errOut, "s3cret") {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 }
@@ -89,14 +89,14 @@ func TestDeliveriesUsageErrors(t *testing.T) {
 		{"deliveries", "recover"},
 		{"deliveries", "nope"},
 	} {
-		if code, _, errOut := cli(append(args, "--socket", "/nonexistent")...); code != exitUsage {
+		if code, _, errOut := runMain(append(args, "--socket", "/nonexistent")...); code != exitUsage {
 			t.Errorf("%q: exit %d, want 2: %s", args, code, errOut)
 		}
 	}
 }
 
 func TestDeliveriesHelpTeaches(t *testing.T) {
-	code, out, _ := cli("deliveries", "enqueue", "--help")
+	code, out, _ := runMain("deliveries", "enqueue", "--help")
 	for _, want := range []string{"durable", "idempotency key", "@FILE", "--header", "never prints", "Exit status"} {
 		if code != 0 || !strings.Contains(out, want) {
 			t.Errorf("enqueue --help lacks %q (exit %d)", want, code)
@@ -137,4 +137,11 @@ func TestDeliveriesStatusRows(t *testing.T) {
 	if got != want {
 		t.Errorf("status rows:\n%s\nwant:\n%s", got, want)
 	}
+}
+
+// runMain runs the schedd command line in process (no daemon needed for these tests).
+func runMain(args ...string) (int, string, string) {
+	var stdout, stderr bytes.Buffer
+	code := Main(args, &stdout, &stderr)
+	return code, stdout.String(), stderr.String()
 }
