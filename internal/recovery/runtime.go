@@ -14,8 +14,8 @@ import (
 )
 
 // scheduler is the runtime: it keeps every live entry armed at its due time in ONE timer
-// heap (no goroutine or timer per entry) and hands due entries, by priority then due time,
-// to a bounded pool of workers.
+// heap (no goroutine or timer per entry) and starts due entries' attempts, by priority then
+// due time, at most Workers at a time.
 //
 // It follows upstream's runtime scheduler (session-delivery-queue-runtime):
 //   - a generation, bumped at start and stop, fences every arm and every worker result, so
@@ -261,16 +261,11 @@ func (r *scheduler) run(ctx context.Context, epoch int64) {
 	wake := r.wake
 	r.mu.Unlock()
 
-	jobs := make(chan item)
-	results := make(chan result, workers) // room for every worker's last result at shutdown
+	// One goroutine per attempt, at most workers at a time: an idle runtime is this one
+	// goroutine.
+	results := make(chan result, workers) // room for every attempt's result at shutdown
+	running := 0
 	var wg sync.WaitGroup
-	for range workers {
-		wg.Go(func() {
-			for it := range jobs {
-				results <- r.work(ctx, epoch, it)
-			}
-		})
-	}
 	timer := time.NewTimer(time.Hour)
 	purge := time.NewTicker(r.s.cfg.PurgeEvery)
 	armed := false // the first scan is done
@@ -278,7 +273,6 @@ func (r *scheduler) run(ctx context.Context, epoch int64) {
 		timer.Stop()
 		purge.Stop()
 		r.close()
-		close(jobs)
 		wg.Wait()
 	}()
 	for {
@@ -308,10 +302,10 @@ func (r *scheduler) run(ctx context.Context, epoch int64) {
 		if !r.scanAt.IsZero() && (next.IsZero() || r.scanAt.Before(next)) {
 			next = r.scanAt
 		}
-		var out chan item
-		var job item
-		if r.ready.Len() > 0 {
-			out, job = jobs, r.ready[0]
+		for running < workers && r.ready.Len() > 0 {
+			it := heap.Pop(&r.ready).(item)
+			running++
+			wg.Go(func() { results <- r.work(ctx, epoch, it) })
 		}
 		r.mu.Unlock()
 
@@ -321,13 +315,10 @@ func (r *scheduler) run(ctx context.Context, epoch int64) {
 			timer.Reset(next.Sub(now))
 		}
 		select {
-		case out <- job:
-			r.mu.Lock()
-			heap.Pop(&r.ready) // only this goroutine takes from ready: job is still its head
-			r.mu.Unlock()
 		case <-timer.C:
 		case <-wake:
 		case res := <-results:
+			running--
 			r.done(res)
 		case <-purge.C:
 			r.purge(ctx)
