@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"sort"
 	"sync"
 	"time"
 
@@ -116,6 +115,25 @@ type liveRef struct {
 	left          bool // the pass left it pending, due at next (for the runtime)
 }
 
+// liveSet holds the pass's entries in pages of livePage, in id order: no big slice that
+// doubles (and leaves its halves as garbage) while 100,000 entries are read.
+type liveSet struct {
+	pages [][]liveRef
+	n     int
+}
+
+func (l *liveSet) add(r liveRef) {
+	if l.n%livePage == 0 {
+		l.pages = append(l.pages, make([]liveRef, 0, livePage))
+	}
+	p := &l.pages[len(l.pages)-1]
+	*p = append(*p, r)
+	l.n++
+}
+
+// at returns the i-th entry.
+func (l *liveSet) at(i int) *liveRef { return &l.pages[i/livePage][i%livePage] }
+
 func unixMs(t time.Time) int64 {
 	if t.IsZero() {
 		return 0
@@ -150,7 +168,7 @@ func (s *Service) recoverPass(ctx context.Context, epoch int64, dry bool) (Repor
 	start := time.Now()
 	p := s.policy()
 	deadline := start.Add(p.cfg.RecoveryBudget)
-	var set []liveRef
+	set := &liveSet{}
 	var sinks []string
 	index := map[string]uint32{}
 	err := s.eachLive(ctx, func(page []queue.Ref) {
@@ -164,7 +182,7 @@ func (s *Service) recoverPass(ctx context.Context, epoch int64, dry bool) (Repor
 				sinks = append(sinks, r.Sink)
 				index[r.Sink] = i
 			}
-			set = append(set, liveRef{id: r.ID, epoch: r.Epoch, next: unixMs(r.NextAttemptAt), expires: unixMs(r.ExpiresAt),
+			set.add(liveRef{id: r.ID, epoch: r.Epoch, next: unixMs(r.NextAttemptAt), expires: unixMs(r.ExpiresAt),
 				failures: int32(min(r.Failures, math.MaxInt32)), prio: int32(max(min(r.Priority, math.MaxInt32), math.MinInt32)),
 				sink: i, sending: r.State == queue.StateSending})
 		}
@@ -172,10 +190,10 @@ func (s *Service) recoverPass(ctx context.Context, epoch int64, dry bool) (Repor
 	if err != nil {
 		return Report{}, passView{}, fmt.Errorf("recovery scan: %w", err)
 	}
-	sort.Slice(set, func(i, j int) bool { return set[i].id < set[j].id })
-	rep := Report{Summary: Summary{Scanned: len(set), DryRun: dry}}
-	if len(set) > 0 && !dry {
-		s.log.Info("delivery recovery starting", zap.Int("pending", len(set)), zap.Duration("budget", p.cfg.RecoveryBudget))
+	// Live pages come in id (enqueue) order.
+	rep := Report{Summary: Summary{Scanned: set.n, DryRun: dry}}
+	if set.n > 0 && !dry {
+		s.log.Info("delivery recovery starting", zap.Int("pending", set.n), zap.Duration("budget", p.cfg.RecoveryBudget))
 	}
 	act := func(r queue.Ref, action, reason string) {
 		if !dry {
@@ -216,7 +234,7 @@ func (s *Service) recoverPass(ctx context.Context, epoch int64, dry bool) (Repor
 
 // passView is what a recovery pass found: the entries and the names of their sinks.
 type passView struct {
-	set   []liveRef
+	set   *liveSet
 	sinks []string
 }
 
@@ -259,13 +277,14 @@ func (rep *Report) count(res attemptResult) {
 // charged).
 //
 // It marks in set the entries it leaves pending, with when each is due.
-func (s *Service) replayPass(ctx context.Context, p *policy, epoch int64, set []liveRef, sinks []string, rep *Report,
+func (s *Service) replayPass(ctx context.Context, p *policy, epoch int64, set *liveSet, sinks []string, rep *Report,
 	deadline time.Time) {
 	spacing := max(p.cfg.ReplaySpacing, 0)
 	var mu sync.Mutex // guards rep, warned and the marks in set
 	warned := false
 	leave := func(i int, due time.Time) {
-		set[i].left, set[i].next = true, due.UnixMilli()
+		lr := set.at(i)
+		lr.left, lr.next = true, due.UnixMilli()
 	}
 	deferBudget := func() {
 		if !warned {
@@ -298,7 +317,10 @@ func (s *Service) replayPass(ctx context.Context, p *policy, epoch int64, set []
 					}
 					return nil
 				}
-				res := s.attempt(ctx, epoch, set[j.i].id, attemptOpts{beforeSend: wait})
+				mu.Lock()
+				id := set.at(j.i).id
+				mu.Unlock()
+				res := s.attempt(ctx, epoch, id, attemptOpts{beforeSend: wait})
 				mu.Lock()
 				if res.out == outBudget || res.out == outCanceled {
 					deferBudget()
@@ -325,7 +347,10 @@ func (s *Service) replayPass(ctx context.Context, p *policy, epoch int64, set []
 		f()
 		mu.Unlock()
 	}
-	for i, lr := range set {
+	for i := range set.n {
+		mu.Lock()
+		lr := *set.at(i)
+		mu.Unlock()
 		r := lr.ref(sinks)
 		now := time.Now()
 		interrupted := r.State == queue.StateSending
@@ -362,11 +387,11 @@ func (s *Service) replayPass(ctx context.Context, p *policy, epoch int64, set []
 }
 
 // dryPass classifies set as a pass would, reading only, one entry after the other.
-func (s *Service) dryPass(ctx context.Context, p *policy, epoch int64, set []liveRef, sinks []string, rep *Report,
+func (s *Service) dryPass(ctx context.Context, p *policy, epoch int64, set *liveSet, sinks []string, rep *Report,
 	deadline time.Time, act func(queue.Ref, string, string)) {
 	nextStart := map[string]time.Time{} // per sink: the earliest start of its next replay
-	for _, lr := range set {
-		r := lr.ref(sinks)
+	for i := range set.n {
+		r := set.at(i).ref(sinks)
 		now := time.Now()
 		if ctx.Err() != nil || !now.Before(deadline) {
 			rep.DeferredBudget++

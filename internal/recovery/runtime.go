@@ -222,8 +222,8 @@ func (r *scheduler) adopt(v passView) int {
 		return 0
 	}
 	n := 0
-	for _, lr := range v.set {
-		if lr.left {
+	for i := range v.set.n {
+		if v.set.at(i).left {
 			n++
 		}
 	}
@@ -238,7 +238,8 @@ func (r *scheduler) adopt(v passView) int {
 	r.slots = slots
 	now := time.Now()
 	nowMs := now.UnixMilli()
-	for _, lr := range v.set {
+	for i := range v.set.n {
+		lr := v.set.at(i)
 		if !lr.left {
 			continue
 		}
