@@ -1,0 +1,174 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"runtime/pprof"
+	"strings"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/schedd/schedd/internal/heartbeat"
+)
+
+// inprocMode runs the heartbeat service in this process with N agents whose exec target
+// is a no-op function, with the daemon's JSON logging and a real state file. It reports
+// the process's CPU over the measured window, the Go heap per agent and the lateness of
+// pulses (when the target was called, against the slot).
+func inprocMode(args []string) error {
+	fs := flag.NewFlagSet("inproc", flag.ExitOnError)
+	agents := fs.Int("agents", 10000, "number of agents")
+	every := fs.String("every", "30s", "interval (heartbeat grammar)")
+	warmup := fs.Duration("warmup", 35*time.Second, "time before measuring")
+	measure := fs.Duration("measure", 60*time.Second, "time measured")
+	dir := fs.String("dir", "", "state and log directory (default: a temp dir)")
+	profile := fs.String("cpuprofile", "", "write a CPU profile of the measured window here")
+	levelName := fs.String("log-level", "info", "log level (info: a line per pulse, as the daemon logs)")
+	_ = fs.Parse(args)
+	level, err := zapcore.ParseLevel(*levelName)
+	if err != nil {
+		return err
+	}
+	if *dir == "" {
+		d, err := os.MkdirTemp("", "hbbench")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(d)
+		*dir = d
+	}
+	logf, err := os.Create(filepath.Join(*dir, "schedd.log"))
+	if err != nil {
+		return err
+	}
+	defer logf.Close()
+	// The daemon's JSON logger (cmd/schedd/run.go), writing to a file.
+	ec := zap.NewProductionEncoderConfig()
+	ec.EncodeTime = zapcore.RFC3339NanoTimeEncoder
+	log := zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(ec), zapcore.Lock(zapcore.AddSync(logf)), level)).Named("heartbeat")
+
+	cfg := heartbeat.Config{Defaults: heartbeat.AgentConfig{Every: *every,
+		Target: &heartbeat.Target{Exec: &heartbeat.ExecTarget{Command: []string{"noop"}}}}}
+	for i := range *agents {
+		cfg.Agents = append(cfg.Agents, heartbeat.AgentConfig{ID: fmt.Sprintf("a%05d", i)})
+	}
+	if *agents == 0 {
+		no := false
+		cfg.Defaults.Enabled = &no
+	}
+	heap0 := heapInUse()
+	rec := &lateness{}
+	svc, err := heartbeat.New(cfg, heartbeat.Deps{
+		Logger: log,
+		Store:  heartbeat.NewFileStore(*dir, log),
+		Run:    rec.run,
+	})
+	if err != nil {
+		return err
+	}
+	cfg = heartbeat.Config{} // the service keeps what it needs
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- svc.Run(ctx) }()
+
+	time.Sleep(*warmup)
+	heap1 := heapInUse()
+	rec.reset()
+	if *profile != "" {
+		f, err := os.Create(*profile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+	}
+	cpu0, t0 := cpuTime(), time.Now()
+	time.Sleep(*measure)
+	cpu1, t1 := cpuTime(), time.Now()
+	if *profile != "" {
+		pprof.StopCPUProfile()
+	}
+	late := rec.take()
+	rss := rssKB()
+	cancel()
+	if err := <-done; err != nil {
+		return err
+	}
+	secs := t1.Sub(t0).Seconds()
+	perAgent := "-"
+	if *agents > 0 {
+		perAgent = fmt.Sprintf("%.0f", float64(int64(heap1)-int64(heap0))/float64(*agents))
+	}
+	fmt.Printf("agents=%d every=%s pulses=%d pulses_per_s=%.1f cpu_pct=%.2f heap_mib=%.1f heap_per_agent_b=%s rss_mib=%.1f %s\n",
+		*agents, *every, len(late), float64(len(late))/secs, 100*(cpu1-cpu0).Seconds()/secs,
+		float64(heap1)/(1<<20), perAgent, float64(rss)/1024, summary("late", late))
+	return nil
+}
+
+// heapInUse is the live Go heap after a full collection.
+func heapInUse() uint64 {
+	runtime.GC()
+	debug.FreeOSMemory()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc
+}
+
+// rssKB reads VmRSS from /proc (Linux); 0 elsewhere.
+func rssKB() int64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for line := range strings.Lines(string(b)) {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			var kb int64
+			fmt.Sscanf(strings.TrimSpace(rest), "%d", &kb)
+			return kb
+		}
+	}
+	return 0
+}
+
+// lateness records how late each pulse reached the target, in ms.
+type lateness struct {
+	mu sync.Mutex
+	ms []float64
+}
+
+func (l *lateness) run(_ context.Context, _, env []string, _ []byte) (int, []byte, error) {
+	now := time.Now()
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "SCHEDD_SCHEDULED_AT="); ok {
+			if at, err := time.Parse(time.RFC3339Nano, v); err == nil {
+				l.mu.Lock()
+				l.ms = append(l.ms, float64(now.Sub(at).Nanoseconds())/1e6)
+				l.mu.Unlock()
+			}
+		}
+	}
+	return 0, nil, nil
+}
+
+func (l *lateness) reset() {
+	l.mu.Lock()
+	l.ms = l.ms[:0]
+	l.mu.Unlock()
+}
+
+func (l *lateness) take() []float64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]float64(nil), l.ms...)
+}
