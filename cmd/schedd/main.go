@@ -1,8 +1,13 @@
+//go:debug updatemaxprocs=0
+
 // Command schedd supervises one gateway process and everything about it that depends on
 // time. Run `schedd --help` for the commands.
 package main
 
 import "os"
+
+// The go:debug line above keeps the GOMAXPROCS chosen at start: otherwise the runtime
+// re-reads the CPU quota every 30 s, a wake-up an idle supervisor has no use for.
 
 func main() {
 	os.Exit(Main(os.Args[1:], os.Stdout, os.Stderr))
