@@ -152,6 +152,8 @@ type Info struct {
 	Schema      int    `json:"schema_version"`
 	// DiskFull is true while the store refuses enqueues because its disk filled up.
 	DiskFull bool `json:"disk_full"`
+	// Opened is false while a Lazy store has not opened its file yet.
+	Opened bool `json:"opened"`
 }
 
 // Failure is a failed attempt to record with Fail.

@@ -318,6 +318,7 @@ func (s *SQLite) check(ctx context.Context) error {
 func (s *SQLite) Info() Info {
 	in := s.info
 	in.DiskFull = s.res.full.Load()
+	in.Opened = true
 	return in
 }
 

@@ -579,7 +579,7 @@ func (m *Memory) Purge(ctx context.Context, f queue.PurgeFilter) (int, error) {
 
 // Info describes the store.
 func (m *Memory) Info() queue.Info {
-	return queue.Info{Driver: "memory", Synchronous: "none", Schema: queue.SchemaVersion}
+	return queue.Info{Driver: "memory", Synchronous: "none", Schema: queue.SchemaVersion, Opened: true}
 }
 
 // Close marks the store closed.
