@@ -132,6 +132,9 @@ func (r *scheduler) arm(id int64, m entryMeta, due time.Time, gen uint64) {
 	r.slots[id] = slot{due: d, seq: r.seq}
 	heap.Push(&r.timers, item{id: id, due: d, expires: unixMs(m.expires), seq: r.seq, gen: gen,
 		prio: int32(max(min(m.prio, math.MaxInt32), math.MinInt32)), sink: r.sinkIndex(m.sink)})
+	if r.timers[0].seq != r.seq {
+		return // not the earliest: the loop's timer is set for an earlier item already
+	}
 	select {
 	case r.wake <- struct{}{}:
 	default:
@@ -268,7 +271,20 @@ func (r *scheduler) run(ctx context.Context, epoch int64) {
 	running := 0
 	var wg sync.WaitGroup
 	timer := time.NewTimer(time.Hour)
-	purge := time.NewTicker(r.s.cfg.PurgeEvery)
+	// The retention purge is a one-shot timer, armed only while finished entries may be
+	// waiting for it: an idle runtime (nothing pending, nothing kept) arms no timer at all.
+	purge := time.NewTimer(r.s.cfg.PurgeEvery)
+	purge.Stop()
+	var purgeC <-chan time.Time // nil while the purge is not armed
+	armPurge := func() {
+		if purgeC == nil && r.s.retains() {
+			purge.Reset(r.s.cfg.PurgeEvery)
+			purgeC = purge.C
+		}
+	}
+	if r.s.hasFinished(ctx) {
+		armPurge()
+	}
 	armed := false // the first scan is done
 	defer func() {
 		timer.Stop()
@@ -321,8 +337,13 @@ func (r *scheduler) run(ctx context.Context, epoch int64) {
 		case res := <-results:
 			running--
 			r.done(res)
-		case <-purge.C:
+			armPurge() // the attempt may have finished its entry
+		case <-purgeC:
+			purgeC = nil
 			r.purge(ctx)
+			if r.s.hasFinished(ctx) {
+				armPurge()
+			}
 		case <-ctx.Done():
 			return
 		}
@@ -419,6 +440,31 @@ func (r *scheduler) done(res result) {
 		}
 		r.arm(res.id, *m, time.Now().Add(res.delay), res.gen)
 	}
+}
+
+// retains reports whether a retention purge is configured for delivered or dead entries.
+func (s *Service) retains() bool {
+	cfg := s.policy().cfg
+	return cfg.DeliveredRetention > 0 || cfg.DeadRetention > 0
+}
+
+// hasFinished reports whether the store may hold entries that a retention purge deletes
+// some day (true when it cannot tell).
+func (s *Service) hasFinished(ctx context.Context) bool {
+	cfg := s.policy().cfg
+	for _, p := range []struct {
+		state queue.State
+		keep  time.Duration
+	}{{queue.StateDelivered, cfg.DeliveredRetention}, {queue.StateDead, cfg.DeadRetention}} {
+		if p.keep <= 0 {
+			continue
+		}
+		es, err := s.store.List(ctx, queue.Filter{State: p.state, Limit: 1})
+		if err != nil || len(es) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // purge deletes delivered tombstones and dead letters past their retention.

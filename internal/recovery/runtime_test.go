@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -537,6 +538,53 @@ func TestRuntimePurgesTombstones(t *testing.T) {
 		synctest.Wait()
 		if _, err := store.Get(context.Background(), e.ID); !errors.Is(err, queue.ErrNotFound) {
 			t.Fatalf("tombstone kept past retention: %v", err)
+		}
+	})
+}
+
+// purgeCounter counts the retention purges that reach the store.
+type purgeCounter struct {
+	*queuetest.Memory
+	purges atomic.Int64
+}
+
+func (p *purgeCounter) Purge(ctx context.Context, f queue.PurgeFilter) (int, error) {
+	p.purges.Add(1)
+	return p.Memory.Purge(ctx, f)
+}
+
+// An idle runtime (nothing pending, nothing finished) arms no periodic timer: hours pass
+// with no purge. Once an entry is delivered, the purge is armed; once nothing finished is
+// left, it is not armed again.
+func TestRuntimeIdleArmsNoTimer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := &purgeCounter{Memory: queuetest.NewMemory()}
+		cfg := parityConfig()
+		cfg.DeliveredRetention = 30 * time.Minute
+		cfg.PurgeEvery = time.Hour
+		s := newService(t, cfg, store, map[string]Sink{"hook": &fakeSink{}})
+		stop := start(t, s)
+		defer stop()
+		time.Sleep(10 * time.Hour)
+		synctest.Wait()
+		if n := store.purges.Load(); n != 0 {
+			t.Fatalf("an idle runtime purged %d times in 10 h", n)
+		}
+		e := enqueueReq(t, s, Request{Sink: "hook", Key: "k"})
+		synctest.Wait()
+		time.Sleep(time.Hour + time.Second)
+		synctest.Wait()
+		if _, err := store.Get(context.Background(), e.ID); !errors.Is(err, queue.ErrNotFound) {
+			t.Fatalf("tombstone kept past retention: %v", err)
+		}
+		n := store.purges.Load()
+		if n == 0 {
+			t.Fatal("no purge after a delivery")
+		}
+		time.Sleep(10 * time.Hour)
+		synctest.Wait()
+		if m := store.purges.Load(); m != n {
+			t.Fatalf("the purge ran %d more times with nothing left to purge", m-n)
 		}
 	})
 }

@@ -308,25 +308,34 @@ func (s *Service) Purge(ctx context.Context, state queue.State, olderThan time.D
 	return n, nil
 }
 
+// Store states of Status.
+const (
+	StoreOpen      = "open"
+	StoreNotOpened = "not_opened"
+)
+
 // Status is the `deliveries` block of schedd's status.
 //
 // failed counts dead letters. disk_full is true while the store refuses enqueues for lack of
 // space; enqueue_error is the last enqueue the store failed, kept until one succeeds.
 type Status struct {
-	Pending         int         `json:"pending"`
-	Sending         int         `json:"sending"`
-	Failed          int         `json:"failed"`
-	Delivered       int         `json:"delivered"`
-	Quarantined     int         `json:"quarantined"`
-	OldestPendingAt *time.Time  `json:"oldest_pending_at"`
-	LastRecovery    *Summary    `json:"last_recovery"`
-	Store           string      `json:"store"`
-	Path            string      `json:"path,omitempty"`
-	Synchronous     string      `json:"synchronous"`
-	DiskFull        bool        `json:"disk_full"`
-	EnqueueError    *StoreError `json:"enqueue_error"`
-	Sinks           []string    `json:"sinks"`
-	Epoch           int64       `json:"epoch,omitempty"`
+	Pending         int        `json:"pending"`
+	Sending         int        `json:"sending"`
+	Failed          int        `json:"failed"`
+	Delivered       int        `json:"delivered"`
+	Quarantined     int        `json:"quarantined"`
+	OldestPendingAt *time.Time `json:"oldest_pending_at"`
+	LastRecovery    *Summary   `json:"last_recovery"`
+	Store           string     `json:"store"`
+	// StoreState is "open", or "not_opened" while the store's file is not opened yet (no
+	// delivery was ever enqueued: the file is created by the first enqueue).
+	StoreState   string      `json:"store_state"`
+	Path         string      `json:"path,omitempty"`
+	Synchronous  string      `json:"synchronous"`
+	DiskFull     bool        `json:"disk_full"`
+	EnqueueError *StoreError `json:"enqueue_error"`
+	Sinks        []string    `json:"sinks"`
+	Epoch        int64       `json:"epoch,omitempty"`
 }
 
 // Status reads the queue's counts and the last recovery summary.
@@ -339,7 +348,10 @@ func (s *Service) Status(ctx context.Context) (Status, error) {
 	st := Status{
 		Pending: c.Pending, Sending: c.Sending, Failed: c.Dead, Delivered: c.Delivered, Quarantined: c.Quarantined,
 		Store: info.Driver, Path: info.Path, Synchronous: info.Synchronous, DiskFull: info.DiskFull,
-		Sinks: s.Sinks(),
+		Sinks: s.Sinks(), StoreState: StoreOpen,
+	}
+	if !info.Opened {
+		st.StoreState = StoreNotOpened
 	}
 	if !c.OldestAt.IsZero() {
 		t := c.OldestAt
