@@ -420,6 +420,9 @@ func printDeliveriesSummary(row func(string, ...string), ds *recovery.Status, no
 		v = append(v, "oldest "+since(*ds.OldestPendingAt, now))
 	}
 	v = append(v, "synchronous "+ds.Synchronous)
+	if ds.StoreState == recovery.StoreNotOpened {
+		v = append(v, "store not opened yet (the first enqueue creates it)")
+	}
 	row("deliveries", v...)
 	if ds.DiskFull || ds.EnqueueError != nil {
 		what := []string{"enqueues refused"}

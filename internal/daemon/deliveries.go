@@ -24,14 +24,20 @@ import (
 // stopped on a store error.
 const serviceRestartDelay = 5 * time.Second
 
-// setupDeliveries builds the durable delivery component: it opens the store in the state
-// dir, builds the sinks, and runs the delivery service (the recovery pass, then the runtime)
-// beside the supervisor.
+// setupDeliveries builds the durable delivery component: it builds the sinks and the
+// store in the state dir, and runs the delivery service (the recovery pass, then the
+// runtime) beside the supervisor once the store is open.
 //
-// A store that cannot be opened fails the start of schedd, before the gateway is started,
-// with an error that names the file: a corrupt file (ErrCorrupt) is not something a restart
-// fixes, and running without the deliveries it holds would hide them. A damaged row is no
-// reason to stop: the store quarantines it (a dead letter with the reason) and goes on.
+// The store is opened lazily: at startup when its file exists (its entries are recovered
+// then), else by the first enqueue, which creates it. Until then nothing is created on
+// disk, no goroutine or timer runs for deliveries, reads answer empty and status shows the
+// store as not opened.
+//
+// A store file that cannot be opened fails the start of schedd, before the gateway is
+// started, with an error that names the file: a corrupt file (ErrCorrupt) is not something
+// a restart fixes, and running without the deliveries it holds would hide them. A damaged
+// row is no reason to stop: the store quarantines it (a dead letter with the reason) and
+// goes on.
 func (d *Daemon) setupDeliveries() (*component, error) {
 	c := d.config()
 	store, err := d.openDeliveryStore(c)
@@ -59,6 +65,11 @@ func (d *Daemon) setupDeliveries() (*component, error) {
 					d.log.Error("close the delivery store", zap.Error(err))
 				}
 			}()
+			select {
+			case <-store.Opened():
+			case <-ctx.Done():
+				return nil
+			}
 			for {
 				err := svc.Run(ctx)
 				if ctx.Err() != nil {
@@ -128,9 +139,9 @@ func storeChanges(a, b config.Deliveries) []string {
 	return out
 }
 
-// openDeliveryStore opens the store that c names. A relative sqlite path is relative to the
-// state dir.
-func (d *Daemon) openDeliveryStore(c *config.Config) (*queue.SQLite, error) {
+// openDeliveryStore returns the store that c names, opened now if its file exists, else
+// by the first enqueue. A relative sqlite path is relative to the state dir.
+func (d *Daemon) openDeliveryStore(c *config.Config) (*queue.Lazy, error) {
 	dc := c.Deliveries
 	if dc.Store.Postgres != nil || dc.Store.SQLite == nil {
 		return nil, &config.Error{File: c.Path, Field: "deliveries.store.postgres",
@@ -142,7 +153,7 @@ func (d *Daemon) openDeliveryStore(c *config.Config) (*queue.SQLite, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	store, err := queue.Open(ctx, path, queue.Options{
+	store, err := queue.OpenLazy(ctx, path, queue.Options{
 		Synchronous: strings.ToLower(dc.Store.SQLite.Synchronous),
 		MaxPayload:  int(dc.MaxPayload.Bytes()),
 		MaxEntries:  dc.MaxEntries,
@@ -155,6 +166,9 @@ func (d *Daemon) openDeliveryStore(c *config.Config) (*queue.SQLite, error) {
 			err, path)
 	case err != nil:
 		return nil, fmt.Errorf("delivery store: %w", err)
+	}
+	if store.SQLite() == nil {
+		d.log.Info("delivery store not opened: the first enqueue creates it", zap.String("path", path))
 	}
 	return store, nil
 }

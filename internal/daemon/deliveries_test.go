@@ -424,3 +424,56 @@ func TestDeliveryStoreOpenErrors(t *testing.T) {
 		t.Fatalf("postgres store: %v", err)
 	}
 }
+
+// A daemon never asked to deliver anything does not open the store: no file, status shows
+// it not opened, reads answer empty or not found. The first enqueue creates it, and the
+// delivery service (recovery pass, runtime) starts then and delivers the entry.
+func TestDeliveryStoreOpensOnFirstEnqueue(t *testing.T) {
+	t.Cleanup(func() { goleak.VerifyNone(t) })
+	hook := newHookServer(t)
+	dd := startDeliveries(t, deliveryConfig(t, hook.URL))
+	ctx, cl := t.Context(), dd.cl
+	path := filepath.Join(dd.d.opts.StateDir, "schedd.db")
+
+	var st control.Status
+	if err := cl.Do(ctx, http.MethodGet, "/v1/status", nil, &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Deliveries == nil || st.Deliveries.StoreState != recovery.StoreNotOpened || st.Deliveries.Pending != 0 ||
+		st.Deliveries.Path != path {
+		t.Fatalf("status before the first enqueue: %+v", st.Deliveries)
+	}
+	var list DeliveryList
+	if err := cl.Do(ctx, http.MethodGet, "/v1/deliveries?state=dead", nil, &list); err != nil || len(list.Deliveries) != 0 {
+		t.Fatalf("list: %+v, %v", list, err)
+	}
+	for _, r := range []struct{ method, path string }{
+		{http.MethodGet, "/v1/deliveries/1"}, {http.MethodDelete, "/v1/deliveries/1"}, {http.MethodPost, "/v1/deliveries/1/retry"},
+	} {
+		if ae := apiError(t, cl.Do(ctx, r.method, r.path, nil, nil)); ae.Status != http.StatusNotFound {
+			t.Fatalf("%s %s: %+v", r.method, r.path, ae)
+		}
+	}
+	var rec recovery.Report
+	if err := cl.Do(ctx, http.MethodPost, "/v1/recover", RecoverRequest{DryRun: true}, &rec); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the store exists before the first enqueue: %v", err)
+	}
+
+	var rep EnqueueReply
+	if err := cl.Do(ctx, http.MethodPost, "/v1/deliveries", DeliveryRequest{Sink: "hook", Key: "first", Data: ptr("hi")}, &rep); err != nil || !rep.Created {
+		t.Fatalf("enqueue: %+v, %v", rep, err)
+	}
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("no store after the first enqueue: %v", err)
+	}
+	dd.waitState(t, rep.ID, queue.StateDelivered)
+	if err := cl.Do(ctx, http.MethodGet, "/v1/status", nil, &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Deliveries.StoreState != recovery.StoreOpen || st.Deliveries.Delivered != 1 || st.Deliveries.LastRecovery == nil {
+		t.Fatalf("status after the first enqueue: %+v", st.Deliveries)
+	}
+}
