@@ -178,7 +178,8 @@ func serviceManager(flag string) (string, error) {
 	return "", usageError{fmt.Errorf("--service-manager %q: want auto, none, systemd, launchd or schtasks", flag)}
 }
 
-// newLogger builds the daemon's logger from the config and the flags, writing to stderr.
+// newLogger builds the daemon's logger from the config and the flags, writing to stderr
+// through a short buffer.
 // The level is returned so a config reload can change it (unless --log-level fixed it).
 func newLogger(cmd *cobra.Command, lc config.Log) (*zap.Logger, *zap.AtomicLevel, error) {
 	format, level := lc.Format, lc.Level
@@ -210,7 +211,15 @@ func newLogger(cmd *cobra.Command, lc config.Log) (*zap.Logger, *zap.AtomicLevel
 	default:
 		return nil, nil, fmt.Errorf("log format %q: want console or json", format)
 	}
-	core := zapcore.NewCore(enc, zapcore.Lock(zapcore.AddSync(cmd.ErrOrStderr())), lvl)
+	// Lines are buffered for up to logFlushDelay (see logSink); a warning or an error is
+	// written out at once, with what waits before it, and Sync (at exit) writes the rest.
+	sink := newLogSink(cmd.ErrOrStderr(), logFlushDelay, logBufferSize)
+	core := zapcore.RegisterHooks(zapcore.NewCore(enc, sink, lvl), func(e zapcore.Entry) error {
+		if e.Level >= zapcore.WarnLevel {
+			return sink.flush()
+		}
+		return nil
+	})
 	if fixed {
 		return zap.New(core), nil, nil
 	}
