@@ -3,6 +3,7 @@ package queue
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"os"
@@ -82,16 +83,22 @@ type SQLite struct {
 	info  Info
 	res   reserve
 
-	mu     sync.RWMutex // guards closed and sends on reqs
-	closed bool
-	reqs   chan *writeOp
-	done   chan struct{}
+	// Group commit: operations wait in queue; the caller that finds no leader becomes the
+	// leader and runs batches (see submit).
+	mu        sync.Mutex // guards closed, queue, leading and closeWait
+	closed    bool
+	queue     []*writeOp
+	leading   bool
+	closeWait chan struct{} // closed by the last leader once Close was called
 
-	// owned by the writer goroutine
-	live       int // pending + sending entries after the last commit
-	stmts      map[string]*sql.Stmt
-	unprepared map[string]struct{}
-	getStmt    *sql.Stmt // on the read pool
+	// owned by the leader
+	live   int // pending + sending entries after the last commit
+	stmts  map[string]driver.Stmt
+	spare  []driver.Stmt // prepared past maxStmts, closed after their batch
+	argBuf []driver.NamedValue
+	batch  []*writeOp
+
+	getStmt *sql.Stmt // on the read pool
 
 	statsMu sync.Mutex
 	stats   Stats
@@ -132,9 +139,6 @@ func Open(ctx context.Context, path string, opts Options) (*SQLite, error) {
 			s.log.Warn("delivery store has no space reserve", zap.String("path", path), zap.Error(err))
 		}
 	}
-	s.reqs = make(chan *writeOp, 4*opts.MaxBatch)
-	s.done = make(chan struct{})
-	go s.writer()
 	s.log.Info("delivery store open", zap.String("path", path), zap.String("synchronous", s.info.Synchronous),
 		zap.Int("schema_version", s.info.Schema), zap.Int("live", s.live))
 	return s, nil
@@ -235,13 +239,9 @@ func (s *SQLite) open(ctx context.Context) error {
 		"SELECT count(*) FROM deliveries WHERE state IN ('pending', 'sending')").Scan(&s.live); err != nil {
 		return s.openError(err)
 	}
-	// The writer uses the write pool's one connection through transactions from now on.
-	if err := s.wconn.Close(); err != nil {
-		return s.openError(err)
-	}
-	s.wconn = nil
-	s.wdb.SetMaxIdleConns(1)
-	s.stmts, s.unprepared = map[string]*sql.Stmt{}, map[string]struct{}{}
+	// The writer keeps wconn for its own, and runs its statements on the driver's
+	// connection (sqlite_conn.go).
+	s.stmts = map[string]driver.Stmt{}
 	s.rdb, err = sql.Open("sqlite", s.dsn("_pragma=query_only(1)"))
 	if err != nil {
 		return fmt.Errorf("open store %s: %w", s.path, err)
@@ -332,7 +332,7 @@ func (s *SQLite) Stats() Stats {
 	return s.stats
 }
 
-// Close stops the writer after the operations already accepted, then closes the database.
+// Close waits for the operations already accepted, then closes the database.
 func (s *SQLite) Close() error {
 	s.mu.Lock()
 	if s.closed {
@@ -340,19 +340,34 @@ func (s *SQLite) Close() error {
 		return nil
 	}
 	s.closed = true
-	close(s.reqs)
+	var wait chan struct{}
+	if s.leading {
+		wait = make(chan struct{})
+		s.closeWait = wait
+	}
 	s.mu.Unlock()
-	<-s.done
+	if wait != nil {
+		<-wait
+	}
+	st := s.Stats()
+	s.log.Info("delivery store closed", zap.String("path", s.path), zap.Int64("ops", st.Ops),
+		zap.Int64("commits", st.Commits), zap.Int64("failed_commits", st.Failed))
 	return s.closeDBs()
 }
 
 func (s *SQLite) closeDBs() error {
 	var errs []error
 	if s.wconn != nil {
+		if len(s.stmts) > 0 {
+			errs = append(errs, s.wconn.Raw(func(any) error {
+				var errs []error
+				for _, st := range s.stmts {
+					errs = append(errs, st.Close())
+				}
+				return errors.Join(errs...)
+			}))
+		}
 		errs = append(errs, s.wconn.Close())
-	}
-	for _, st := range s.stmts {
-		errs = append(errs, st.Close())
 	}
 	if s.getStmt != nil {
 		errs = append(errs, s.getStmt.Close())

@@ -146,7 +146,7 @@ func TestGroupCommit(t *testing.T) {
 		})
 	}
 	first := <-held
-	for len(s.reqs) < n-first {
+	for waiting(s) < n-first {
 		time.Sleep(time.Millisecond)
 	}
 	close(release)
@@ -197,7 +197,7 @@ func TestFailedCommitFailsWholeBatch(t *testing.T) {
 			_, _, errs[i] = s.Enqueue(context.Background(), NewEntry{Sink: "hook", Key: fmt.Sprint("k", i), Payload: []byte("x")})
 		})
 	}
-	for len(s.reqs) < n {
+	for waiting(s) < n {
 		time.Sleep(time.Millisecond)
 	}
 	fail.Store(true)
@@ -233,10 +233,10 @@ func TestDiskFull(t *testing.T) {
 	s := openTest(t, "", Options{})
 	stored := mustEnqueue(t, s, "stored")
 	var pages int
-	if err := s.wdb.QueryRowContext(ctx, "PRAGMA page_count").Scan(&pages); err != nil {
+	if err := s.wconn.QueryRowContext(ctx, "PRAGMA page_count").Scan(&pages); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.wdb.ExecContext(ctx, fmt.Sprintf("PRAGMA max_page_count = %d", pages)); err != nil {
+	if _, err := s.wconn.ExecContext(ctx, fmt.Sprintf("PRAGMA max_page_count = %d", pages)); err != nil {
 		t.Fatal(err)
 	}
 	big := make([]byte, 64<<10)
@@ -263,7 +263,7 @@ func TestDiskFull(t *testing.T) {
 	if c, _ := s.Counts(ctx); c.Pending != 0 || c.Delivered != 1 {
 		t.Fatalf("counts = %+v", c)
 	}
-	if _, err := s.wdb.ExecContext(ctx, "PRAGMA max_page_count = 1073741823"); err != nil {
+	if _, err := s.wconn.ExecContext(ctx, "PRAGMA max_page_count = 1073741823"); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := s.Enqueue(ctx, NewEntry{Sink: "hook", Key: "big", Payload: big}); err != nil {
@@ -318,7 +318,7 @@ func TestCorruptFileAtOpen(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if _, err := s.wdb.ExecContext(context.Background(), "PRAGMA wal_checkpoint(TRUNCATE)"); err != nil {
+		if _, err := s.wconn.ExecContext(context.Background(), "PRAGMA wal_checkpoint(TRUNCATE)"); err != nil {
 			t.Fatal(err)
 		}
 		if err := s.Close(); err != nil {
@@ -346,7 +346,7 @@ func TestCorruptFileAtOpen(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.wdb.ExecContext(context.Background(), fmt.Sprintf("PRAGMA user_version = %d", SchemaVersion+1)); err != nil {
+		if _, err := s.wconn.ExecContext(context.Background(), fmt.Sprintf("PRAGMA user_version = %d", SchemaVersion+1)); err != nil {
 			t.Fatal(err)
 		}
 		s.Close()
@@ -372,7 +372,7 @@ func TestDamagedRowQuarantined(t *testing.T) {
 		fmt.Sprintf("UPDATE deliveries SET state = 'sideways' WHERE id = %d", badState.ID),
 		fmt.Sprintf("UPDATE deliveries SET next_attempt_at = 'soon' WHERE id = %d", badTime.ID),
 	} {
-		if _, err := s.wdb.ExecContext(ctx, q); err != nil {
+		if _, err := s.wconn.ExecContext(ctx, q); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -440,7 +440,7 @@ func TestQueueFullWithinBatch(t *testing.T) {
 			}
 		})
 	}
-	for len(s.reqs) < 8 {
+	for waiting(s) < 8 {
 		time.Sleep(time.Millisecond)
 	}
 	close(gate)
@@ -451,4 +451,11 @@ func TestQueueFullWithinBatch(t *testing.T) {
 	if ok.Load() != 4 || full.Load() != 4 {
 		t.Fatalf("ok=%d full=%d, want 4 and 4", ok.Load(), full.Load())
 	}
+}
+
+// waiting is how many operations wait for the next batch.
+func waiting(s *SQLite) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.queue)
 }

@@ -15,14 +15,17 @@ import (
 	"go.uber.org/zap"
 )
 
-// writeOp is one operation for the writer goroutine. run executes inside the batch's
-// transaction (within its own savepoint, unless it is alone or atomic) and records the
-// change of the live count in b.
+// writeOp is one operation for the writer. run executes inside the batch's transaction
+// (within its own savepoint, unless it is alone or atomic) and records the change of the
+// live count in b.
 type writeOp struct {
 	name string
 	run  func(tx wtx, b *batch) error
-	done chan error
+	done chan error // the result; or errLead, telling the waiting caller to lead
 }
+
+// errLead, sent to a waiting operation's caller, hands it the leadership of the writer.
+var errLead = errors.New("lead the writer")
 
 // atomic reports an operation that needs no savepoint: its logical errors come before its
 // one write, or after writes worth keeping (an enqueue quarantines a damaged row holding
@@ -35,54 +38,91 @@ type batch struct {
 	delta int // delta of the operation being run
 }
 
-// submit hands an operation to the writer and waits for its own result, which comes only
-// after the transaction carrying it committed (or failed). Once submitted, the result is
-// awaited even if ctx ends, so the answer is always the truth about the store.
+// submit runs an operation in the next group commit and returns its own result, which
+// comes only after the transaction carrying it committed (or failed). Once submitted, the
+// result is awaited even if ctx ends, so the answer is always the truth about the store.
+//
+// Group commit without a writer goroutine: a caller that finds no batch running leads,
+// that is, it runs the batch of everything waiting (its own operation first) on its own
+// goroutine, so a lone caller pays no hand-off to another goroutine. Callers that come
+// while a batch runs (while its fsync is in flight) queue up; when the batch is over the
+// leader hands the leadership to the first of them, whose batch takes them all. So N
+// callers waiting on one commit share the next one.
 func (s *SQLite) submit(ctx context.Context, name string, run func(tx wtx, b *batch) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	op := &writeOp{name: name, run: run, done: make(chan error, 1)}
-	s.mu.RLock()
+	s.mu.Lock()
 	if s.closed {
-		s.mu.RUnlock()
+		s.mu.Unlock()
 		return ErrClosed
 	}
-	s.reqs <- op // the writer drains reqs until Close, which waits for this RLock
-	s.mu.RUnlock()
-	return <-op.done
+	s.queue = append(s.queue, op)
+	lead := !s.leading
+	s.leading = true
+	s.mu.Unlock()
+	if lead {
+		s.lead()
+	}
+	for {
+		err := <-op.done
+		if err != errLead {
+			return err
+		}
+		s.lead()
+	}
 }
 
-// writer owns the write connection: it takes the first waiting operation, adds every other
-// operation already waiting (up to MaxBatch), and runs them in one transaction.
-func (s *SQLite) writer() {
-	defer close(s.done)
-	for op := range s.reqs {
-		ops := []*writeOp{op}
-	fill:
-		for len(ops) < s.opts.MaxBatch {
-			select {
-			case more, ok := <-s.reqs:
-				if !ok {
-					break fill
-				}
-				ops = append(ops, more)
-			default:
-				break fill
-			}
-		}
+// lead runs one batch of the waiting operations, then passes the leadership on to the
+// first operation still waiting, or gives it up when none is.
+func (s *SQLite) lead() {
+	s.mu.Lock()
+	n := min(len(s.queue), s.opts.MaxBatch)
+	ops := append(s.batch[:0], s.queue[:n]...)
+	rest := copy(s.queue, s.queue[n:])
+	clear(s.queue[rest:])
+	s.queue = s.queue[:rest]
+	s.mu.Unlock()
+	if len(ops) > 0 {
 		s.runBatch(ops)
+	}
+	clear(ops)
+	s.batch = ops[:0]
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.queue) > 0 {
+		s.queue[0].done <- errLead // it waits on its done, which is empty
+		return
+	}
+	s.leading = false
+	if s.closeWait != nil {
+		close(s.closeWait)
+		s.closeWait = nil
 	}
 }
 
 func (s *SQLite) runBatch(ops []*writeOp) {
-	results, err := s.tryBatch(ops, false)
-	if errors.Is(err, ErrDiskFull) && s.res.enterFull() {
-		s.log.Warn("delivery store disk full: enqueues are refused until space returns; stored deliveries go on in the space reserve",
-			zap.String("path", s.path), zap.Error(err))
-		// Run the batch again at once: its enqueues are refused now, and the rest (the
-		// transitions of stored entries) fits in the space the reserve gave back.
-		results, err = s.tryBatch(ops, true)
+	var results []error
+	var err error
+	rerr := s.wconn.Raw(func(dc any) error {
+		c, ok := dc.(rawConn)
+		if !ok {
+			return fmt.Errorf("driver connection %T cannot prepare statements", dc)
+		}
+		results, err = s.tryBatch(c, ops, false)
+		if errors.Is(err, ErrDiskFull) && s.res.enterFull() {
+			s.log.Warn("delivery store disk full: enqueues are refused until space returns; stored deliveries go on in the space reserve",
+				zap.String("path", s.path), zap.Error(err))
+			// Run the batch again at once: its enqueues are refused now, and the rest (the
+			// transitions of stored entries) fits in the space the reserve gave back.
+			results, err = s.tryBatch(c, ops, true)
+		}
+		s.closeSpare()
+		return nil
+	})
+	if rerr != nil {
+		results, err = make([]error, len(ops)), storageError(rerr)
 	}
 	s.statsMu.Lock()
 	if err != nil {
@@ -103,27 +143,46 @@ func (s *SQLite) runBatch(ops []*writeOp) {
 	for i, op := range ops {
 		op.done <- results[i]
 	}
-	s.prepareNoted()
+}
+
+// runOp runs op; a panic in it fails the batch (rolled back) instead of the caller that
+// happens to lead, which would leave the writer without a leader.
+func runOp(op *writeOp, tx wtx, b *batch) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w: panic in %s: %v", ErrStorage, op.name, r)
+		}
+	}()
+	return op.run(tx, b)
+}
+
+// closeSpare closes the statements prepared past maxStmts; the leader calls it on the raw
+// connection.
+func (s *SQLite) closeSpare() {
+	for _, st := range s.spare {
+		_ = st.Close()
+	}
+	clear(s.spare)
+	s.spare = s.spare[:0]
 }
 
 // errRefusedFull is the answer to an enqueue while the disk is full.
 var errRefusedFull = fmt.Errorf("%w: no space left for new entries (those already stored are still delivered)", ErrDiskFull)
 
-// tryBatch runs ops in one transaction and commits it. It returns each operation's own
+// tryBatch runs ops in one transaction on c and commits it. It returns each operation's own
 // result and, when the transaction failed, the storage error that failed all of them (then
 // nothing of the batch was stored). With refuseEnqueues every enqueue is refused unrun.
-func (s *SQLite) tryBatch(ops []*writeOp, refuseEnqueues bool) ([]error, error) {
+func (s *SQLite) tryBatch(c rawConn, ops []*writeOp, refuseEnqueues bool) ([]error, error) {
 	// Operations already accepted run to completion: their callers wait for the answer.
 	ctx := context.Background()
 	results := make([]error, len(ops))
 	b := &batch{live: s.live}
-	stx, err := s.wdb.BeginTx(ctx, nil)
-	if err != nil {
+	tx := wtx{c: c, s: s}
+	if _, err := tx.Exec("BEGIN IMMEDIATE"); err != nil {
 		return results, storageError(err)
 	}
-	tx := wtx{tx: stx, s: s}
 	rollback := func(err error) ([]error, error) {
-		_ = stx.Rollback()
+		_, _ = tx.Exec("ROLLBACK")
 		return results, storageError(err)
 	}
 	// A lone operation needs no savepoint: its own failure rolls back the transaction.
@@ -142,14 +201,14 @@ func (s *SQLite) tryBatch(ops []*writeOp, refuseEnqueues bool) ([]error, error) 
 		b.delta = 0
 		err := s.hook(op.name)
 		if err == nil {
-			err = op.run(tx, b)
+			err = runOp(op, tx, b)
 		}
 		switch {
 		case err == nil:
 			b.live += b.delta
 		case logical(err) && single:
 			results[i] = err
-			if err := stx.Rollback(); err != nil {
+			if _, err := tx.Exec("ROLLBACK"); err != nil {
 				return results, storageError(err)
 			}
 			return results, nil
@@ -175,83 +234,13 @@ func (s *SQLite) tryBatch(ops []*writeOp, refuseEnqueues bool) ([]error, error) 
 	if err := s.hook("commit"); err != nil {
 		return rollback(err)
 	}
-	if err := stx.Commit(); err != nil {
-		// A failed COMMIT can leave the transaction open on the connection (the pool's only
-		// one, so this ROLLBACK runs on it): end it.
-		_, _ = s.wdb.ExecContext(ctx, "ROLLBACK")
+	if _, err := tx.Exec("COMMIT"); err != nil {
+		// A failed COMMIT can leave the transaction open on the connection: end it.
+		_, _ = tx.Exec("ROLLBACK")
 		return results, storageError(err)
 	}
 	s.live = b.live
 	return results, nil
-}
-
-// wtx runs the writer's statements in its transaction, through statements prepared once
-// (parsing a statement costs more than running it).
-type wtx struct {
-	tx *sql.Tx
-	s  *SQLite
-}
-
-// stmt returns the prepared form of q, or nil after noting q to be prepared between batches
-// (the write pool's one connection is busy with the transaction now).
-func (w wtx) stmt(ctx context.Context, q string) *sql.Stmt {
-	if st, ok := w.s.stmts[q]; ok {
-		return w.tx.StmtContext(ctx, st)
-	}
-	w.s.unprepared[q] = struct{}{}
-	return nil
-}
-
-func (w wtx) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
-	if st := w.stmt(ctx, q); st != nil {
-		return st.ExecContext(ctx, args...)
-	}
-	return w.tx.ExecContext(ctx, q, args...)
-}
-
-func (w wtx) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
-	if st := w.stmt(ctx, q); st != nil {
-		return st.QueryContext(ctx, args...)
-	}
-	return w.tx.QueryContext(ctx, q, args...)
-}
-
-func (w wtx) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row {
-	if st := w.stmt(ctx, q); st != nil {
-		return st.QueryRowContext(ctx, args...)
-	}
-	return w.tx.QueryRowContext(ctx, q, args...)
-}
-
-func (w wtx) Exec(q string, args ...any) (sql.Result, error) {
-	return w.ExecContext(context.Background(), q, args...)
-}
-
-func (w wtx) Query(q string, args ...any) (*sql.Rows, error) {
-	return w.QueryContext(context.Background(), q, args...)
-}
-
-func (w wtx) QueryRow(q string, args ...any) *sql.Row {
-	return w.QueryRowContext(context.Background(), q, args...)
-}
-
-// maxStmts bounds the prepared statements (the writer's queries are a fixed set).
-const maxStmts = 64
-
-// prepareNoted prepares the statements the last batch ran unprepared; the writer calls it
-// between batches, when the write connection is free.
-func (s *SQLite) prepareNoted() {
-	for q := range s.unprepared {
-		delete(s.unprepared, q)
-		if len(s.stmts) >= maxStmts {
-			continue
-		}
-		st, err := s.wdb.PrepareContext(context.Background(), q)
-		if err != nil {
-			continue // it runs unprepared; the error, if real, shows when it runs
-		}
-		s.stmts[q] = st
-	}
 }
 
 func (s *SQLite) hook(op string) error {
@@ -361,14 +350,21 @@ func (s *SQLite) Enqueue(ctx context.Context, n NewEntry) (Entry, bool, error) {
 		}
 		// One statement on the common path: the insert, which does nothing for a key seen
 		// before.
-		var id int64
-		err := tx.QueryRow(`INSERT INTO deliveries (sink, idem_key, headers, payload, payload_size, payload_hash,
+		// An Exec, not INSERT ... RETURNING: RETURNING buffers its rows in an ephemeral
+		// table, a b-tree opened and freed per statement.
+		res, err := tx.Exec(`INSERT INTO deliveries (sink, idem_key, headers, payload, payload_size, payload_hash,
 			priority, state, next_attempt_at, created_at, updated_at, expires_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?) ON CONFLICT (idem_key) DO NOTHING RETURNING id`,
-			n.Sink, n.Key, headers, payload, len(payload), sum[:], n.Priority, next, now, now, nullMs(n.ExpiresAt)).Scan(&id)
-		if errors.Is(err, sql.ErrNoRows) {
+			VALUES (?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?) ON CONFLICT (idem_key) DO NOTHING`,
+			n.Sink, n.Key, headers, payload, len(payload), sum[:], n.Priority, next, now, now, nullMs(n.ExpiresAt))
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return err
+		} else if n == 0 {
 			return existing()
 		}
+		id, err := res.LastInsertId()
 		if err != nil {
 			return err
 		}
