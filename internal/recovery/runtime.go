@@ -40,6 +40,11 @@ type scheduler struct {
 	busy   map[int64]uint64 // ids queued for or held by a worker, with their generation
 	seq    uint64
 	scanAt time.Time // when to scan the store for live entries; zero: no scan due
+	// parked holds, by sink index, due items whose sink was not ready; they are looked at
+	// again together at parkAt (zero: none parked), instead of each going back into the
+	// timer heap.
+	parked map[uint32][]item
+	parkAt time.Time
 
 	// base is the origin of the items' due times (monotonic), sinks the names items refer
 	// to by index (append-only).
@@ -142,9 +147,11 @@ func (r *scheduler) arm(id int64, m entryMeta, due time.Time, gen uint64) {
 }
 
 // promote moves the due items of the timer heap to the ready heap. An item whose sink is
-// not ready (and that has not expired) is armed again after RearmFloor instead: a backlog
-// for a gateway that is down costs a heap operation per entry and second, no worker and no
-// store read. Readiness is asked once per sink per call, without holding mu.
+// not ready (and that has not expired) is parked instead: the parked items of a sink are
+// looked at again together, RearmFloor after the first of them was parked, so a backlog for
+// a gateway that is down costs no worker, no store read and no timer-heap operation while
+// it waits, and the lock that enqueues take is held only for a pass over a slice.
+// Readiness is asked once per sink per call, without holding mu.
 func (r *scheduler) promote(now time.Time) {
 	r.mu.Lock()
 	var due []item
@@ -157,35 +164,53 @@ func (r *scheduler) promote(now time.Time) {
 		}
 		due = append(due, it)
 	}
+	var parked map[uint32][]item
+	if !r.parkAt.IsZero() && !now.Before(r.parkAt) {
+		parked, r.parked, r.parkAt = r.parked, map[uint32][]item{}, time.Time{}
+	}
 	names := r.sinks
 	r.mu.Unlock()
-	if len(due) == 0 {
+	if len(due) == 0 && len(parked) == 0 {
 		return
 	}
 	sinks := r.s.policy().sinks
 	notReady := map[uint32]bool{}
-	for _, it := range due {
-		if _, seen := notReady[it.sink]; !seen {
-			notReady[it.sink] = isNotReady(sinks[names[it.sink]])
+	ask := func(sink uint32) {
+		if _, seen := notReady[sink]; !seen {
+			notReady[sink] = isNotReady(sinks[names[sink]])
 		}
+	}
+	for _, it := range due {
+		ask(it.sink)
+	}
+	for sink := range parked {
+		ask(sink)
 	}
 	nowMs := now.UnixMilli()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for _, it := range due {
+	place := func(it item) {
 		if sl, ok := r.slots[it.id]; it.gen != r.gen || !ok || sl.seq != it.seq {
-			continue // armed anew meanwhile
+			return // armed anew meanwhile, or of a stopped runtime
 		}
 		if notReady[it.sink] && (it.expires == 0 || nowMs < it.expires) {
-			r.seq++
-			it.due, it.seq = nowAt+int64(RearmFloor), r.seq
-			r.slots[it.id] = slot{due: it.due, seq: it.seq}
-			heap.Push(&r.timers, it)
-			continue
+			r.parked[it.sink] = append(r.parked[it.sink], it)
+			if r.parkAt.IsZero() {
+				r.parkAt = now.Add(RearmFloor)
+			}
+			return
 		}
 		delete(r.slots, it.id)
 		r.busy[it.id] = it.gen
 		heap.Push(&r.ready, it)
+	}
+	for _, items := range parked {
+		for _, it := range items {
+			place(it)
+		}
+	}
+	for _, it := range due {
+		place(it)
 	}
 }
 
@@ -201,6 +226,7 @@ func (r *scheduler) open(epoch int64) {
 	r.wake = make(chan struct{}, 1)
 	r.timers, r.ready = nil, nil
 	r.slots, r.busy = map[int64]slot{}, map[int64]uint64{}
+	r.parked, r.parkAt = map[uint32][]item{}, time.Time{}
 	r.scanAt = time.Now()
 }
 
@@ -212,6 +238,7 @@ func (r *scheduler) close() {
 		r.active = false
 		r.gen++
 		r.timers, r.ready, r.slots, r.busy = nil, nil, nil, nil
+		r.parked, r.parkAt = nil, time.Time{}
 	}
 }
 
@@ -318,6 +345,9 @@ func (r *scheduler) run(ctx context.Context, epoch int64) {
 		}
 		if !r.scanAt.IsZero() && (next.IsZero() || r.scanAt.Before(next)) {
 			next = r.scanAt
+		}
+		if !r.parkAt.IsZero() && (next.IsZero() || r.parkAt.Before(next)) {
+			next = r.parkAt
 		}
 		for running < workers && r.ready.Len() > 0 {
 			it := heap.Pop(&r.ready).(item)
