@@ -93,7 +93,6 @@ type agent struct {
 	session  string
 
 	nextDue  time.Time
-	dueNs    int64 // nextDue in Unix ns: the heap compares it for every run
 	dueIdx   int
 	deferred *deferredWake
 	deferIdx int
@@ -420,7 +419,7 @@ func (s *Service) timerDelay() time.Duration {
 		d = min(d, s.deferq[0].deferred.at.Sub(now))
 	}
 	if len(s.due) > 0 && !s.awaiting {
-		d = min(d, s.due[0].nextDue.Sub(now))
+		d = min(d, s.due[0].a.nextDue.Sub(now))
 	}
 	return max(d, 0)
 }
@@ -438,11 +437,11 @@ func (s *Service) onTimer() {
 		a.deferred = nil
 	}
 	interval := false
-	if len(s.due) > 0 && !s.due[0].nextDue.After(now) {
+	if len(s.due) > 0 && !s.due[0].a.nextDue.After(now) {
 		switch {
 		case !s.enabledLocked():
-			for len(s.due) > 0 && !s.due[0].nextDue.After(now) {
-				a := s.due[0]
+			for len(s.due) > 0 && !s.due[0].a.nextDue.After(now) {
+				a := s.due[0].a
 				s.setDue(a, advanceDue(now, KindInterval, a.interval, a.phase, a.window.Within))
 			}
 			s.dirty = true
@@ -850,14 +849,15 @@ func (s *Service) finish(a *agent, p Pulse, res pulseResult, startWall time.Time
 // the heap that is due.
 func (s *Service) dueAgentsLocked(now time.Time) []*agent {
 	var out []*agent
+	nowNs := now.UnixNano()
 	stack := []int{0}
 	for len(stack) > 0 {
 		i := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
-		if i >= len(s.due) || s.due[i].nextDue.After(now) {
+		if i >= len(s.due) || s.due[i].ns > nowNs {
 			continue
 		}
-		out = append(out, s.due[i])
+		out = append(out, s.due[i].a)
 		stack = append(stack, 2*i+1, 2*i+2)
 	}
 	slices.SortFunc(out, func(x, y *agent) int {
@@ -871,17 +871,18 @@ func (s *Service) dueAgentsLocked(now time.Time) []*agent {
 
 func (s *Service) setDue(a *agent, t time.Time) {
 	a.nextDue = t.UTC()
-	a.dueNs = a.nextDue.UnixNano()
+	ns := a.nextDue.UnixNano()
 	if a.dueIdx >= 0 {
-		heap.Fix(&s.due, a.dueIdx)
+		s.due[a.dueIdx].ns = ns
+		s.due.fix(a.dueIdx)
 	} else {
-		heap.Push(&s.due, a)
+		s.due.push(a, ns)
 	}
 }
 
 func (s *Service) unschedule(a *agent) {
 	if a.dueIdx >= 0 {
-		heap.Remove(&s.due, a.dueIdx)
+		s.due.remove(a.dueIdx)
 	}
 	if a.deferIdx >= 0 {
 		heap.Remove(&s.deferq, a.deferIdx)
@@ -923,26 +924,79 @@ func (s *Service) snapshotLocked() State {
 	return st
 }
 
-type dueHeap []*agent
+// dueHeap orders running agents by due time. Each entry carries its key, so sifting
+// compares integers in one array instead of following a pointer per comparison (10,000
+// agents are 14 levels deep, and every pulse moves its agent).
+type dueHeap []dueEntry
 
-func (h dueHeap) Len() int           { return len(h) }
-func (h dueHeap) Less(i, j int) bool { return h[i].dueNs < h[j].dueNs }
-func (h dueHeap) Swap(i, j int) {
+type dueEntry struct {
+	ns int64 // the agent's nextDue in Unix ns
+	a  *agent
+}
+
+func (h dueHeap) less(i, j int) bool { return h[i].ns < h[j].ns }
+
+func (h dueHeap) swap(i, j int) {
 	h[i], h[j] = h[j], h[i]
-	h[i].dueIdx, h[j].dueIdx = i, j
+	h[i].a.dueIdx, h[j].a.dueIdx = i, j
 }
-func (h *dueHeap) Push(x any) {
-	a := x.(*agent)
+
+func (h dueHeap) up(i int) {
+	for i > 0 {
+		p := (i - 1) / 2
+		if !h.less(i, p) {
+			return
+		}
+		h.swap(i, p)
+		i = p
+	}
+}
+
+func (h dueHeap) down(i int) bool {
+	start, n := i, len(h)
+	for {
+		c := 2*i + 1
+		if c >= n {
+			break
+		}
+		if r := c + 1; r < n && h.less(r, c) {
+			c = r
+		}
+		if !h.less(c, i) {
+			break
+		}
+		h.swap(i, c)
+		i = c
+	}
+	return i > start
+}
+
+func (h *dueHeap) push(a *agent, ns int64) {
 	a.dueIdx = len(*h)
-	*h = append(*h, a)
+	*h = append(*h, dueEntry{ns, a})
+	h.up(a.dueIdx)
 }
-func (h *dueHeap) Pop() any {
+
+// fix moves entry i to its place after its key changed.
+func (h dueHeap) fix(i int) {
+	if !h.down(i) {
+		h.up(i)
+	}
+}
+
+func (h *dueHeap) remove(i int) {
 	old := *h
-	a := old[len(old)-1]
-	old[len(old)-1] = nil
-	*h = old[:len(old)-1]
+	n := len(old) - 1
+	a := old[i].a
+	if i != n {
+		old.swap(i, n)
+	}
+	old[n] = dueEntry{}
+	*h = old[:n]
+	if i != n {
+		h.fix(i)
+	}
 	a.dueIdx = -1
-	return a
 }
 
 type deferHeap []*agent
