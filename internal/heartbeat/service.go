@@ -60,7 +60,7 @@ type Deps struct {
 	Logger     *zap.Logger      // used as given (the daemon names it); nil: no logs
 	Gateway    Gateway          // nil: always idle and ready
 	Store      StateStore       // nil: state kept in memory only
-	HTTPClient *http.Client     // nil: a client of its own, keeping a connection per worker
+	HTTPClient *http.Client     // nil: connections of its own for http://, a client of its own for the rest
 	Run        RunFunc          // required for exec targets
 	Host       *time.Location   // the host zone for active hours; nil: time.Local
 	Now        func() time.Time // the wall clock; nil: time.Now
@@ -112,6 +112,7 @@ type Service struct {
 	gw    Gateway
 	store StateStore
 	httpc *http.Client
+	wire  *wirePool // nil when Deps.HTTPClient is given: every http target goes through it
 	run   RunFunc
 	host  *time.Location
 	now   func() time.Time
@@ -163,6 +164,7 @@ func New(cfg Config, deps Deps) (*Service, error) {
 		s.store = &memStore{}
 	}
 	if s.httpc == nil {
+		s.wire = newWirePool()
 		// Keep a connection per worker alive: with the default two per host, a burst of
 		// pulses to one gateway would open and close connections every time.
 		t := http.DefaultTransport.(*http.Transport).Clone()
@@ -214,13 +216,26 @@ func (s *Service) apply(cfg Config) error {
 		return err
 	}
 	pulsers := make([]pulser, len(plans))
+	addrs := make(map[string]bool)
+	shared := make(map[string]pulser)
 	for i, p := range plans {
 		if !p.runs {
 			continue
 		}
-		if pulsers[i], err = newPulser(p.cfg.Target, s.httpc, s.run); err != nil {
-			return fmt.Errorf("heartbeat agent %s: %w", p.cfg.ID, err)
+		// Agents with the same target (typically the defaults') share one pulser.
+		key := targetKey(p.cfg.Target)
+		if pulsers[i] = shared[key]; pulsers[i] == nil {
+			if pulsers[i], err = newPulser(p.cfg.Target, s.httpc, s.wire, s.run); err != nil {
+				return fmt.Errorf("heartbeat agent %s: %w", p.cfg.ID, err)
+			}
+			shared[key] = pulsers[i]
 		}
+		if h, ok := pulsers[i].(*httpPulser); ok && h.wire != nil {
+			addrs[h.wire.addr] = true
+		}
+	}
+	if s.wire != nil {
+		s.wire.retain(addrs) // connections to targets no agent pulses any more
 	}
 	now := s.wall()
 	var warns []configWarning
@@ -318,6 +333,9 @@ func (s *Service) Run(ctx context.Context) error {
 			s.disp.Close()
 			s.pulses.Wait()
 			s.dropQueued()
+			if s.wire != nil {
+				s.wire.closeIdle(true)
+			}
 			return s.flush()
 		case <-timer.C:
 			s.onTimer()
@@ -755,9 +773,7 @@ func (s *Service) worker(ctx context.Context) {
 		case job := <-s.jobs:
 			s.busy.Add(1)
 			startWall, start := s.wall(), time.Now()
-			pctx, cancel := context.WithTimeout(ctx, job.t.timeout())
-			res := safePulse(pctx, job.t, job.p, s.log)
-			cancel()
+			res := safePulse(ctx, job.t, start.Add(job.t.timeout()), job.p, s.log)
 			s.finish(job.a, job.p, res, startWall, time.Since(start))
 			s.busy.Add(-1)
 		case <-ctx.Done():
@@ -778,14 +794,14 @@ func (s *Service) dropQueued() {
 	}
 }
 
-func safePulse(ctx context.Context, t pulser, p Pulse, log *zap.Logger) (res pulseResult) {
+func safePulse(ctx context.Context, t pulser, deadline time.Time, p Pulse, log *zap.Logger) (res pulseResult) {
 	defer func() {
 		if r := recover(); r != nil {
 			log.Error("heartbeat target panic", zap.String("agent", p.AgentID), zap.Any("panic", r), zap.Stack("stack"))
 			res = pulseResult{outcome: outcomeFailed, reason: fmt.Sprintf("panic: %v", r)}
 		}
 	}()
-	return t.pulse(ctx, p)
+	return t.pulse(ctx, deadline, p)
 }
 
 // finish records a pulse's outcome. A busy answer is retried through the dispatcher after

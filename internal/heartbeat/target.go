@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -125,7 +126,10 @@ type pulseResult struct {
 
 // pulser delivers pulses to one configured target.
 type pulser interface {
-	pulse(ctx context.Context, p Pulse) pulseResult
+	// pulse delivers p and returns by deadline (a failure "timeout"), or soon after ctx
+	// ends (a failure "stopped"). ctx is the service's: it has no per-pulse deadline, so a
+	// pulse costs no context and no timer unless the target needs one.
+	pulse(ctx context.Context, deadline time.Time, p Pulse) pulseResult
 	timeout() time.Duration
 }
 
@@ -189,21 +193,34 @@ type httpPulser struct {
 	headers map[string]string
 	limit   time.Duration
 	client  *http.Client
+	wire    *wireTarget // nil: through client
 }
 
-func newHTTPPulser(t *HTTPTarget, client *http.Client, fallback time.Duration) *httpPulser {
+// newHTTPPulser pulses t over pool's connections when it can (see wireTarget), else
+// through client.
+func newHTTPPulser(t *HTTPTarget, client *http.Client, pool *wirePool, fallback time.Duration) *httpPulser {
 	method := strings.ToUpper(strings.TrimSpace(t.Method))
 	if method == "" {
 		method = http.MethodPost
 	}
-	return &httpPulser{url: t.URL, method: method, headers: t.Headers, limit: nonZero(t.Timeout, fallback), client: client}
+	return &httpPulser{url: t.URL, method: method, headers: t.Headers, limit: nonZero(t.Timeout, fallback), client: client,
+		wire: newWireTarget(t.URL, method, t.Headers, pool)}
 }
 
 func (h *httpPulser) timeout() time.Duration { return h.limit }
 
 // pulse POSTs p. 2xx ran (unless the reply says busy or failed); 429 and 503 are busy;
 // anything else, a transport error or the timeout failed.
-func (h *httpPulser) pulse(ctx context.Context, p Pulse) pulseResult {
+func (h *httpPulser) pulse(ctx context.Context, deadline time.Time, p Pulse) pulseResult {
+	if h.wire != nil {
+		code, data, err := h.wire.exchange(ctx, deadline, p)
+		if err != nil {
+			return httpFailure(ctx, deadline, err)
+		}
+		return classifyHTTP(code, data)
+	}
+	ctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, h.method, h.url, bytes.NewReader(p.appendJSON(make([]byte, 0, 320))))
 	if err != nil {
 		return pulseResult{outcome: outcomeFailed, reason: "build request: " + err.Error()}
@@ -215,21 +232,35 @@ func (h *httpPulser) pulse(ctx context.Context, p Pulse) pulseResult {
 	}
 	resp, err := h.client.Do(req)
 	if err != nil {
-		if ctx.Err() != nil {
-			return pulseResult{outcome: outcomeFailed, reason: ctxReason(ctx)}
-		}
 		// Report the cause without the URL, which may carry a token.
 		if ue, ok := errors.AsType[*url.Error](err); ok {
 			err = ue.Err
 		}
-		return pulseResult{outcome: outcomeFailed, reason: "http: " + err.Error()}
+		return httpFailure(ctx, deadline, err)
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxReply))
 	if err != nil && ctx.Err() != nil {
 		return pulseResult{outcome: outcomeFailed, reason: ctxReason(ctx)}
 	}
-	switch code := resp.StatusCode; {
+	return classifyHTTP(resp.StatusCode, data)
+}
+
+// httpFailure is the result of an exchange that got no reply.
+func httpFailure(ctx context.Context, deadline time.Time, err error) pulseResult {
+	if ctx.Err() != nil {
+		return pulseResult{outcome: outcomeFailed, reason: ctxReason(ctx)}
+	}
+	if isTimeout(err) || (!deadline.IsZero() && !time.Now().Before(deadline)) {
+		return pulseResult{outcome: outcomeFailed, reason: reasonTimeout}
+	}
+	return pulseResult{outcome: outcomeFailed, reason: "http: " + err.Error()}
+}
+
+// classifyHTTP turns a reply into a result: 2xx ran (unless the body says busy or failed),
+// 429 and 503 busy, anything else failed.
+func classifyHTTP(code int, data []byte) pulseResult {
+	switch {
 	case code == http.StatusTooManyRequests || code == http.StatusServiceUnavailable:
 		res := pulseResult{outcome: outcomeBusy, reason: SkipRequestsInFlight}
 		if r, ok := parseReply(data); ok && IsBusyReason(r.Reason) {
@@ -262,7 +293,9 @@ func (e *execPulser) timeout() time.Duration { return e.limit }
 
 // pulse runs the command: exit 0 ran (unless stdout's reply says busy or failed), 75 busy,
 // anything else, a start error or the timeout failed.
-func (e *execPulser) pulse(ctx context.Context, p Pulse) pulseResult {
+func (e *execPulser) pulse(ctx context.Context, deadline time.Time, p Pulse) pulseResult {
+	ctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
 	code, stdout, err := e.run(ctx, e.argv, PulseEnv(p), p.appendJSON(make([]byte, 0, 320)))
 	switch {
 	case ctx.Err() != nil:
@@ -334,11 +367,31 @@ func nonZero(d, fallback time.Duration) time.Duration {
 // errNoRunFunc is returned by New when an exec target is configured without a RunFunc.
 var errNoRunFunc = errors.New("exec target configured but Deps.Run is nil")
 
+// targetKey identifies what a pulser for t does: targets with equal keys share one.
+func targetKey(t *Target) string {
+	switch {
+	case t == nil:
+		return ""
+	case t.HTTP != nil:
+		h := t.HTTP
+		return fmt.Sprintf("http %q %q %v %q", h.URL, h.Method, h.Timeout, slices.Sorted(func(yield func(string) bool) {
+			for k, v := range h.Headers {
+				if !yield(strconv.Quote(k) + ":" + strconv.Quote(v)) {
+					return
+				}
+			}
+		}))
+	case t.Exec != nil:
+		return fmt.Sprintf("exec %q %v", t.Exec.Command, t.Exec.Timeout)
+	}
+	return ""
+}
+
 // newPulser builds the pulser for t.
-func newPulser(t *Target, client *http.Client, run RunFunc) (pulser, error) {
+func newPulser(t *Target, client *http.Client, pool *wirePool, run RunFunc) (pulser, error) {
 	switch {
 	case t.HTTP != nil:
-		return newHTTPPulser(t.HTTP, client, DefaultHTTPTimeout), nil
+		return newHTTPPulser(t.HTTP, client, pool, DefaultHTTPTimeout), nil
 	case t.Exec != nil:
 		if run == nil {
 			return nil, errNoRunFunc

@@ -19,7 +19,40 @@ func samplePulse() Pulse {
 	}
 }
 
+// httpTransports are the two ways an http target is pulsed: over the service's own
+// connections (plain http://) and through an *http.Client (everything else).
+var httpTransports = []struct {
+	name string
+	wire bool
+}{{"wire", true}, {"net/http", false}}
+
+// newTestHTTPPulser builds the pulser over the transport named, with its cleanup.
+func newTestHTTPPulser(t *testing.T, wire bool, target *HTTPTarget) *httpPulser {
+	t.Helper()
+	client := &http.Client{Transport: &http.Transport{}}
+	t.Cleanup(client.CloseIdleConnections)
+	var pool *wirePool
+	if wire {
+		pool = newWirePool()
+		t.Cleanup(func() { pool.closeIdle(true) })
+	}
+	h := newHTTPPulser(target, client, pool, DefaultHTTPTimeout)
+	if (h.wire != nil) != wire {
+		t.Fatalf("target %s: wire %v, want %v", target.URL, h.wire != nil, wire)
+	}
+	return h
+}
+
+// deadline is when a pulse to target started now times out.
+func deadline(target pulser) time.Time { return time.Now().Add(target.timeout()) }
+
 func TestHTTPTarget(t *testing.T) {
+	for _, tr := range httpTransports {
+		t.Run(tr.name, func(t *testing.T) { testHTTPTarget(t, tr.wire) })
+	}
+}
+
+func testHTTPTarget(t *testing.T, wire bool) {
 	type reply struct {
 		code int
 		body string
@@ -38,10 +71,7 @@ func TestHTTPTarget(t *testing.T) {
 		_, _ = io.WriteString(w, answer.body)
 	}))
 	defer srv.Close()
-	client := &http.Client{Transport: &http.Transport{}}
-	defer client.CloseIdleConnections()
-	target := newHTTPPulser(&HTTPTarget{URL: srv.URL + "/hooks/wake", Headers: map[string]string{"Authorization": "Bearer s3cret"}},
-		client, DefaultHTTPTimeout)
+	target := newTestHTTPPulser(t, wire, &HTTPTarget{URL: srv.URL + "/hooks/wake", Headers: map[string]string{"Authorization": "Bearer s3cret"}})
 	if target.timeout() != DefaultHTTPTimeout || target.method != http.MethodPost {
 		t.Fatalf("defaults: %+v", target)
 	}
@@ -65,7 +95,7 @@ func TestHTTPTarget(t *testing.T) {
 		{"non-JSON body ran", reply{200, "ok"}, outcomeRan, "", ""},
 	} {
 		answer = tc.reply
-		res := target.pulse(t.Context(), samplePulse())
+		res := target.pulse(t.Context(), deadline(target), samplePulse())
 		if res.outcome != tc.outcome || res.reason != tc.reason {
 			t.Errorf("%s: %+v, want outcome %d reason %q", tc.name, res, tc.outcome, tc.reason)
 		}
@@ -83,6 +113,12 @@ func TestHTTPTarget(t *testing.T) {
 }
 
 func TestHTTPTargetTimeoutAndRefused(t *testing.T) {
+	for _, tr := range httpTransports {
+		t.Run(tr.name, func(t *testing.T) { testHTTPTargetTimeoutAndRefused(t, tr.wire) })
+	}
+}
+
+func testHTTPTargetTimeoutAndRefused(t *testing.T, wire bool) {
 	release := make(chan struct{})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body) // lets the server notice the client hanging up
@@ -91,18 +127,20 @@ func TestHTTPTargetTimeoutAndRefused(t *testing.T) {
 		case <-release:
 		}
 	}))
-	client := &http.Client{Transport: &http.Transport{}}
-	defer client.CloseIdleConnections()
-	target := newHTTPPulser(&HTTPTarget{URL: srv.URL, Method: "put", Timeout: 50 * time.Millisecond}, client, DefaultHTTPTimeout)
-	ctx, cancel := context.WithTimeout(t.Context(), target.timeout())
-	res := target.pulse(ctx, samplePulse())
-	cancel()
+	target := newTestHTTPPulser(t, wire, &HTTPTarget{URL: srv.URL, Method: "put", Timeout: 50 * time.Millisecond})
+	res := target.pulse(t.Context(), deadline(target), samplePulse())
 	if res.outcome != outcomeFailed || res.reason != reasonTimeout {
 		t.Fatalf("hung target: %+v", res)
 	}
+	ctx, cancel := context.WithCancel(t.Context())
+	time.AfterFunc(20*time.Millisecond, cancel)
+	res = target.pulse(ctx, time.Now().Add(time.Minute), samplePulse())
+	if res.outcome != outcomeFailed || res.reason != reasonStopped {
+		t.Fatalf("hung target, service stopping: %+v", res)
+	}
 	close(release)
 	srv.Close()
-	res = target.pulse(t.Context(), samplePulse())
+	res = target.pulse(t.Context(), deadline(target), samplePulse())
 	if res.outcome != outcomeFailed || !strings.HasPrefix(res.reason, "http: ") || strings.Contains(res.reason, srv.URL) {
 		t.Fatalf("refused: %+v (the reason must not carry the URL)", res)
 	}
@@ -131,11 +169,11 @@ func TestExecTargetClassifies(t *testing.T) {
 			gotArgv, gotEnv, gotStdin = argv, env, stdin
 			return tc.code, []byte(tc.stdout), tc.err
 		}
-		target, err := newPulser(&Target{Exec: &ExecTarget{Command: []string{"notify", "--now"}}}, nil, run)
+		target, err := newPulser(&Target{Exec: &ExecTarget{Command: []string{"notify", "--now"}}}, nil, nil, run)
 		if err != nil {
 			t.Fatal(err)
 		}
-		res := target.pulse(t.Context(), samplePulse())
+		res := target.pulse(t.Context(), deadline(target), samplePulse())
 		if res.outcome != tc.outcome || res.reason != tc.reason {
 			t.Errorf("%s: %+v, want outcome %d reason %q", tc.name, res, tc.outcome, tc.reason)
 		}
@@ -153,11 +191,11 @@ func TestExecTargetClassifies(t *testing.T) {
 // TestExecTargetRealProcess pulses the test binary itself: it checks that the SCHEDD_*
 // environment matches the pulse on stdin and answers with an event and an exit code.
 func TestExecTargetRealProcess(t *testing.T) {
-	target, err := newPulser(&Target{Exec: &ExecTarget{Command: []string{"0", `{"status":"sent","preview":"hi"}`}}}, nil, helperRun("target"))
+	target, err := newPulser(&Target{Exec: &ExecTarget{Command: []string{"0", `{"status":"sent","preview":"hi"}`}}}, nil, nil, helperRun("target"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	res := target.pulse(t.Context(), samplePulse())
+	res := target.pulse(t.Context(), deadline(target), samplePulse())
 	if res.outcome != outcomeRan || res.event == nil || res.event.Status != EventSent || res.event.Preview != "hi" {
 		t.Fatalf("real exec target: %+v (event %+v)", res, res.event)
 	}
@@ -165,9 +203,7 @@ func TestExecTargetRealProcess(t *testing.T) {
 
 func TestExecTargetTimeout(t *testing.T) {
 	target := &execPulser{argv: []string{"x"}, limit: 100 * time.Millisecond, run: helperRun("hang")}
-	ctx, cancel := context.WithTimeout(t.Context(), target.timeout())
-	defer cancel()
-	if res := target.pulse(ctx, samplePulse()); res.outcome != outcomeFailed || res.reason != reasonTimeout {
+	if res := target.pulse(t.Context(), deadline(target), samplePulse()); res.outcome != outcomeFailed || res.reason != reasonTimeout {
 		t.Fatalf("hung command: %+v", res)
 	}
 }
