@@ -317,8 +317,18 @@ func (s *Service) Run(ctx context.Context) error {
 	s.mu.Unlock()
 
 	dispose := s.disp.SetHandler(s.handle)
-	timer := time.NewTimer(s.timerDelay())
+	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
+	// With no agent scheduled and no wake deferred there is nothing to wait for: the timer
+	// stays stopped and an idle daemon is never woken by heartbeats.
+	arm := func() {
+		if d, ok := s.timerDelay(); ok {
+			timer.Reset(d)
+		} else {
+			timer.Stop()
+		}
+	}
+	arm()
 	saveTimer := time.NewTimer(saveDelay)
 	defer saveTimer.Stop()
 	s.setSaveArmed(true)
@@ -348,7 +358,7 @@ func (s *Service) Run(ctx context.Context) error {
 			}
 			gap = max(saveDelay, time.Since(start)*saveBudget)
 		}
-		timer.Reset(s.timerDelay())
+		arm()
 		if s.isDirty() && s.setSaveArmed(true) {
 			saveTimer.Reset(gap)
 		}
@@ -426,20 +436,31 @@ func (s *Service) isDirty() bool {
 }
 
 // timerDelay is how long the scheduler may sleep: until the next deferred wake or due
-// agent (unless an interval wake is already queued), at most maxSleep.
-func (s *Service) timerDelay() time.Duration {
+// agent (unless an interval wake is already queued), at most maxSleep so that wall-clock
+// steps are noticed. ok is false when no agent is scheduled and no wake is deferred:
+// nothing is due, ever, until the config or the switch changes (which pokes Run).
+func (s *Service) timerDelay() (d time.Duration, ok bool) {
+	s.mu.Lock()
+	idle := len(s.due) == 0 && len(s.deferq) == 0
+	if idle {
+		s.lastWall = time.Time{} // a step back while nothing runs needs no rebase
+	}
+	s.mu.Unlock()
+	if idle {
+		return 0, false
+	}
 	now := s.wall()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.watchClockLocked(now)
-	d := maxSleep
+	d = maxSleep
 	if len(s.deferq) > 0 {
 		d = min(d, s.deferq[0].deferred.at.Sub(now))
 	}
 	if len(s.due) > 0 && !s.awaiting {
 		d = min(d, s.due[0].a.nextDue.Sub(now))
 	}
-	return max(d, 0)
+	return max(d, 0), true
 }
 
 // onTimer re-issues deferred wakes that are due and requests an interval wake when an

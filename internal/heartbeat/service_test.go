@@ -1,8 +1,10 @@
 package heartbeat
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -561,5 +563,64 @@ func TestServiceWorkersStartOnDemand(t *testing.T) {
 		close(hold)
 		h.sleepTo(2 * time.Second)
 		h.wantPulses(agents)
+	})
+}
+
+// countingClock is a wall clock that counts how often the service reads it: every timer
+// wake-up of the scheduler reads it.
+type countingClock struct{ reads atomic.Int64 }
+
+func (c *countingClock) now() time.Time { c.reads.Add(1); return time.Now() }
+
+// TestServiceIdleNeverWakes: with no agent scheduled the service arms no timer at all (an
+// idle daemon is never woken by heartbeats); once an agent is scheduled it wakes for it,
+// and when the config drops it again the wake-ups stop.
+func TestServiceIdleNeverWakes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		off := false
+		idle := Config{Seed: testSeed, Defaults: AgentConfig{Every: "1m", Target: execTarget(), Enabled: &off}}
+		clk := &countingClock{}
+		exec := &fakeExec{start: time.Now()}
+		svc, err := New(idle, Deps{Run: exec.run, Host: time.UTC, Now: clk.now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error, 1)
+		go func() { done <- svc.Run(ctx) }()
+		defer func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Error(err)
+			}
+		}()
+		time.Sleep(time.Minute) // the first state save
+		synctest.Wait()
+		before := clk.reads.Load()
+		time.Sleep(7 * 24 * time.Hour)
+		synctest.Wait()
+		if n := clk.reads.Load() - before; n != 0 {
+			t.Fatalf("idle for a week: the scheduler read the clock %d times", n)
+		}
+
+		if err := svc.UpdateConfig(baseConfig()); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Hour)
+		synctest.Wait()
+		if n := len(exec.seen()); n != 60 {
+			t.Fatalf("an agent every minute pulsed %d times in an hour", n)
+		}
+		if err := svc.UpdateConfig(idle); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		before = clk.reads.Load()
+		time.Sleep(24 * time.Hour)
+		synctest.Wait()
+		if n := clk.reads.Load() - before; n != 0 {
+			t.Fatalf("idle again for a day: the scheduler read the clock %d times", n)
+		}
 	})
 }
