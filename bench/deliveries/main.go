@@ -3,7 +3,9 @@
 //
 //	fsync    -dir D -n N -size B           append B bytes + fdatasync, N times: the disk's limit
 //	sqlite   -dir D -n N -size B           one row per transaction, WAL, synchronous=FULL
-//	enqueue  -socket S -clients C -n N     durable enqueues through the control API
+//	enqueue  -socket S -clients C -n N     durable enqueues through the control API (with
+//	                                       -sink nosuch -expect 400: the same requests
+//	                                       answered before the store, the bare round trip)
 //	prefill  -db F -n N -due-at MS         store N entries (for sink "hook") due at MS (unix ms)
 //	sink     -listen A -n N -ready-file F  a no-op HTTP sink: 204 to every delivery; reports
 //	                                       once N arrived. GET /readyz is 200 once F exists
@@ -206,6 +208,7 @@ func enqueueCmd(args []string) error {
 	size := fs.Int("size", 256, "payload bytes")
 	sink := fs.String("sink", "hook", "sink name")
 	prefix := fs.String("prefix", "k", "idempotency key prefix (unique per run)")
+	expect := fs.Int("expect", http.StatusCreated, "the status every reply must have (400 with an unknown -sink: the round trip without the store)")
 	fs.Parse(args)
 	payload := strings.Repeat("x", *size)
 	var next atomic.Int64
@@ -237,7 +240,7 @@ func enqueueCmd(args []string) error {
 					errs <- err
 					return
 				}
-				if status != http.StatusCreated {
+				if status != *expect {
 					errs <- fmt.Errorf("enqueue: status %d: %s", status, b)
 					return
 				}
@@ -251,7 +254,11 @@ func enqueueCmd(args []string) error {
 	if err := <-errs; err != nil {
 		return err
 	}
-	return emit(map[string]any{"bench": "durable enqueue via the control API", "clients": *clients, "n": *n,
+	bench := "durable enqueue via the control API"
+	if *expect != http.StatusCreated {
+		bench = "round trip without the store"
+	}
+	return emit(map[string]any{"bench": bench, "clients": *clients, "n": *n,
 		"per_s": float64(*n) / el.Seconds(), "latency": summarize(slices.Concat(lats...))})
 }
 
@@ -474,6 +481,10 @@ func summaryCmd(args []string) error {
 		x := r.PerS / limit.PerS
 		fmt.Fprintf(w, "%-46s %8.0f/s  %.2fx the row limit; >= %.2fx: %s (p50 %.0f us, p99 %.0f us)\n",
 			fmt.Sprintf("enqueue via the control API, %d client(s)", c.clients), r.PerS, x, c.factor, verdict(x >= c.factor),
+			r.Latency.P50us, r.Latency.P99us)
+	}
+	if r, ok := find("round trip without the store", 1); ok {
+		fmt.Fprintf(w, "%-46s %8.0f/s  (p50 %.0f us, p99 %.0f us)\n", "same request, unknown sink (no store), 1 client", r.PerS,
 			r.Latency.P50us, r.Latency.P99us)
 	}
 	if r, ok := find("deliveries to a no-op HTTP sink", 0); ok {

@@ -10,6 +10,8 @@
 #
 #   bash bench/deliveries/run.sh             # full run (about a minute)
 #   bash bench/deliveries/run.sh --quick     # smaller counts: a smoke run
+#   bash bench/deliveries/run.sh --enqueue   # the limits and the enqueue figures only
+#   PROFILE=1 bash bench/deliveries/run.sh --enqueue   # and CPU/alloc profiles of the daemon
 #   BENCH_DIR=/mnt/other bash bench/deliveries/run.sh   # measure another disk
 #
 # Everything runs on BENCH_DIR (default bench/deliveries/.work, on the repository's disk).
@@ -25,9 +27,18 @@ OUT=$HERE/results/$STAMP
 WORK=${BENCH_DIR:-$HERE/.work}/$STAMP
 
 N_FSYNC=2000 N_SQLITE=3000 N_ONE=4000 N_MANY=40000 N_DRAIN=50000 N_PENDING=100000
-if [[ ${1:-} == --quick ]]; then
-	N_FSYNC=300 N_SQLITE=300 N_ONE=500 N_MANY=4000 N_DRAIN=5000 N_PENDING=10000
-fi
+ONLY_ENQUEUE=
+for arg in "$@"; do
+	case $arg in
+	--quick) N_FSYNC=300 N_SQLITE=300 N_ONE=500 N_MANY=4000 N_DRAIN=5000 N_PENDING=10000 ;;
+	--enqueue) ONLY_ENQUEUE=1 ;;
+	*) echo "usage: $0 [--quick] [--enqueue]" >&2; exit 2 ;;
+	esac
+done
+# PROFILE=1: schedd is built with its pprof hook (-tags schedd_pprof), and the enqueue runs
+# are profiled (CPU and allocations) into OUT.
+PROFILE=${PROFILE:-}
+PPROF_ADDR=127.0.0.1:${PPROF_PORT:-6061}
 
 log() { printf '%s %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }
 die() { log "error: $*"; exit 1; }
@@ -48,7 +59,9 @@ RESULTS=$OUT/results.jsonl
 : >"$RESULTS"
 
 log "building schedd and dlbench"
-(cd "$ROOT" && CGO_ENABLED=0 go build -o "$WORK/schedd" ./cmd/schedd && go build -o "$WORK/dlbench" ./bench/deliveries)
+TAGS=()
+[[ -n $PROFILE ]] && TAGS=(-tags schedd_pprof)
+(cd "$ROOT" && CGO_ENABLED=0 go build "${TAGS[@]+"${TAGS[@]}"}" -o "$WORK/schedd" ./cmd/schedd && go build -o "$WORK/dlbench" ./bench/deliveries)
 SCHEDD=$WORK/schedd
 DLBENCH=$WORK/dlbench
 
@@ -69,7 +82,7 @@ start_schedd() {
 	local name=$1 cfg=$2
 	SD_SOCK=$WORK/$name.sock
 	SD_START=$(date +%s%N)
-	"$SCHEDD" run --config "$cfg" --state-dir "$WORK/$name" --socket "$SD_SOCK" --service-manager none \
+	SCHEDD_PPROF_ADDR=${PROFILE:+$PPROF_ADDR} "$SCHEDD" run --config "$cfg" --state-dir "$WORK/$name" --socket "$SD_SOCK" --service-manager none \
 		--log-format json 2>"$OUT/$name.log" &
 	SD_PID=$!
 	PIDS+=("$SD_PID")
@@ -115,9 +128,34 @@ deliveries:
     hook: {gateway: {path: /hook, base_url: "http://127.0.0.1:9"}}
 EOF
 start_schedd enqueue "$WORK/enqueue.yaml"
-"$DLBENCH" enqueue -socket "$SD_SOCK" -clients 1 -n "$N_ONE" -prefix one >>"$RESULTS"
-"$DLBENCH" enqueue -socket "$SD_SOCK" -clients 16 -n "$N_MANY" -prefix many >>"$RESULTS"
+# profiled NAME CMD...: runs CMD, with a CPU profile of schedd taken meanwhile (PROFILE=1)
+# into OUT/NAME.cpu.pprof, and the allocations it made into OUT/NAME.allocs.pprof.
+profiled() {
+	local name=$1 ppid=
+	shift
+	if [[ -n $PROFILE ]]; then
+		curl -s -o "$OUT/$name.allocs0.pprof" "http://$PPROF_ADDR/debug/pprof/allocs"
+		curl -s -o "$OUT/$name.cpu.pprof" "http://$PPROF_ADDR/debug/pprof/profile?seconds=${PROFILE_SECONDS:-3}" &
+		ppid=$!
+	fi
+	"$@"
+	if [[ -n $PROFILE ]]; then
+		wait "$ppid"
+		curl -s -o "$OUT/$name.allocs.pprof" "http://$PPROF_ADDR/debug/pprof/allocs"
+	fi
+}
+# The same request to a sink that is not configured: answered (400) before the store, so
+# this is the round trip of the HTTP path alone.
+"$DLBENCH" enqueue -socket "$SD_SOCK" -clients 1 -n "$N_ONE" -prefix bare -sink nosuch -expect 400 >>"$RESULTS"
+profiled one "$DLBENCH" enqueue -socket "$SD_SOCK" -clients 1 -n "$N_ONE" -prefix one >>"$RESULTS"
+profiled many "$DLBENCH" enqueue -socket "$SD_SOCK" -clients 16 -n "$N_MANY" -prefix many >>"$RESULTS"
 stop_schedd
+
+if [[ -n $ONLY_ENQUEUE ]]; then
+	log "done: $OUT"
+	"$DLBENCH" summary -results "$RESULTS" | tee "$OUT/summary.txt"
+	exit 0
+fi
 
 # ---------------------------------------------------------------------------------------
 log "3/4 delivery throughput: $N_DRAIN stored entries to a no-op HTTP sink, 16 workers"

@@ -3,6 +3,7 @@ package queue
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"sync/atomic"
 	"testing"
 )
@@ -20,17 +21,25 @@ func BenchmarkEnqueue(b *testing.B) {
 			defer s.Close()
 			payload := make([]byte, 256)
 			var n atomic.Int64
-			b.SetParallelism(callers)
-			b.ResetTimer()
-			b.RunParallel(func(pb *testing.PB) {
-				for pb.Next() {
-					k := n.Add(1)
-					if _, _, err := s.Enqueue(context.Background(), NewEntry{Sink: "hook", Key: fmt.Sprint("k", k), Payload: payload}); err != nil {
-						b.Error(err)
-						return
-					}
+			enqueue := func() bool {
+				k := n.Add(1)
+				if _, _, err := s.Enqueue(context.Background(), NewEntry{Sink: "hook", Key: fmt.Sprint("k", k), Payload: payload}); err != nil {
+					b.Error(err)
+					return false
 				}
-			})
+				return true
+			}
+			b.ResetTimer()
+			if callers == 1 { // RunParallel would run GOMAXPROCS callers
+				for i := 0; i < b.N && enqueue(); i++ {
+				}
+			} else {
+				b.SetParallelism(callers / runtime.GOMAXPROCS(0))
+				b.RunParallel(func(pb *testing.PB) {
+					for pb.Next() && enqueue() {
+					}
+				})
+			}
 			b.StopTimer()
 			st := s.Stats()
 			b.ReportMetric(float64(st.Ops)/float64(max(st.Commits, 1)), "ops/commit")
