@@ -11,53 +11,63 @@ import (
 // Log buffering: a daemon that logs a line per heartbeat pulse would otherwise make a write
 // system call per line (at 10,000 agents every 30 s, 333 a second).
 const (
-	// logFlushDelay is how long a log line may wait in the buffer, and how often the log is
-	// written while lines keep coming: at most this much of the log is lost when the daemon
-	// is killed with SIGKILL or dies of a runtime fatal error.
-	logFlushDelay = 100 * time.Millisecond
+	// logFlushEvery is how often the log is written while lines keep coming: a line is
+	// written with those waiting once the oldest of them is this old.
+	logFlushEvery = 100 * time.Millisecond
+	// logFlushMax is how long a line may wait when no other follows it: at most this much
+	// of the log is lost when the daemon is killed with SIGKILL or dies of a runtime fatal
+	// error.
+	logFlushMax = 250 * time.Millisecond
 	// logBufferSize is how much may wait before it is written at once.
 	logBufferSize = 64 << 10
 )
 
-// logSink writes log lines to w at most once per delay: a line that comes after a quiet
-// delay is written at once, and the lines that follow within delay of a write wait for the
-// next one (delay after the first of them), unless size bytes wait or Sync is called.
-// While nothing waits it keeps no goroutine and no armed timer, so an idle daemon is never
-// woken by its logger.
+// logSink writes log lines to w in batches. A line that comes after a quiet spell (no
+// write for every) is written at once. Lines that follow are written together with a later
+// line that finds the oldest of them every old, so a busy log is written from the goroutines
+// that log, at most once per every; a timer writes what waits when nothing follows within
+// maxWait; size bytes waiting or Sync write at once. While nothing waits it keeps no
+// goroutine and no armed timer, and while lines keep coming its timer never fires, so the
+// logger wakes the daemon for nothing.
 type logSink struct {
-	w     io.Writer
-	delay time.Duration
-	size  int
+	w       io.Writer
+	every   time.Duration
+	maxWait time.Duration
+	size    int
 
 	writeMu sync.Mutex // serializes writes to w, so lines keep their order; taken before mu
 
 	mu    sync.Mutex
 	buf   []byte
-	spare []byte // the buffer last written out, reused
-	armed bool   // the timer will flush buf
+	spare []byte    // the buffer last written out, reused
+	first time.Time // when the oldest waiting line came
+	armed bool      // the timer will flush buf
 	timer *time.Timer
 	last  time.Time // the last write to w
 }
 
 var _ zapcore.WriteSyncer = (*logSink)(nil)
 
-func newLogSink(w io.Writer, delay time.Duration, size int) *logSink {
-	s := &logSink{w: w, delay: delay, size: size}
+func newLogSink(w io.Writer, every, maxWait time.Duration, size int) *logSink {
+	s := &logSink{w: w, every: every, maxWait: maxWait, size: size}
 	s.timer = time.AfterFunc(time.Hour, func() { _ = s.flush() }) // a failed write has no one to tell
 	s.timer.Stop()
 	return s
 }
 
 // Write queues p, a whole line from zap's core, and writes what waits when the log was
-// quiet for delay or size bytes wait.
+// quiet, when the oldest waiting line is every old, or when size bytes wait.
 func (s *logSink) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	s.buf = append(s.buf, p...)
 	t := time.Now()
-	now := len(s.buf) >= s.size || (!s.armed && t.Sub(s.last) >= s.delay)
+	s.mu.Lock()
+	if len(s.buf) == 0 {
+		s.first = t
+	}
+	s.buf = append(s.buf, p...)
+	now := len(s.buf) >= s.size || t.Sub(s.first) >= s.every || (len(s.buf) == len(p) && t.Sub(s.last) >= s.every)
 	if !now && !s.armed {
 		s.armed = true
-		s.timer.Reset(s.delay)
+		s.timer.Reset(s.maxWait)
 	}
 	s.mu.Unlock()
 	if now {

@@ -34,41 +34,51 @@ func (w *countingBuffer) read() (string, int) {
 	return w.b.String(), w.writes
 }
 
-// TestLogSinkDelay: a line after a quiet spell is written at once; lines that follow
-// within the delay wait at most the delay and go out in one write; with nothing waiting no
-// timer is armed, so the bubble is idle.
-func TestLogSinkDelay(t *testing.T) {
+// TestLogSinkBatches: a line after a quiet spell is written at once; lines that follow
+// wait until a later one finds the oldest of them 100 ms old, or at most 250 ms when none
+// comes; with nothing waiting no timer is armed, so the bubble is idle.
+func TestLogSinkBatches(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var w countingBuffer
-		s := newLogSink(&w, 100*time.Millisecond, 1<<10)
-		expect := func(when, want string, writes int) {
+		s := newLogSink(&w, 100*time.Millisecond, 250*time.Millisecond, 1<<10)
+		start := time.Now()
+		at := func(d time.Duration, line string) {
 			t.Helper()
+			time.Sleep(d - time.Since(start))
+			if line != "" {
+				_, _ = s.Write([]byte(line))
+			}
 			synctest.Wait()
+		}
+		expect := func(want string, writes int) {
+			t.Helper()
 			if got, n := w.read(); got != want || n != writes {
-				t.Fatalf("%s: %q in %d writes, want %q in %d", when, got, n, want, writes)
+				t.Fatalf("at %v: %q in %d writes, want %q in %d", time.Since(start), got, n, want, writes)
 			}
 		}
-		_, _ = s.Write([]byte("a\n"))
-		expect("first line", "a\n", 1)
-		time.Sleep(10 * time.Millisecond)
-		_, _ = s.Write([]byte("b\n"))
-		time.Sleep(50 * time.Millisecond)
-		_, _ = s.Write([]byte("c\n"))
-		time.Sleep(49 * time.Millisecond)
-		expect("before the delay", "a\n", 1)
-		time.Sleep(time.Millisecond)
-		expect("after the delay", "a\nb\nc\n", 2)
-		time.Sleep(40 * time.Millisecond)
-		_, _ = s.Write([]byte("d\n")) // 40 ms after the last write: waits
-		expect("soon after a write", "a\nb\nc\n", 2)
+		at(0, "a\n")
+		expect("a\n", 1) // after a quiet spell: at once
+		at(10*time.Millisecond, "b\n")
+		at(60*time.Millisecond, "c\n")
+		at(109*time.Millisecond, "d\n")
+		expect("a\n", 1)
+		at(110*time.Millisecond, "e\n") // b is 100 ms old: all that waits goes out
+		expect("a\nb\nc\nd\ne\n", 2)
+		at(150*time.Millisecond, "f\n")
+		at(399*time.Millisecond, "")
+		expect("a\nb\nc\nd\ne\n", 2)
+		at(400*time.Millisecond, "") // nothing followed f: the timer writes it 250 ms on
+		expect("a\nb\nc\nd\ne\nf\n", 3)
+		at(450*time.Millisecond, "g\n") // 50 ms after a write: waits
+		expect("a\nb\nc\nd\ne\nf\n", 3)
 		if err := s.Sync(); err != nil {
 			t.Fatal(err)
 		}
-		expect("after Sync", "a\nb\nc\nd\n", 3)
-		time.Sleep(time.Hour) // no flush is pending: nothing more is written
-		expect("an hour later", "a\nb\nc\nd\n", 3)
-		_, _ = s.Write([]byte("e\n"))
-		expect("after a quiet hour", "a\nb\nc\nd\ne\n", 4)
+		expect("a\nb\nc\nd\ne\nf\ng\n", 4)
+		at(time.Hour, "") // no flush is pending: nothing more is written
+		expect("a\nb\nc\nd\ne\nf\ng\n", 4)
+		at(time.Hour+time.Millisecond, "h\n")
+		expect("a\nb\nc\nd\ne\nf\ng\nh\n", 5)
 	})
 }
 
@@ -76,7 +86,7 @@ func TestLogSinkDelay(t *testing.T) {
 // concurrent writers.
 func TestLogSinkFull(t *testing.T) {
 	var w countingBuffer
-	s := newLogSink(&w, time.Hour, 256)
+	s := newLogSink(&w, time.Hour, time.Hour, 256)
 	var wg sync.WaitGroup
 	for g := range 4 {
 		wg.Go(func() {

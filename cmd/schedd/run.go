@@ -211,9 +211,10 @@ func newLogger(cmd *cobra.Command, lc config.Log) (*zap.Logger, *zap.AtomicLevel
 	default:
 		return nil, nil, fmt.Errorf("log format %q: want console or json", format)
 	}
-	// Lines are buffered for up to logFlushDelay (see logSink); a warning or an error is
-	// written out at once, with what waits before it, and Sync (at exit) writes the rest.
-	sink := newLogSink(cmd.ErrOrStderr(), logFlushDelay, logBufferSize)
+	// Lines are written in batches, at most every logFlushEvery and at the latest after
+	// logFlushMax (see logSink); a warning or an error is written at once, with what waits
+	// before it, and Sync (at exit) writes the rest.
+	sink := newLogSink(cmd.ErrOrStderr(), logFlushEvery, logFlushMax, logBufferSize)
 	core := zapcore.RegisterHooks(zapcore.NewCore(enc, sink, lvl), func(e zapcore.Entry) error {
 		if e.Level >= zapcore.WarnLevel {
 			return sink.flush()
