@@ -141,6 +141,7 @@ type Service struct {
 	stopping  bool
 	runCtx    context.Context
 	pulses    sync.WaitGroup
+	launch    []pulseJob   // pulses to wire targets dispatch started, for handle to send
 	workers   int          // pulse workers started
 	busy      atomic.Int32 // workers running a pulse
 	saveArmed bool         // Run's save timer is set: a state change needs no kick
@@ -561,6 +562,13 @@ func (s *Service) logNotes(notes []note) {
 // through the dispatcher's retry when it answers.
 func (s *Service) handle(ctx context.Context, w Wake) (RunResult, error) {
 	res := s.dispatch(ctx, w)
+	s.mu.Lock()
+	launch := s.launch
+	s.launch = nil
+	s.mu.Unlock()
+	if len(launch) > 0 {
+		s.sendWire(launch)
+	}
 	if !(res.Status == StatusSkipped && IsBusyReason(res.Reason)) {
 		s.mu.Lock()
 		s.awaiting = false
@@ -768,6 +776,15 @@ func (s *Service) startPulseLocked(a *agent, w Wake, kind ReasonKind, now time.T
 	a.inflight = true
 	s.dirty = true
 	job := pulseJob{a: a, t: a.target, p: p}
+	if h, ok := a.target.(*httpPulser); ok && h.wire != nil {
+		s.launch = append(s.launch, job) // handle sends it, after the lock
+		return
+	}
+	s.enqueueLocked(job)
+}
+
+// enqueueLocked hands job to the pulse workers.
+func (s *Service) enqueueLocked(job pulseJob) {
 	select {
 	case s.jobs <- job:
 		// Start a worker when the idle ones cannot take every queued pulse.
@@ -783,7 +800,7 @@ func (s *Service) startPulseLocked(a *agent, w Wake, kind ReasonKind, now time.T
 			select {
 			case s.jobs <- job:
 			case <-ctx.Done():
-				s.finish(job.a, job.p, pulseResult{outcome: outcomeFailed, reason: reasonStopped}, s.wall(), 0)
+				s.drop(job)
 			}
 		})
 	}
@@ -794,6 +811,9 @@ type pulseJob struct {
 	a *agent
 	t pulser
 	p Pulse
+	// A pulse whose request went out already (see sendWire): the worker reads the reply.
+	c                *wireConn
+	startWall, start time.Time
 }
 
 // worker runs queued pulses until ctx ends.
@@ -802,9 +822,13 @@ func (s *Service) worker(ctx context.Context) {
 		select {
 		case job := <-s.jobs:
 			s.busy.Add(1)
-			startWall, start := s.wall(), time.Now()
-			res := safePulse(ctx, job.t, start.Add(job.t.timeout()), job.p, s.log)
-			s.finish(job.a, job.p, res, startWall, time.Since(start))
+			if job.c != nil {
+				s.receiveWire(ctx, job)
+			} else {
+				startWall, start := s.wall(), time.Now()
+				res := safePulse(ctx, job.t, start.Add(job.t.timeout()), job.p, s.log)
+				s.finish(job.a, job.p, res, startWall, time.Since(start))
+			}
 			s.busy.Add(-1)
 		case <-ctx.Done():
 			return
@@ -812,16 +836,94 @@ func (s *Service) worker(ctx context.Context) {
 	}
 }
 
+// wireWait is how long the handler waits for the replies to the pulses it sent before it
+// leaves the rest to the workers.
+const wireWait = 5 * time.Millisecond
+
+// sendWire sends the pulses dispatch started for wire targets, all of them first and on
+// kept connections, then reads the replies while they come within wireWait: a burst of
+// pulses to one gateway costs a write and a read each, not a hand-off to a worker and back
+// per pulse. A pulse with no kept connection, and the replies that take longer, go to the
+// workers; the schedule does not wait for a slow target.
+func (s *Service) sendWire(jobs []pulseJob) {
+	ctx := s.runCtx
+	readBy := time.Now().Add(wireWait)
+	sent := jobs[:0]
+	for _, job := range jobs {
+		job.startWall, job.start = s.wall(), time.Now()
+		if c, ok := job.t.(*httpPulser).wire.start(ctx, readBy, job.p); ok {
+			job.c = c
+			sent = append(sent, job)
+			continue
+		}
+		job.startWall, job.start = time.Time{}, time.Time{}
+		s.mu.Lock()
+		s.enqueueLocked(job)
+		s.mu.Unlock()
+	}
+	// The last request sent is about the last one answered: once its reply is in, the
+	// others' are too, so the handler waits for the target once per burst, not per pulse.
+	if len(sent) > 1 && !sent[len(sent)-1].c.replied() {
+		s.mu.Lock()
+		for _, job := range sent {
+			s.enqueueLocked(job)
+		}
+		s.mu.Unlock()
+		return
+	}
+	for i, job := range sent {
+		if !job.c.replied() {
+			s.mu.Lock()
+			for _, rest := range sent[i:] {
+				s.enqueueLocked(rest)
+			}
+			s.mu.Unlock()
+			return
+		}
+		s.receiveWire(ctx, job)
+	}
+}
+
+// receiveWire reads the reply to a pulse sendWire sent and records the outcome.
+func (s *Service) receiveWire(ctx context.Context, job pulseJob) {
+	h := job.t.(*httpPulser)
+	deadline := job.start.Add(h.timeout())
+	var res pulseResult
+	func() {
+		defer func() {
+			if r := recover(); r != nil {
+				s.log.Error("heartbeat target panic", zap.String("agent", job.p.AgentID), zap.Any("panic", r), zap.Stack("stack"))
+				res = pulseResult{outcome: outcomeFailed, reason: fmt.Sprintf("panic: %v", r)}
+			}
+		}()
+		code, data, err := h.wire.receive(ctx, deadline, job.c)
+		if err != nil {
+			res = httpFailure(ctx, deadline, err)
+		} else {
+			res = classifyHTTP(code, data)
+		}
+	}()
+	s.finish(job.a, job.p, res, job.startWall, time.Since(job.start))
+}
+
 // dropQueued records pulses still queued at shutdown as stopped.
 func (s *Service) dropQueued() {
 	for {
 		select {
 		case job := <-s.jobs:
-			s.finish(job.a, job.p, pulseResult{outcome: outcomeFailed, reason: reasonStopped}, s.wall(), 0)
+			s.drop(job)
 		default:
 			return
 		}
 	}
+}
+
+// drop records a pulse the service stopped before it ran (or before its reply was read).
+func (s *Service) drop(job pulseJob) {
+	if job.c != nil {
+		job.c.close()
+	}
+	s.finish(job.a, job.p, pulseResult{outcome: outcomeFailed, reason: reasonStopped}, s.wall(), 0)
 }
 
 func safePulse(ctx context.Context, t pulser, deadline time.Time, p Pulse, log *zap.Logger) (res pulseResult) {

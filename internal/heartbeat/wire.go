@@ -117,33 +117,37 @@ func (w *wireTarget) exchange(ctx context.Context, deadline time.Time, p Pulse) 
 		if err != nil {
 			return 0, nil, err
 		}
-		code, data, keep, err := w.roundTrip(ctx, deadline, c, p)
-		if keep && ctx.Err() == nil {
-			w.pool.put(c)
-		} else {
-			c.close()
+		if err = w.send(ctx, c, p); err == nil {
+			return w.receive(ctx, deadline, c)
 		}
-		if errors.Is(err, errWireReuse) && !fresh && ctx.Err() == nil {
-			continue
+		c.close()
+		if !errors.Is(err, errWireReuse) || fresh || ctx.Err() != nil {
+			return 0, nil, err
 		}
-		return code, data, err
 	}
 }
 
-func (w *wireTarget) roundTrip(ctx context.Context, deadline time.Time, c *wireConn, p Pulse) (code int, data []byte, keep bool, err error) {
-	if !c.watch(ctx) {
-		return 0, nil, false, errWireReuse
+// start sends p on a kept connection when one is ready, without dialing: the first half
+// of an exchange that receive completes. The connection's read deadline is readBy. ok is
+// false when nothing was sent.
+func (w *wireTarget) start(ctx context.Context, readBy time.Time, p Pulse) (c *wireConn, ok bool) {
+	if c = w.pool.take(readBy, w.addr); c == nil {
+		return nil, false
 	}
-	if err := c.SetDeadline(deadline); err != nil {
-		return 0, nil, false, err
+	if err := w.send(ctx, c, p); err != nil {
+		c.close()
+		return nil, false
 	}
-	defer func() {
-		if keep {
-			keep = c.SetDeadline(time.Time{}) == nil
-		}
-	}()
+	return c, true
+}
 
-	// The request in one buffer and one write: head, Content-Length, body.
+// send writes p's request on c, whose read deadline is set: one buffer, one write. A
+// request is a few hundred bytes on a connection that carries one at a time, so the write
+// never waits for the peer; the read deadline bounds the exchange.
+func (w *wireTarget) send(ctx context.Context, c *wireConn, p Pulse) error {
+	if !c.watch(ctx) {
+		return errWireReuse
+	}
 	c.body = p.appendJSON(c.body[:0])
 	b := append(c.wbuf[:0], w.req...)
 	b = strconv.AppendInt(b, int64(len(c.body)), 10)
@@ -154,17 +158,41 @@ func (w *wireTarget) roundTrip(ctx context.Context, deadline time.Time, c *wireC
 		if c.reused {
 			err = fmt.Errorf("%w: %w", errWireReuse, err)
 		}
-		return 0, nil, false, err
+		return err
 	}
 	c.reused = true
+	return nil
+}
 
+// receive reads the reply to the request send wrote on c, by deadline, and keeps c for the
+// next pulse when it can carry one.
+func (w *wireTarget) receive(ctx context.Context, deadline time.Time, c *wireConn) (int, []byte, error) {
+	if !c.readBy.Equal(deadline) {
+		if err := c.SetReadDeadline(deadline); err != nil {
+			c.close()
+			return 0, nil, err
+		}
+		c.readBy = deadline
+	}
 	r, err := readWireReply(c.br, w.head, c.rbuf)
 	c.rbuf = r.body[:0]
-	if err != nil {
-		return 0, nil, false, err
-	}
 	// Bytes past the reply answer no request: the connection is out of step.
-	return r.code, r.body, r.whole && !r.close && c.br.Buffered() == 0, nil
+	if err == nil && r.whole && !r.close && c.br.Buffered() == 0 && ctx.Err() == nil {
+		w.pool.put(c)
+	} else {
+		c.close()
+	}
+	if err != nil {
+		return 0, nil, err
+	}
+	return r.code, r.body, nil
+}
+
+// replied waits until the reply to the request start sent begins to arrive, at most until
+// the read deadline start set. It reports false when none did.
+func (c *wireConn) replied() bool {
+	_, err := c.br.Peek(1)
+	return err == nil
 }
 
 // readReply reads r to its end into b, or up to one byte past maxReply.
@@ -199,6 +227,7 @@ type wireConn struct {
 	rbuf   []byte    // the last reply body, reused
 	reused bool      // a request was written before: a write error may mean the peer closed it
 	idle   time.Time // when it was put back
+	readBy time.Time // the read deadline set
 
 	// The context whose end interrupts the connection (the service's, for every pulse):
 	// watched once, not per pulse.
@@ -249,21 +278,10 @@ func dialTCP(ctx context.Context, deadline time.Time, addr string) (net.Conn, er
 // get returns an idle connection to addr that the peer has not closed, or dials one (always,
 // when fresh).
 func (p *wirePool) get(ctx context.Context, deadline time.Time, addr string, fresh bool) (*wireConn, error) {
-	for !fresh {
-		p.mu.Lock()
-		conns := p.idle[addr]
-		if len(conns) == 0 {
-			p.mu.Unlock()
-			break
-		}
-		c := conns[len(conns)-1]
-		conns[len(conns)-1] = nil
-		p.idle[addr] = conns[:len(conns)-1]
-		p.mu.Unlock()
-		if time.Since(c.idle) < wireMaxIdle && !c.peerClosed() {
+	if !fresh {
+		if c := p.take(deadline, addr); c != nil {
 			return c, nil
 		}
-		c.close()
 	}
 	nc, err := p.dial(ctx, deadline, addr)
 	if err != nil {
@@ -276,7 +294,35 @@ func (p *wirePool) get(ctx context.Context, deadline time.Time, addr string, fre
 			c.peek = c.peekFD
 		}
 	}
+	if err := c.SetReadDeadline(deadline); err != nil {
+		c.close()
+		return nil, err
+	}
+	c.readBy = deadline
 	return c, nil
+}
+
+// take returns an idle connection to addr that the peer has not closed, with its read
+// deadline set to readBy, or nil.
+func (p *wirePool) take(readBy time.Time, addr string) *wireConn {
+	for {
+		p.mu.Lock()
+		conns := p.idle[addr]
+		if len(conns) == 0 {
+			p.mu.Unlock()
+			return nil
+		}
+		c := conns[len(conns)-1]
+		conns[len(conns)-1] = nil
+		p.idle[addr] = conns[:len(conns)-1]
+		p.mu.Unlock()
+		// The deadline first: a peek past an old deadline would fail.
+		if time.Since(c.idle) < wireMaxIdle && c.SetReadDeadline(readBy) == nil && !c.peerClosed() {
+			c.readBy = readBy
+			return c
+		}
+		c.close()
+	}
 }
 
 // put keeps c for the next pulse to its address, closing the oldest idle connections that

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -367,4 +368,94 @@ func FuzzWireReply(f *testing.F) {
 			t.Fatalf("reply %q: hand reader %d %q, net/http %d %q (%v)", data, r.code, r.body, resp.StatusCode, body, berr)
 		}
 	})
+}
+
+// TestServiceWireBursts runs a service on real time against a target on bare TCP: a wake
+// of every agent sends their pulses over kept connections and reads the replies in the
+// handler; a reply slower than wireWait, and one that says busy, are finished by the
+// workers; every pulse is recorded with its outcome, and the connections are kept.
+func TestServiceWireBursts(t *testing.T) {
+	var mu sync.Mutex
+	got := map[string]int{}
+	rt := newRawTarget(t, func(_ string, body []byte) (string, bool) {
+		var p Pulse
+		if err := json.Unmarshal(body, &p); err != nil {
+			return "HTTP/1.1 400 Bad\r\nContent-Length: 0\r\n\r\n", true
+		}
+		mu.Lock()
+		got[p.AgentID]++
+		mu.Unlock()
+		switch p.AgentID {
+		case "slow":
+			time.Sleep(3 * wireWait)
+		case "event":
+			return "HTTP/1.1 200 OK\r\nContent-Length: 17\r\n\r\n{\"status\":\"sent\"}", false
+		}
+		return "HTTP/1.1 204 No Content\r\n\r\n", false
+	})
+	ids := []string{"a", "b", "c", "slow", "event"}
+	cfg := Config{Seed: testSeed, Defaults: AgentConfig{Every: "1h", Target: &Target{HTTP: &HTTPTarget{URL: rt.url()}}}}
+	for _, id := range ids {
+		cfg.Agents = append(cfg.Agents, AgentConfig{ID: id})
+	}
+	svc, err := New(cfg, Deps{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- svc.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+	for round := 1; round <= 3; round++ {
+		if err := svc.Wake(WakeRequest{Reason: "manual"}); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			st, n := svc.Status(), 0
+			for _, a := range st.Agents {
+				if a.Last != nil && a.Last.Status == StatusRan {
+					n++
+				}
+			}
+			mu.Lock()
+			all := len(got) == len(ids)
+			for _, c := range got {
+				all = all && c == round
+			}
+			mu.Unlock()
+			if all && n == len(ids) && !svc.inflightAny() {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("round %d: pulses %v, status %+v", round, got, st.Agents)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	for _, a := range svc.Status().Agents {
+		if a.ID == "event" && (a.Event == nil || a.Event.Status != EventSent) {
+			t.Errorf("event agent: %+v", a.Event)
+		}
+	}
+	if n := rt.accepted.Load(); n > int32(len(ids)) {
+		t.Errorf("%d connections for %d agents", n, len(ids))
+	}
+}
+
+// inflightAny reports whether a pulse is in flight.
+func (s *Service) inflightAny() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, a := range s.order {
+		if a.inflight {
+			return true
+		}
+	}
+	return false
 }
