@@ -28,6 +28,11 @@ import (
 
 // Connection pool limits.
 const (
+	// wirePeekIdle: a connection idle for less is used without peeking whether the peer
+	// closed it. Servers close idle connections after seconds (Node.js 5 s, nginx 75 s),
+	// not milliseconds, and a burst of pulses reuses its connections every 100 ms: the
+	// peek, a system call per pulse, is kept for connections that sat idle.
+	wirePeekIdle = 250 * time.Millisecond
 	// wireIdlePerHost is how many idle connections are kept per host: one per worker.
 	wireIdlePerHost = pulseWorkers
 )
@@ -317,7 +322,8 @@ func (p *wirePool) take(readBy time.Time, addr string) *wireConn {
 		p.idle[addr] = conns[:len(conns)-1]
 		p.mu.Unlock()
 		// The deadline first: a peek past an old deadline would fail.
-		if time.Since(c.idle) < wireMaxIdle && c.SetReadDeadline(readBy) == nil && !c.peerClosed() {
+		idle := time.Since(c.idle)
+		if idle < wireMaxIdle && c.SetReadDeadline(readBy) == nil && (idle < wirePeekIdle || !c.peerClosed()) {
 			c.readBy = readBy
 			return c
 		}
