@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 )
 
 const (
@@ -120,6 +121,8 @@ type Service struct {
 	now   func() time.Time
 	kick  chan struct{}
 	jobs  chan pulseJob
+
+	fields sync.Pool // of *pulseFields
 
 	saveMu sync.Mutex  // serializes store writes; taken before mu, never inside it
 	snap   []snapEntry // flush's copy of the agents' state, reused (saveMu)
@@ -568,6 +571,12 @@ func (s *Service) handle(ctx context.Context, w Wake) (RunResult, error) {
 	s.mu.Unlock()
 	if len(launch) > 0 {
 		s.sendWire(launch)
+		clear(launch)
+		s.mu.Lock()
+		if s.launch == nil {
+			s.launch = launch[:0] // the next burst's room
+		}
+		s.mu.Unlock()
 	}
 	if !(res.Status == StatusSkipped && IsBusyReason(res.Reason)) {
 		s.mu.Lock()
@@ -970,9 +979,30 @@ func (s *Service) finish(a *agent, p Pulse, res pulseResult, startWall time.Time
 	kick := !s.saveArmed // Run arms the save timer when it next looks
 	s.mu.Unlock()
 
-	fields := append(make([]zap.Field, 0, 11),
+	if ce := s.log.Check(zap.InfoLevel, "heartbeat pulse"); ce != nil {
+		s.logPulse(ce, p, res, last.Status, startWall, took)
+	}
+	if res.outcome == outcomeBusy {
+		s.disp.retry(Wake{Reason: p.Reason, AgentID: p.AgentID, SessionKey: p.SessionKey})
+	}
+	if kick {
+		s.poke()
+	}
+}
+
+// pulseFields is the room for a pulse line's fields, pooled: handed to the logger, a slice
+// of them escapes, and a line per pulse should not cost its 700 bytes of garbage.
+type pulseFields [11]zap.Field
+
+// logPulse writes the line of a pulse that finished.
+func (s *Service) logPulse(ce *zapcore.CheckedEntry, p Pulse, res pulseResult, status RunStatus, startWall time.Time, took time.Duration) {
+	room, _ := s.fields.Get().(*pulseFields)
+	if room == nil {
+		room = new(pulseFields)
+	}
+	fields := append(room[:0],
 		zap.String("agent", p.AgentID), zap.String("reason", p.Reason), zap.String("reason_kind", string(p.ReasonKind)),
-		zap.String("status", string(last.Status)), zap.Duration("duration", took), zap.Int("attempt", p.Attempt),
+		zap.String("status", string(status)), zap.Duration("duration", took), zap.Int("attempt", p.Attempt),
 		zap.Time("scheduled_at", p.ScheduledAt), zap.Duration("late", startWall.Sub(p.ScheduledAt)),
 	)
 	if p.SessionKey != "" {
@@ -984,13 +1014,9 @@ func (s *Service) finish(a *agent, p Pulse, res pulseResult, startWall time.Time
 	if res.event != nil {
 		fields = append(fields, zap.String("event", res.event.Status))
 	}
-	s.log.Info("heartbeat pulse", fields...)
-	if res.outcome == outcomeBusy {
-		s.disp.retry(Wake{Reason: p.Reason, AgentID: p.AgentID, SessionKey: p.SessionKey})
-	}
-	if kick {
-		s.poke()
-	}
+	ce.Write(fields...)
+	clear(room[:])
+	s.fields.Put(room)
 }
 
 // dueAgentsLocked lists the agents due at now, earliest first, walking only the part of
