@@ -191,6 +191,26 @@ func (d *testDaemon) waitFor(what string, cond func(respawn.Status) bool) contro
 	}
 }
 
+// waitLog waits until the daemon's log holds each of subs (5 s at most): the daemon writes
+// its log in batches, so a line may reach the output up to 250 ms after what it tells of.
+func (d *testDaemon) waitLog(subs ...string) bool {
+	d.t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		out, all := d.out.String(), true
+		for _, s := range subs {
+			all = all && strings.Contains(out, s)
+		}
+		if all {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 // wait waits for the daemon to exit and returns its exit code.
 func (d *testDaemon) wait(limit time.Duration) int {
 	d.t.Helper()

@@ -249,9 +249,8 @@ func TestE2EHeartbeatWakes(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "heartbeat") || !strings.Contains(out, "quiet-hours") {
 		t.Errorf("status = %d:\n%s", code, out)
 	}
-	if logs := d.out.String(); !strings.Contains(logs, "heartbeat skipped") || !strings.Contains(logs, `"skip_reason": "quiet-hours"`) ||
-		!strings.Contains(logs, "heartbeat pulse") {
-		t.Errorf("no structured skip and pulse lines in the log:\n%s", logs)
+	if !d.waitLog("heartbeat skipped", `"skip_reason": "quiet-hours"`, "heartbeat pulse") {
+		t.Errorf("no structured skip and pulse lines in the log:\n%s", d.out.String())
 	}
 
 	// A busy target is pulsed again a second after it answered busy: same pulse, attempt 2.

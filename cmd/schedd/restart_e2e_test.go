@@ -469,7 +469,7 @@ func TestE2EConfigChangesCoalesce(t *testing.T) {
 	os.WriteFile(cfgPath, []byte("gateway: {stopp: 1}\n"), 0o600)
 	d.cmd.Process.Signal(syscall.SIGHUP)
 	time.Sleep(200 * time.Millisecond)
-	if !strings.Contains(d.out.String(), "config reload failed; keeping the config in effect") {
+	if !d.waitLog("config reload failed; keeping the config in effect") {
 		t.Fatalf("no reload failure in the log:\n%s", d.out.String())
 	}
 	if st3, _ := d.status(); st3.Gateway.Restarts != 1 || st3.Gateway.State != respawn.StateReady {
@@ -510,7 +510,7 @@ restart: {delay: 0s, cooldown: 0s}
 	if l := st.Restart.Last; l.OK || !strings.Contains(l.Error, "not ready") {
 		t.Fatalf("result %+v", l)
 	}
-	if !strings.Contains(d.out.String(), "restart failed; the crash backoff takes over") {
+	if !d.waitLog("restart failed; the crash backoff takes over") {
 		t.Fatalf("no alert in the log")
 	}
 	code, reply, _ := restartCLI(t, d, "--now", "--wait")
@@ -545,7 +545,7 @@ func TestE2EIdleCheckHangs(t *testing.T) {
 	if code != 0 || reply.Result == nil || !reply.Result.Forced || reply.Result.DeferredMs < 700 {
 		t.Fatalf("restart --wait: %d %+v %s", code, reply.Result, errOut)
 	}
-	if !strings.Contains(d.out.String(), "idle check failed; the gateway counts as busy") {
+	if !d.waitLog("idle check failed; the gateway counts as busy") {
 		t.Fatalf("no log of the failed check")
 	}
 }
@@ -599,7 +599,7 @@ func TestE2ESignalDisabled(t *testing.T) {
 	d.cmd.Process.Signal(syscall.SIGUSR1)
 	time.Sleep(300 * time.Millisecond)
 	st, _ := d.status()
-	if st.Gateway.Restarts != 0 || !strings.Contains(d.out.String(), "SIGUSR1 restart ignored") {
+	if st.Gateway.Restarts != 0 || !d.waitLog("SIGUSR1 restart ignored") {
 		t.Fatalf("SIGUSR1 with allow_signal false: restarts %d", st.Gateway.Restarts)
 	}
 }
