@@ -299,8 +299,12 @@ func (s *Service) apply(cfg Config) error {
 		s.sortedIDs[i] = a.id
 	}
 	slices.Sort(s.sortedIDs)
+	// The state file changes when an agent runs or a persisted one goes; with neither
+	// there is nothing to write, and an idle daemon is not woken to write it.
+	if running > 0 || len(s.persisted) > 0 {
+		s.dirty = true
+	}
 	s.persisted = nil
-	s.dirty = true
 	s.mu.Unlock()
 	for _, w := range warns {
 		s.log.Warn("heartbeat agent config problem", zap.String("agent", w.agent), zap.String("problem", w.problem))
@@ -344,7 +348,11 @@ func (s *Service) Run(ctx context.Context) error {
 	arm()
 	saveTimer := time.NewTimer(saveDelay)
 	defer saveTimer.Stop()
-	s.setSaveArmed(true)
+	if s.isDirty() {
+		s.setSaveArmed(true)
+	} else {
+		saveTimer.Stop()
+	}
 	gap := saveDelay
 	for {
 		select {

@@ -624,3 +624,44 @@ func TestServiceIdleNeverWakes(t *testing.T) {
 		}
 	})
 }
+
+// countingStore counts saves.
+type countingStore struct {
+	memStore
+	saves atomic.Int64
+}
+
+func (c *countingStore) Save(st State) error { c.saves.Add(1); return c.memStore.Save(st) }
+
+// TestServiceNoAgentsWritesNothing: with no agent configured and none persisted there is
+// no state to write, so an idle daemon is not woken to write an empty state file (the
+// write used to come 5 s after every start); the switch, once set, is saved.
+func TestServiceNoAgentsWritesNothing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := &countingStore{}
+		svc, err := New(Config{Seed: testSeed}, Deps{Run: (&fakeExec{start: time.Now()}).run, Host: time.UTC, Store: store})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error, 1)
+		go func() { done <- svc.Run(ctx) }()
+		time.Sleep(time.Hour)
+		synctest.Wait()
+		if n := store.saves.Load(); n != 0 {
+			t.Fatalf("no agents: the state was saved %d times in an hour", n)
+		}
+		if err := svc.SetEnabled(false); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		if n := store.saves.Load(); n == 0 {
+			t.Fatal("the switch was not saved")
+		}
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	})
+}
