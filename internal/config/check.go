@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -202,12 +203,12 @@ func (k *checker) hostPort(path, s string) {
 	}
 }
 
-var nameRE = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
+var nameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9._-]+$`) })
 
 func (k *checker) name(path, what, s string) {
 	if s == "" {
 		k.errf(path, "is required")
-	} else if !nameRE.MatchString(s) {
+	} else if !nameRE().MatchString(s) {
 		k.errf(path, "invalid %s %s (use letters, digits, '.', '_' and '-')", what, quote(s))
 	}
 }
@@ -362,8 +363,10 @@ func (k *checker) restart() {
 var (
 	// everyRE is the upstream interval grammar: one token whose unit may be missing
 	// (minutes), or several tokens that all have units.
-	everyRE    = regexp.MustCompile(`^(?:\d+(?:\.\d+)?(?:ms|s|m|h|d)?|(?:\d+(?:\.\d+)?(?:ms|s|m|h|d))+)$`)
-	hhmmRE     = regexp.MustCompile(`^(?:[01]\d|2[0-3]):[0-5]\d$`)
+	everyRE = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^(?:\d+(?:\.\d+)?(?:ms|s|m|h|d)?|(?:\d+(?:\.\d+)?(?:ms|s|m|h|d))+)$`)
+	})
+	hhmmRE     = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(?:[01]\d|2[0-3]):[0-5]\d$`) })
 	knownTZs   = []string{"user", "local"}
 	targetKind = []string{"http", "exec"}
 )
@@ -409,7 +412,7 @@ func (k *checker) heartbeat() {
 }
 
 func (k *checker) agent(path string, a *HeartbeatAgent) {
-	if a.Every != "" && !everyRE.MatchString(strings.ToLower(strings.TrimSpace(a.Every))) {
+	if a.Every != "" && !everyRE().MatchString(strings.ToLower(strings.TrimSpace(a.Every))) {
 		k.errf(path+".every", "invalid interval %s (use 30m, 1h30m or a bare number of minutes; 0 disables)", quote(a.Every))
 	}
 	if ah := a.ActiveHours; ah != nil {
@@ -417,13 +420,13 @@ func (k *checker) agent(path string, a *HeartbeatAgent) {
 		switch {
 		case ah.Start == "":
 			k.errf(p+".start", "is required (HH:MM)")
-		case !hhmmRE.MatchString(ah.Start):
+		case !hhmmRE().MatchString(ah.Start):
 			k.errf(p+".start", "invalid time %s (use HH:MM from 00:00 to 23:59)", quote(ah.Start))
 		}
 		switch {
 		case ah.End == "":
 			k.errf(p+".end", "is required (HH:MM or 24:00)")
-		case !hhmmRE.MatchString(ah.End) && ah.End != "24:00":
+		case !hhmmRE().MatchString(ah.End) && ah.End != "24:00":
 			k.errf(p+".end", "invalid time %s (use HH:MM from 00:00 to 23:59, or 24:00)", quote(ah.End))
 		case ah.End == ah.Start:
 			k.errf(p+".end", "equals start, so the window is never active (use 00:00 to 24:00 for always)")

@@ -50,7 +50,7 @@ func (d *decoder) errNode(n *yaml.Node, field, format string, args ...any) {
 	d.errAt(n.Line, n.Column, field, format, args...)
 }
 
-var yamlLineRE = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+var yamlLineRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^yaml: line (\d+): (.*)$`) })
 
 // document parses data as exactly one YAML document holding a mapping. It returns nil after
 // recording the errors when that fails.
@@ -123,7 +123,7 @@ func (d *decoder) syntaxError(data []byte, err error) {
 		return
 	}
 	msg := err.Error()
-	if m := yamlLineRE.FindStringSubmatch(msg); m != nil {
+	if m := yamlLineRE().FindStringSubmatch(msg); m != nil {
 		line, _ := strconv.Atoi(m[1])
 		d.errAt(max(line, 1), 0, "", "invalid YAML: %s", m[2])
 		return

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"sync"
 	"text/template"
 	"time"
 )
@@ -59,11 +60,11 @@ func RenderServiceFile(s ServiceSpec) ([]byte, error) {
 	var tmpl *template.Template
 	switch s.Manager {
 	case ManagerSystemd:
-		tmpl = systemdTmpl
+		tmpl = systemdTmpl()
 	case ManagerLaunchd:
-		tmpl = launchdTmpl
+		tmpl = launchdTmpl()
 	case ManagerSchtasks:
-		tmpl = taskTmpl
+		tmpl = taskTmpl()
 		if s.TaskName == "" {
 			s.TaskName = DefaultTaskName
 		}
@@ -152,7 +153,8 @@ func windowsQuote(s string) string {
 	return b.String()
 }
 
-var systemdTmpl = template.Must(template.New("systemd").Funcs(funcs).Parse(`# schedd under systemd. Written by ` + "`schedd install`" + `; ` + "`schedd install --print`" + ` shows
+var systemdTmpl = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("systemd").Funcs(funcs).Parse(`# schedd under systemd. Written by ` + "`schedd install`" + `; ` + "`schedd install --print`" + ` shows
 # what it would write. Edit the config file, not this unit; override with ` + "`systemctl edit`" + `.
 [Unit]
 Description=schedd gateway supervisor
@@ -211,8 +213,10 @@ RestrictSUIDSGID=yes
 [Install]
 WantedBy={{if .User}}default.target{{else}}multi-user.target{{end}}
 `))
+})
 
-var launchdTmpl = template.Must(template.New("launchd").Funcs(funcs).Parse(`<?xml version="1.0" encoding="UTF-8"?>
+var launchdTmpl = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("launchd").Funcs(funcs).Parse(`<?xml version="1.0" encoding="UTF-8"?>
 <!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">
 <!--
   schedd under launchd, as written by ` + "`schedd install`" + `.
@@ -256,8 +260,10 @@ var launchdTmpl = template.Must(template.New("launchd").Funcs(funcs).Parse(`<?xm
 </dict>
 </plist>
 `))
+})
 
-var taskTmpl = template.Must(template.New("schtasks").Funcs(funcs).Parse(`<?xml version="1.0" encoding="UTF-8"?>
+var taskTmpl = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("schtasks").Funcs(funcs).Parse(`<?xml version="1.0" encoding="UTF-8"?>
 <!--
   schedd as a Windows scheduled task, as written by ` + "`schedd install`" + `.
   ExecutionTimeLimit PT0S: no time limit (the default of 72 hours would stop schedd,
@@ -327,3 +333,4 @@ var taskTmpl = template.Must(template.New("schtasks").Funcs(funcs).Parse(`<?xml 
   </Actions>
 </Task>
 `))
+})
