@@ -1,6 +1,7 @@
 package control
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -16,24 +17,16 @@ import (
 // ErrNoDaemon means nothing listens on the control socket.
 var ErrNoDaemon = errors.New("no schedd is running")
 
-// Client talks to a daemon over its control socket.
+// Client talks to a daemon over its control socket. Each request has a connection of its
+// own, written and read by the calling goroutine: a command-line call makes one request,
+// and net/http's Transport would start two goroutines and a connection pool for it.
 type Client struct {
 	Socket string
-	hc     *http.Client
 }
 
 // NewClient returns a client for the socket at path.
 func NewClient(path string) *Client {
-	return &Client{
-		Socket: path,
-		hc: &http.Client{Transport: &http.Transport{
-			DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-				var d net.Dialer
-				return d.DialContext(ctx, "unix", path)
-			},
-			DisableKeepAlives: true,
-		}},
-	}
+	return &Client{Socket: path}
 }
 
 // Status fetches GET /v1/status.
@@ -69,8 +62,12 @@ func (c *Client) Do(ctx context.Context, method, path string, body, out any) err
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	resp, err := c.hc.Do(req)
+	req.Close = true // one request per connection
+	resp, err := c.roundTrip(ctx, req)
 	if err != nil {
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return fmt.Errorf("control socket %s: %w", c.Socket, ctxErr)
+		}
 		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ENOENT) {
 			return fmt.Errorf("%w on %s (start it with `schedd run`, or point --socket or $SCHEDD_SOCKET at the right one)", ErrNoDaemon, c.Socket)
 		}
@@ -103,4 +100,47 @@ func (c *Client) Do(ctx context.Context, method, path string, body, out any) err
 		return fmt.Errorf("decode reply of %s %s: %w", method, path, err)
 	}
 	return nil
+}
+
+// roundTrip dials the socket, writes req and reads the reply head; the caller reads and
+// closes the body, which closes the connection. ctx bounds all of it.
+func (c *Client) roundTrip(ctx context.Context, req *http.Request) (*http.Response, error) {
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "unix", c.Socket)
+	if err != nil {
+		return nil, err
+	}
+	stop := context.AfterFunc(ctx, func() { conn.Close() })
+	fail := func(err error) (*http.Response, error) {
+		stop()
+		conn.Close()
+		return nil, err
+	}
+	bw := bufio.NewWriterSize(conn, 4<<10)
+	if err := req.Write(bw); err != nil {
+		return fail(err)
+	}
+	if err := bw.Flush(); err != nil {
+		return fail(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), req)
+	if err != nil {
+		return fail(err)
+	}
+	resp.Body = &connBody{ReadCloser: resp.Body, conn: conn, stop: stop}
+	return resp, nil
+}
+
+// connBody closes the connection with the reply's body.
+type connBody struct {
+	io.ReadCloser
+	conn net.Conn
+	stop func() bool
+}
+
+func (b *connBody) Close() error {
+	b.stop()
+	err := b.ReadCloser.Close()
+	b.conn.Close()
+	return err
 }
