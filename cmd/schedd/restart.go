@@ -91,7 +91,7 @@ func (o *restartOptions) run(cmd *cobra.Command) error {
 		defer cancel()
 	}
 	var reply daemon.RestartReply
-	err := control.NewClient(o.socketPath()).Do(ctx, http.MethodPost, "/v1/restart", req, &reply)
+	err := control.NewClient(o.socketPath()).Do(ctx, http.MethodPost, "/v1/restart", json.RawMessage(req.AppendJSON(nil)), &reply)
 	if err != nil {
 		if errors.Is(err, context.Canceled) {
 			return errors.New("stopped waiting; the restart goes on (see `schedd status`)")

@@ -44,11 +44,13 @@ func (c *Client) StatusRaw(ctx context.Context) (json.RawMessage, error) {
 	return raw, err
 }
 
-// Do sends a request with an optional JSON body and decodes a JSON reply into out (if
-// non-nil). A non-2xx reply is returned as *APIError.
+// Do sends a request with an optional JSON body (a json.RawMessage is sent as it is) and
+// decodes a JSON reply into out (if non-nil). A non-2xx reply is returned as *APIError.
 func (c *Client) Do(ctx context.Context, method, path string, body, out any) error {
 	var rd io.Reader
-	if body != nil {
+	if raw, ok := body.(json.RawMessage); ok {
+		rd = bytes.NewReader(raw)
+	} else if body != nil {
 		b, err := json.Marshal(body)
 		if err != nil {
 			return fmt.Errorf("encode request: %w", err)

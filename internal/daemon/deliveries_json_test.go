@@ -148,3 +148,24 @@ func TestEnqueueReplyEncoding(t *testing.T) {
 		t.Fatal("year 10000 taken as encodable")
 	}
 }
+
+// TestRestartRequestEncoding: RestartRequest.AppendJSON writes encoding/json's bytes for
+// every request, so the daemon reads what `schedd restart` meant.
+func TestRestartRequestEncoding(t *testing.T) {
+	str := rapid.OneOf(rapid.String(), rapid.StringMatching(`[a-z0-9 ._-]{0,20}`),
+		rapid.SampledFrom([]string{"", "<b>&amp;</b>", "\u2028\u2029", "\xff\xfe", "tab\there", `q"uo\te`}))
+	rapid.Check(t, func(t *rapid.T) {
+		r := RestartRequest{
+			Reason: str.Draw(t, "reason"), Now: rapid.Bool().Draw(t, "now"), Wait: rapid.Bool().Draw(t, "wait"),
+			MaxWait: str.Draw(t, "max_wait"), Delay: str.Draw(t, "delay"), Source: str.Draw(t, "source"),
+			Daemon: rapid.Bool().Draw(t, "daemon"),
+		}
+		want, err := json.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := r.AppendJSON(nil); string(got) != string(want) {
+			t.Fatalf("AppendJSON = %s\nencoding/json = %s", got, want)
+		}
+	})
+}
