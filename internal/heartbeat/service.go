@@ -346,14 +346,17 @@ func (s *Service) Run(ctx context.Context) error {
 		}
 	}
 	arm()
-	saveTimer := time.NewTimer(saveDelay)
+	// The save timer runs only while there is something to save, gap after it was armed.
+	saveTimer := time.NewTimer(time.Hour)
+	saveTimer.Stop()
 	defer saveTimer.Stop()
-	if s.isDirty() {
-		s.setSaveArmed(true)
-	} else {
-		saveTimer.Stop()
-	}
 	gap := saveDelay
+	armSave := func() {
+		if s.isDirty() && s.setSaveArmed(true) {
+			saveTimer.Reset(gap)
+		}
+	}
+	armSave()
 	for {
 		select {
 		case <-ctx.Done():
@@ -380,9 +383,7 @@ func (s *Service) Run(ctx context.Context) error {
 			gap = max(saveDelay, time.Since(start)*saveBudget)
 		}
 		arm()
-		if s.isDirty() && s.setSaveArmed(true) {
-			saveTimer.Reset(gap)
-		}
+		armSave()
 	}
 }
 
