@@ -1,7 +1,6 @@
 package platform
 
 import (
-	"bufio"
 	"bytes"
 	"os"
 	"strconv"
@@ -28,48 +27,45 @@ func ReleaseImagePages() (int64, error) {
 	if err != nil {
 		return 0, err
 	}
+	// smaps lists each mapping as its maps line, "start-end perms offset dev inode path",
+	// followed by "Key: value" lines. A segment is dropped when it is the executable's,
+	// read-only and private, and holds no anonymous (copied) page.
 	type segment struct {
 		start, end uintptr
 		rss        int64
-		ok         bool // read-only, of the executable, no pages of its own
+		copied     bool // holds anonymous pages: left alone
 	}
 	var segs []segment
-	var cur *segment
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	for sc.Scan() {
-		line := sc.Bytes()
-		if f := bytes.Fields(line); len(f) >= 5 && bytes.IndexByte(f[0], '-') > 0 && !bytes.HasSuffix(f[0], []byte(":")) {
-			// A mapping's first line: "start-end perms offset dev inode [path]".
-			cur = nil
-			lo, hi, okRange := bytes.Cut(f[0], []byte("-"))
+	mine := false // the lines that follow belong to a segment appended to segs
+	for line := range bytes.Lines(data) {
+		f := bytes.Fields(line)
+		if len(f) == 0 {
+			continue
+		}
+		if lo, hi, ok := bytes.Cut(f[0], []byte("-")); ok && len(f) >= 5 {
 			start, err1 := strconv.ParseUint(string(lo), 16, 64)
 			end, err2 := strconv.ParseUint(string(hi), 16, 64)
-			if !okRange || err1 != nil || err2 != nil {
-				continue
-			}
-			path := ""
-			if len(f) >= 6 {
-				path = string(f[5])
-			}
 			perms := f[1]
-			if path == exe && len(perms) == 4 && perms[1] == '-' && perms[3] == 'p' {
-				segs = append(segs, segment{start: uintptr(start), end: uintptr(end), ok: true})
-				cur = &segs[len(segs)-1]
+			mine = err1 == nil && err2 == nil && len(f) >= 6 && string(f[5]) == exe &&
+				len(perms) == 4 && perms[1] == '-' && perms[3] == 'p'
+			if mine {
+				segs = append(segs, segment{start: uintptr(start), end: uintptr(end)})
 			}
 			continue
 		}
-		if cur == nil {
+		if !mine {
 			continue
 		}
-		if v, ok := smapsKB(line, "Anonymous:"); ok && v != 0 {
-			cur.ok = false
-		} else if v, ok := smapsKB(line, "Rss:"); ok {
+		cur := &segs[len(segs)-1]
+		if v, ok := smapsKB(line, "Rss:"); ok {
 			cur.rss = v << 10
+		} else if v, ok := smapsKB(line, "Anonymous:"); ok && v != 0 {
+			cur.copied = true
 		}
 	}
 	var released int64
 	for _, s := range segs {
-		if !s.ok || s.rss == 0 {
+		if s.rss == 0 || s.copied {
 			continue
 		}
 		if _, _, e := syscall.Syscall(syscall.SYS_MADVISE, s.start, s.end-s.start, syscall.MADV_DONTNEED); e != 0 {

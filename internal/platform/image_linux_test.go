@@ -15,12 +15,7 @@ func rssFileKB(t *testing.T) int64 {
 		t.Fatal(err)
 	}
 	for line := range bytes.Lines(data) {
-		if v, ok := bytes.CutPrefix(line, []byte("RssFile:")); ok {
-			n, _, _ := bytes.Cut(bytes.TrimSpace(v), []byte(" "))
-			kb, err := strconv.ParseInt(string(n), 10, 64)
-			if err != nil {
-				t.Fatal(err)
-			}
+		if kb, ok := smapsKB(line, "RssFile:"); ok {
 			return kb
 		}
 	}
