@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -18,7 +17,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/schedd/schedd/internal/control"
 	"github.com/schedd/schedd/internal/daemon"
 	"github.com/schedd/schedd/internal/queue"
 	"github.com/schedd/schedd/internal/recovery"
@@ -123,10 +121,8 @@ func (o *enqueueOptions) run(cmd *cobra.Command, g *globals) error {
 	if o.ttl > 0 {
 		req.TTL = o.ttl.String()
 	}
-	ctx, cancel := context.WithTimeout(cmd.Context(), 30*time.Second)
-	defer cancel()
 	var reply daemon.EnqueueReply
-	if err := control.NewClient(g.socketPath()).Do(ctx, http.MethodPost, "/v1/deliveries", req, &reply); err != nil {
+	if err := g.call(cmd, 30*time.Second, http.MethodPost, "/v1/deliveries", req, &reply); err != nil {
 		return err
 	}
 	out := cmd.OutOrStdout()
@@ -261,10 +257,8 @@ func (o *listOptions) run(cmd *cobra.Command, g *globals) error {
 	if o.after > 0 {
 		q.Set("cursor", strconv.FormatInt(o.after, 10))
 	}
-	ctx, cancel := context.WithTimeout(cmd.Context(), 30*time.Second)
-	defer cancel()
 	var list daemon.DeliveryList
-	if err := control.NewClient(g.socketPath()).Do(ctx, http.MethodGet, "/v1/deliveries?"+q.Encode(), nil, &list); err != nil {
+	if err := g.call(cmd, 30*time.Second, http.MethodGet, "/v1/deliveries?"+q.Encode(), nil, &list); err != nil {
 		return err
 	}
 	out := cmd.OutOrStdout()
@@ -346,10 +340,8 @@ when it finished), its last error and dead-letter reason, the names of its heade
 			if err != nil {
 				return err
 			}
-			ctx, cancel := context.WithTimeout(cmd.Context(), 30*time.Second)
-			defer cancel()
 			var d daemon.Delivery
-			if err := control.NewClient(g.socketPath()).Do(ctx, http.MethodGet, fmt.Sprintf("/v1/deliveries/%d", id), nil, &d); err != nil {
+			if err := g.call(cmd, 30*time.Second, http.MethodGet, fmt.Sprintf("/v1/deliveries/%d", id), nil, &d); err != nil {
 				return err
 			}
 			if asJSON {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -12,7 +11,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/schedd/schedd/internal/control"
 	"github.com/schedd/schedd/internal/daemon"
 	"github.com/schedd/schedd/internal/queue"
 	"github.com/schedd/schedd/internal/recovery"
@@ -32,10 +30,8 @@ show ID). Only dead letters can be retried: a delivered entry is never sent agai
 			if err != nil {
 				return err
 			}
-			ctx, cancel := context.WithTimeout(cmd.Context(), 30*time.Second)
-			defer cancel()
 			var d daemon.Delivery
-			if err := control.NewClient(g.socketPath()).Do(ctx, http.MethodPost, fmt.Sprintf("/v1/deliveries/%d/retry", id), nil, &d); err != nil {
+			if err := g.call(cmd, 30*time.Second, http.MethodPost, fmt.Sprintf("/v1/deliveries/%d/retry", id), nil, &d); err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "delivery %d is pending again and due now (sink %s)\n", d.ID, d.Sink)
@@ -58,9 +54,7 @@ until its retention ends, so that its idempotency key keeps working.
 			if err != nil {
 				return err
 			}
-			ctx, cancel := context.WithTimeout(cmd.Context(), 30*time.Second)
-			defer cancel()
-			if err := control.NewClient(g.socketPath()).Do(ctx, http.MethodDelete, fmt.Sprintf("/v1/deliveries/%d", id), nil, nil); err != nil {
+			if err := g.call(cmd, 30*time.Second, http.MethodDelete, fmt.Sprintf("/v1/deliveries/%d", id), nil, nil); err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "delivery %d dropped\n", id)
@@ -97,10 +91,8 @@ deliveries.delivered_retention do the same on their own every hour.
 			if delivered {
 				req.State, what = queue.StateDelivered, "delivered entries"
 			}
-			ctx, cancel := context.WithTimeout(cmd.Context(), 30*time.Second)
-			defer cancel()
 			var reply daemon.PurgeReply
-			if err := control.NewClient(g.socketPath()).Do(ctx, http.MethodPost, "/v1/deliveries/purge", req, &reply); err != nil {
+			if err := g.call(cmd, 30*time.Second, http.MethodPost, "/v1/deliveries/purge", req, &reply); err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "purged %d %s older than %s\n", reply.Purged, what, older)
@@ -135,10 +127,8 @@ writing anything.
 			if !dry {
 				return usageError{errors.New("only --dry-run is supported: the recovery pass runs at every start of schedd")}
 			}
-			ctx, cancel := context.WithTimeout(cmd.Context(), time.Minute)
-			defer cancel()
 			var rep recovery.Report
-			if err := control.NewClient(g.socketPath()).Do(ctx, http.MethodPost, "/v1/recover", daemon.RecoverRequest{DryRun: true}, &rep); err != nil {
+			if err := g.call(cmd, time.Minute, http.MethodPost, "/v1/recover", daemon.RecoverRequest{DryRun: true}, &rep); err != nil {
 				return err
 			}
 			if asJSON {

@@ -111,10 +111,8 @@ before the command returns, so a daemon restart keeps heartbeats off.`
 		Long:  long,
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx, cancel := context.WithTimeout(cmd.Context(), 10*time.Second)
-			defer cancel()
 			var reply daemon.HeartbeatEnabledReply
-			err := control.NewClient(g.socketPath()).Do(ctx, http.MethodPut, "/v1/heartbeat/enabled",
+			err := g.call(cmd, 10*time.Second, http.MethodPut, "/v1/heartbeat/enabled",
 				daemon.HeartbeatEnabledRequest{Enabled: &on}, &reply)
 			if err != nil {
 				return err
@@ -152,10 +150,8 @@ exec-event, hook:*, cron:*, wake; anything else is "other".
   schedd heartbeat wake --reason hook:deploy     # subject to the cooldown gate`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx, cancel := context.WithTimeout(cmd.Context(), 10*time.Second)
-			defer cancel()
 			var reply daemon.HeartbeatWakeReply
-			if err := control.NewClient(g.socketPath()).Do(ctx, http.MethodPost, "/v1/heartbeat/wake", req, &reply); err != nil {
+			if err := g.call(cmd, 10*time.Second, http.MethodPost, "/v1/heartbeat/wake", req, &reply); err != nil {
 				return err
 			}
 			who := "every agent"

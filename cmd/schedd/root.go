@@ -1,15 +1,18 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/schedd/schedd/internal/config"
+	"github.com/schedd/schedd/internal/control"
 	"github.com/schedd/schedd/internal/platform"
 )
 
@@ -45,6 +48,14 @@ func withCode(code int, err error) error {
 // globals are the flags every client command shares.
 type globals struct {
 	socket string
+}
+
+// call makes one request to the daemon on the control socket, bounded by timeout (see
+// control.Client.Do for body and out).
+func (g *globals) call(cmd *cobra.Command, timeout time.Duration, method, path string, body, out any) error {
+	ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
+	defer cancel()
+	return control.NewClient(g.socketPath()).Do(ctx, method, path, body, out)
 }
 
 // socketPath resolves the control socket: --socket, $SCHEDD_SOCKET, then the default.
