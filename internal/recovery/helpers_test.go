@@ -96,6 +96,15 @@ func newService(t *testing.T, cfg Config, store queue.Store, sinks map[string]Si
 	return s
 }
 
+// runHook starts a service with parityConfig and sink as its one sink, "hook", and stops
+// it when the test ends.
+func runHook(t *testing.T, store queue.Store, sink Sink) *Service {
+	t.Helper()
+	s := newService(t, parityConfig(), store, map[string]Sink{"hook": sink})
+	t.Cleanup(start(t, s))
+	return s
+}
+
 func testLogger(t *testing.T) *zap.Logger {
 	if testing.Verbose() {
 		return zaptest.NewLogger(t)

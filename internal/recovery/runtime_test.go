@@ -20,9 +20,7 @@ func TestRuntimeRetryScheduleExact(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := queuetest.NewMemory()
 		sink := &fakeSink{script: func(Delivery) error { return TransientError(errors.New("HTTP 503")) }}
-		s := newService(t, parityConfig(), store, map[string]Sink{"hook": sink})
-		stop := start(t, s)
-		defer stop()
+		s := runHook(t, store, sink)
 		synctest.Wait()
 		t0 := time.Now()
 		e := enqueueReq(t, s, Request{Sink: "hook", Key: "k", Payload: []byte("x")})
@@ -55,9 +53,7 @@ func TestRuntimeSendsAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := queuetest.NewMemory()
 		sink := &fakeSink{}
-		s := newService(t, parityConfig(), store, map[string]Sink{"hook": sink})
-		stop := start(t, s)
-		defer stop()
+		s := runHook(t, store, sink)
 		time.Sleep(time.Minute)
 		t0 := time.Now()
 		e := enqueueReq(t, s, Request{Sink: "hook", Payload: []byte("x")})
@@ -173,9 +169,7 @@ func TestSchedulerEarlierArmWins(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := queuetest.NewMemory()
 		sink := &fakeSink{}
-		s := newService(t, parityConfig(), store, map[string]Sink{"hook": sink})
-		stop := start(t, s)
-		defer stop()
+		s := runHook(t, store, sink)
 		synctest.Wait()
 		t0 := time.Now()
 		e := putEntry(store, queue.Entry{Sink: "hook", State: queue.StatePending, NextAttemptAt: t0.Add(10 * time.Second)})
@@ -433,9 +427,7 @@ func TestRuntimePermanentErrorNoRetry(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := queuetest.NewMemory()
 		sink := &fakeSink{script: func(Delivery) error { return errors.New("Telegram: Bad Request: CHAT NOT FOUND") }}
-		s := newService(t, parityConfig(), store, map[string]Sink{"hook": sink})
-		stop := start(t, s)
-		defer stop()
+		s := runHook(t, store, sink)
 		synctest.Wait()
 		e := enqueueReq(t, s, Request{Sink: "hook"})
 		time.Sleep(time.Hour)

@@ -23,9 +23,7 @@ func TestEnqueueIdempotent_P11(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := queuetest.NewMemory()
 		sink := &fakeSink{}
-		s := newService(t, parityConfig(), store, map[string]Sink{"hook": sink})
-		stop := start(t, s)
-		defer stop()
+		s := runHook(t, store, sink)
 		synctest.Wait()
 		for _, tc := range []struct {
 			name    string
@@ -100,9 +98,7 @@ func TestEnqueueDiskFullDeliveryGoesOn(t *testing.T) {
 			return nil
 		})
 		sink := &fakeSink{}
-		s := newService(t, parityConfig(), store, map[string]Sink{"hook": sink})
-		stop := start(t, s)
-		defer stop()
+		s := runHook(t, store, sink)
 		synctest.Wait()
 		_, _, err := s.Enqueue(context.Background(), Request{Sink: "hook", Key: "new", Payload: []byte("y")})
 		if !errors.Is(err, queue.ErrDiskFull) {
@@ -341,9 +337,7 @@ func TestOperatorRetryDropPurge(t *testing.T) {
 			}
 			return nil
 		}}
-		s := newService(t, parityConfig(), store, map[string]Sink{"hook": sink})
-		stop := start(t, s)
-		defer stop()
+		s := runHook(t, store, sink)
 		synctest.Wait()
 		ctx := context.Background()
 		e := enqueueReq(t, s, Request{Sink: "hook", Key: "k"})
