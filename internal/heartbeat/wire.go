@@ -159,7 +159,7 @@ func (w *wireTarget) send(ctx context.Context, c *wireConn, p Pulse) error {
 	b = append(b, "\r\n\r\n"...)
 	b = append(b, c.body...)
 	c.wbuf = b
-	if _, err := c.Write(b); err != nil {
+	if err := c.write(b); err != nil {
 		if c.reused {
 			err = fmt.Errorf("%w: %w", errWireReuse, err)
 		}
@@ -224,6 +224,7 @@ type wireConn struct {
 	net.Conn
 	addr   string
 	rc     syscall.RawConn // for peerClosed; nil if the connection has none
+	raw    *rawIO          // reads and writes as raw system calls (Linux), or nil
 	peeked bool            // peerClosed's answer
 	peek   func(fd uintptr) bool
 	br     *bufio.Reader
@@ -292,13 +293,14 @@ func (p *wirePool) get(ctx context.Context, deadline time.Time, addr string, fre
 	if err != nil {
 		return nil, err
 	}
-	c := &wireConn{Conn: nc, addr: addr, br: bufio.NewReaderSize(nc, 4096)}
+	c := &wireConn{Conn: nc, addr: addr}
 	if sc, ok := nc.(syscall.Conn); ok {
 		if rc, err := sc.SyscallConn(); err == nil {
 			c.rc = rc
 			c.peek = c.peekFD
 		}
 	}
+	c.br = bufio.NewReaderSize(c.reader(), 4096)
 	if err := c.SetReadDeadline(deadline); err != nil {
 		c.close()
 		return nil, err
