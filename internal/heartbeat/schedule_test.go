@@ -187,6 +187,10 @@ func TestPhaseOnGrid(t *testing.T) {
 		buckets[p]++
 	}
 	steps := int(every / PhaseGrid)
+	// 4 bursts a second: a burst's fixed cost is shared by about 83 pulses, not 33.
+	if steps != 120 {
+		t.Errorf("%d grid points in %v, want 120 (a 250 ms grid)", steps, every)
+	}
 	if len(buckets) != steps {
 		t.Errorf("%d distinct phases, want all %d grid points used", len(buckets), steps)
 	}

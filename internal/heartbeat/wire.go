@@ -33,8 +33,10 @@ const (
 	// not milliseconds, and a burst of pulses reuses its connections every 100 ms: the
 	// peek, a system call per pulse, is kept for connections that sat idle.
 	wirePeekIdle = 250 * time.Millisecond
-	// wireIdlePerHost is how many idle connections are kept per host: one per worker.
-	wireIdlePerHost = pulseWorkers
+	// wireIdlePerHost is how many idle connections are kept per host: enough for a burst
+	// of pulses to one target (10,000 agents every 30 s are about 83 every 250 ms), each
+	// sent on a connection of its own, and for the workers' exchanges.
+	wireIdlePerHost = 2 * pulseWorkers
 )
 
 // wireTarget is an http target reached over the service's own connections.
