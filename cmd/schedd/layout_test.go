@@ -12,7 +12,9 @@ import (
 // TestLayout enforces the package rules of DESIGN.md with the real import graph:
 // os/exec, os/signal and go-systemd only in internal/platform and cmd (plus the test-only
 // fake gateway and the examples, which are separate programs); platform and backoff import
-// nothing of ours; no package imports cmd or daemon except cmd.
+// nothing of ours (platform's own subpackages aside, which import nothing of ours either);
+// internal/early imports only internal/platform/dirs; no package imports cmd or daemon
+// except cmd.
 func TestLayout(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs go list")
@@ -50,8 +52,12 @@ func TestLayout(t *testing.T) {
 			switch {
 			case restricted[imp] && !mayTouchOS(p):
 				t.Errorf("%s imports %s: only internal/platform and cmd may", p, imp)
-			case ours != imp && (p == "internal/platform" || p == "internal/backoff"):
+			case ours != imp && strings.HasPrefix(p, "internal/platform") && !strings.HasPrefix(ours, "internal/platform/"),
+				ours != imp && strings.HasPrefix(p, "internal/platform/"),
+				ours != imp && p == "internal/backoff":
 				t.Errorf("%s imports %s: it must import nothing of ours", p, ours)
+			case ours != imp && p == "internal/early" && ours != "internal/platform/dirs":
+				t.Errorf("%s imports %s: it runs before the rest of schedd is initialized, and may import only internal/platform/dirs", p, ours)
 			case ours != imp && strings.HasPrefix(ours, "internal/daemon") && !strings.HasPrefix(p, "cmd/"):
 				t.Errorf("%s imports the daemon: only cmd may", p)
 			case ours != imp && strings.HasPrefix(ours, "internal/testgateway"):

@@ -1,11 +1,8 @@
 //go:build unix && !darwin
 
-package platform
+package dirs
 
-import (
-	"os"
-	"path/filepath"
-)
+import "os"
 
 func isRoot() bool { return os.Geteuid() == 0 }
 
@@ -14,9 +11,9 @@ func stateDir(e dirEnv) string {
 		return "/var/lib/schedd"
 	}
 	if x := e.absEnv("XDG_STATE_HOME"); x != "" {
-		return filepath.Join(x, "schedd")
+		return join(x, "schedd")
 	}
-	return filepath.Join(e.homeOr(), ".local", "state", "schedd")
+	return join(e.homeOr(), ".local", "state", "schedd")
 }
 
 func runtimeDir(e dirEnv) string {
@@ -24,7 +21,7 @@ func runtimeDir(e dirEnv) string {
 		return "/run/schedd"
 	}
 	if x := e.absEnv("XDG_RUNTIME_DIR"); x != "" {
-		return filepath.Join(x, "schedd")
+		return join(x, "schedd")
 	}
 	return stateDir(e)
 }

@@ -1,6 +1,6 @@
 //go:build windows
 
-package platform
+package dirs
 
 import (
 	"path/filepath"
@@ -19,3 +19,5 @@ func stateDir(e dirEnv) string {
 }
 
 func runtimeDir(e dirEnv) string { return stateDir(e) }
+
+func isAbs(path string) bool { return filepath.IsAbs(path) }

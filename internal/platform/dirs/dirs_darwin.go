@@ -1,11 +1,8 @@
 //go:build darwin
 
-package platform
+package dirs
 
-import (
-	"os"
-	"path/filepath"
-)
+import "os"
 
 func isRoot() bool { return os.Geteuid() == 0 }
 
@@ -13,7 +10,7 @@ func stateDir(e dirEnv) string {
 	if e.root {
 		return "/Library/Application Support/schedd"
 	}
-	return filepath.Join(e.homeOr(), "Library", "Application Support", "schedd")
+	return join(e.homeOr(), "Library", "Application Support", "schedd")
 }
 
 func runtimeDir(e dirEnv) string {
