@@ -6,14 +6,13 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/schedd/schedd/internal/config"
 	"github.com/schedd/schedd/internal/control"
-	"github.com/schedd/schedd/internal/platform"
+	"github.com/schedd/schedd/internal/early"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -69,9 +68,7 @@ func (g *globals) socketPath() string {
 	return defaultSocket()
 }
 
-func defaultSocket() string {
-	return filepath.Join(platform.DefaultRuntimeDir(), "schedd.sock")
-}
+func defaultSocket() string { return early.DefaultSocket() }
 
 // Main runs the CLI with args and returns the process exit code.
 func Main(args []string, stdout, stderr io.Writer) int {

@@ -12,6 +12,8 @@ import (
 	"net"
 	"net/http"
 	"syscall"
+
+	"github.com/schedd/schedd/internal/early"
 )
 
 // ErrNoDaemon means nothing listens on the control socket.
@@ -48,13 +50,16 @@ func (c *Client) StatusRaw(ctx context.Context) (json.RawMessage, error) {
 // decodes a JSON reply into out (if non-nil). A non-2xx reply is returned as *APIError.
 func (c *Client) Do(ctx context.Context, method, path string, body, out any) error {
 	var rd io.Reader
-	if raw, ok := body.(json.RawMessage); ok {
+	var raw []byte
+	if r, ok := body.(json.RawMessage); ok {
+		raw = r
 		rd = bytes.NewReader(raw)
 	} else if body != nil {
 		b, err := json.Marshal(body)
 		if err != nil {
 			return fmt.Errorf("encode request: %w", err)
 		}
+		raw = b
 		rd = bytes.NewReader(b)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, "http://schedd"+path, rd)
@@ -65,7 +70,7 @@ func (c *Client) Do(ctx context.Context, method, path string, body, out any) err
 		req.Header.Set("Content-Type", "application/json")
 	}
 	req.Close = true // one request per connection
-	resp, err := c.roundTrip(ctx, req)
+	resp, err := c.roundTrip(ctx, req, raw)
 	if err != nil {
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			return fmt.Errorf("control socket %s: %w", c.Socket, ctxErr)
@@ -106,11 +111,16 @@ func (c *Client) Do(ctx context.Context, method, path string, body, out any) err
 
 // roundTrip dials the socket, writes req and reads the reply head; the caller reads and
 // closes the body, which closes the connection. ctx bounds all of it.
-func (c *Client) roundTrip(ctx context.Context, req *http.Request) (*http.Response, error) {
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, "unix", c.Socket)
+func (c *Client) roundTrip(ctx context.Context, req *http.Request, body []byte) (*http.Response, error) {
+	conn, sent, err := earlyConn(c.Socket, req.Method, req.URL.Path, body)
 	if err != nil {
 		return nil, err
+	}
+	if conn == nil {
+		var d net.Dialer
+		if conn, err = d.DialContext(ctx, "unix", c.Socket); err != nil {
+			return nil, err
+		}
 	}
 	stop := context.AfterFunc(ctx, func() { conn.Close() })
 	fail := func(err error) (*http.Response, error) {
@@ -118,12 +128,14 @@ func (c *Client) roundTrip(ctx context.Context, req *http.Request) (*http.Respon
 		conn.Close()
 		return nil, err
 	}
-	bw := bufio.NewWriterSize(conn, 4<<10)
-	if err := req.Write(bw); err != nil {
-		return fail(err)
-	}
-	if err := bw.Flush(); err != nil {
-		return fail(err)
+	if !sent {
+		bw := bufio.NewWriterSize(conn, 4<<10)
+		if err := req.Write(bw); err != nil {
+			return fail(err)
+		}
+		if err := bw.Flush(); err != nil {
+			return fail(err)
+		}
 	}
 	resp, err := http.ReadResponse(bufio.NewReader(conn), req)
 	if err != nil {
@@ -131,6 +143,20 @@ func (c *Client) roundTrip(ctx context.Context, req *http.Request) (*http.Respon
 	}
 	resp.Body = &connBody{ReadCloser: resp.Body, conn: conn, stop: stop}
 	return resp, nil
+}
+
+// earlyConn returns the connection on which package early already sent this request, if
+// it did (sent is then true), to read the reply from.
+func earlyConn(socket, method, path string, body []byte) (conn net.Conn, sent bool, err error) {
+	f := early.Take(socket, method, path, body)
+	if f == nil {
+		return nil, false, nil
+	}
+	defer f.Close()
+	if conn, err = net.FileConn(f); err != nil {
+		return nil, false, err // the request went out: it is not sent twice
+	}
+	return conn, true, nil
 }
 
 // connBody closes the connection with the reply's body.

@@ -1,0 +1,107 @@
+//go:build unix
+
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// asSchedd runs the test binary as `schedd ARGS` (see TestMain) with extra environment.
+func asSchedd(t *testing.T, env []string, args ...string) *exec.Cmd {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe, args...)
+	cmd.Env = append(append(os.Environ(), daemonEnv+"=1"), env...)
+	return cmd
+}
+
+// TestEarlyRestartRequest: a plain `schedd restart` sends its request from package early's
+// init, before the rest of schedd is initialized (written by hand: no User-Agent), and
+// the command reads the reply on that connection (it exits 0 with the one connection the
+// test accepts); any other form makes its request
+// through the control client as before (net/http writes it, with its User-Agent).
+func TestEarlyRestartRequest(t *testing.T) {
+	sock := filepath.Join(shortDir(t), "s.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	for _, tt := range []struct {
+		args  []string
+		early bool
+	}{
+		{[]string{"restart", "--now", "--socket", sock}, true},
+		{[]string{"restart", "--now", "--reason", "deploy", "--socket", sock}, false},
+	} {
+		cmd := asSchedd(t, nil, tt.args...)
+		var errOut bytes.Buffer
+		cmd.Stderr = &errOut
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		c, err := ln.Accept()
+		if err != nil {
+			t.Fatal(err)
+		}
+		req, err := http.ReadRequest(bufio.NewReader(c))
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(req.Body)
+		io.WriteString(c, "HTTP/1.1 202 Accepted\r\nContent-Type: application/json\r\nContent-Length: 19\r\nConnection: close\r\n\r\n{\"coalesced\":false}")
+		c.Close()
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("%q: %v: %s", tt.args, err, errOut.String())
+		}
+		if hand := req.Header.Get("User-Agent") == ""; hand != tt.early {
+			t.Errorf("%q: sent early = %v (User-Agent %q), want %v", tt.args, hand, req.Header.Get("User-Agent"), tt.early)
+		}
+		if !bytes.Contains(body, []byte(`"now":true`)) {
+			t.Errorf("%q: request %s", tt.args, body)
+		}
+	}
+}
+
+// TestEarlyInitOrder: package early is initialized before net/http, the SQLite driver and
+// the YAML parser (GODEBUG=inittrace=1 lists the initializers in the order they ran), so
+// its request does not wait for them. A new import in internal/early or internal/dirs
+// that is initialized late would move it back behind them.
+func TestEarlyInitOrder(t *testing.T) {
+	cmd := asSchedd(t, []string{"GODEBUG=inittrace=1"}, "restart", "--now", "--socket", filepath.Join(shortDir(t), "none.sock"))
+	var errOut bytes.Buffer
+	cmd.Stderr = &errOut
+	if err := cmd.Run(); err == nil {
+		t.Fatal("restart with no daemon succeeded")
+	}
+	var order []string
+	for line := range strings.Lines(errOut.String()) {
+		if f := strings.Fields(line); len(f) > 2 && f[0] == "init" {
+			order = append(order, f[1])
+		}
+	}
+	at := slices.Index(order, "github.com/schedd/schedd/internal/early")
+	if at < 0 {
+		t.Fatalf("no init of internal/early in the trace:\n%s", errOut.String())
+	}
+	for _, heavy := range []string{"net/http", "modernc.org/sqlite", "modernc.org/libc", "go.yaml.in/yaml/v3"} {
+		if i := slices.Index(order, heavy); i >= 0 && i < at {
+			t.Errorf("%s is initialized before internal/early (%d < %d)", heavy, i, at)
+		} else if i < 0 {
+			t.Errorf("no init of %s in the trace", heavy)
+		}
+	}
+}
