@@ -175,6 +175,19 @@ func serviceTest(t *testing.T, cfg Config, opts harnessOpts, f func(t *testing.T
 	})
 }
 
+// runService runs svc until the returned stop is called, which fails t if Run failed.
+func runService(t *testing.T, svc *Service) (stop func()) {
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- svc.Run(ctx) }()
+	return func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}
+}
+
 func startHarness(t *testing.T, cfg Config, opts harnessOpts) *harness {
 	t.Helper()
 	core, logs := observer.New(zapcore.DebugLevel)

@@ -585,15 +585,7 @@ func TestServiceIdleNeverWakes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ctx, cancel := context.WithCancel(t.Context())
-		done := make(chan error, 1)
-		go func() { done <- svc.Run(ctx) }()
-		defer func() {
-			cancel()
-			if err := <-done; err != nil {
-				t.Error(err)
-			}
-		}()
+		defer runService(t, svc)()
 		time.Sleep(time.Minute) // the first state save
 		synctest.Wait()
 		before := clk.reads.Load()

@@ -402,15 +402,7 @@ func TestServiceWireBursts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- svc.Run(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-	}()
+	defer runService(t, svc)()
 	for round := 1; round <= 3; round++ {
 		if err := svc.Wake(WakeRequest{Reason: "manual"}); err != nil {
 			t.Fatal(err)
