@@ -6,6 +6,8 @@ import (
 
 	"github.com/schedd/schedd/internal/control"
 	"github.com/schedd/schedd/internal/restart"
+
+	"github.com/schedd/schedd/internal/jsonenc"
 )
 
 // routes adds the endpoints beyond status to the control API.
@@ -51,7 +53,7 @@ func (r RestartRequest) AppendJSON(b []byte) []byte {
 	str := func(name, v string) {
 		if v != "" {
 			field(name)
-			b = appendJSONString(b, v)
+			b = jsonenc.AppendString(b, v)
 		}
 	}
 	flag := func(name string, v bool) {

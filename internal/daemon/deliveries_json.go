@@ -1,10 +1,11 @@
 package daemon
 
 import (
-	"encoding/json"
 	"strconv"
 	"time"
 	"unicode/utf8"
+
+	"github.com/schedd/schedd/internal/jsonenc"
 )
 
 // The hot request and reply of a producer, POST /v1/deliveries, without reflection: a
@@ -278,11 +279,11 @@ func appendEnqueueReply(b []byte, created bool, v *Delivery) []byte {
 	b = append(b, `,"id":`...)
 	b = strconv.AppendInt(b, v.ID, 10)
 	b = append(b, `,"sink":`...)
-	b = appendJSONString(b, v.Sink)
+	b = jsonenc.AppendString(b, v.Sink)
 	b = append(b, `,"idempotency_key":`...)
-	b = appendJSONString(b, v.Key)
+	b = jsonenc.AppendString(b, v.Key)
 	b = append(b, `,"state":`...)
-	b = appendJSONString(b, string(v.State))
+	b = jsonenc.AppendString(b, string(v.State))
 	b = append(b, `,"priority":`...)
 	b = strconv.AppendInt(b, int64(v.Priority), 10)
 	if len(v.HeaderNames) > 0 {
@@ -291,7 +292,7 @@ func appendEnqueueReply(b []byte, created bool, v *Delivery) []byte {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = appendJSONString(b, n)
+			b = jsonenc.AppendString(b, n)
 		}
 		b = append(b, ']')
 	}
@@ -305,16 +306,16 @@ func appendEnqueueReply(b []byte, created bool, v *Delivery) []byte {
 	b = appendOptTime(b, `,"last_attempt_at":`, v.LastAttemptAt)
 	if v.LastError != "" {
 		b = append(b, `,"last_error":`...)
-		b = appendJSONString(b, v.LastError)
+		b = jsonenc.AppendString(b, v.LastError)
 	}
 	if v.DeadReason != "" {
 		b = append(b, `,"dead_reason":`...)
-		b = appendJSONString(b, v.DeadReason)
+		b = jsonenc.AppendString(b, v.DeadReason)
 	}
 	b = append(b, `,"created_at":`...)
-	b = appendJSONTime(b, v.CreatedAt)
+	b = jsonenc.AppendTime(b, v.CreatedAt)
 	b = append(b, `,"updated_at":`...)
-	b = appendJSONTime(b, v.UpdatedAt)
+	b = jsonenc.AppendTime(b, v.UpdatedAt)
 	b = appendOptTime(b, `,"finished_at":`, v.FinishedAt)
 	b = appendOptTime(b, `,"expires_at":`, v.ExpiresAt)
 	if v.Quarantined {
@@ -322,11 +323,11 @@ func appendEnqueueReply(b []byte, created bool, v *Delivery) []byte {
 	}
 	if v.Data != nil {
 		b = append(b, `,"data":`...)
-		b = appendJSONString(b, *v.Data)
+		b = jsonenc.AppendString(b, *v.Data)
 	}
 	if v.DataBase64 != nil {
 		b = append(b, `,"data_base64":`...)
-		b = appendJSONString(b, *v.DataBase64)
+		b = jsonenc.AppendString(b, *v.DataBase64)
 	}
 	return append(b, "}\n"...)
 }
@@ -344,27 +345,5 @@ func appendOptTime(b []byte, field string, t *time.Time) []byte {
 	if t == nil {
 		return b
 	}
-	return appendJSONTime(append(b, field...), *t)
-}
-
-// appendJSONTime appends t as time.Time.MarshalJSON does (the caller checked its year).
-func appendJSONTime(b []byte, t time.Time) []byte {
-	b = append(b, '"')
-	b = t.AppendFormat(b, time.RFC3339Nano)
-	return append(b, '"')
-}
-
-// appendJSONString appends s as encoding/json does (HTML characters escaped): plain
-// printable ASCII directly, anything else through encoding/json.
-func appendJSONString(b []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c < 0x20 || c >= utf8.RuneSelf || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			q, _ := json.Marshal(s) // a string always encodes
-			return append(b, q...)
-		}
-	}
-	b = append(b, '"')
-	b = append(b, s...)
-	return append(b, '"')
+	return jsonenc.AppendTime(append(b, field...), *t)
 }

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/schedd/schedd/internal/jsonenc"
 )
 
 // StateVersion is the version of the persisted state this package writes.
@@ -161,7 +163,7 @@ func (st State) appendJSON(b []byte) []byte {
 	b = strconv.AppendInt(b, int64(st.Version), 10)
 	if st.Seed != "" {
 		b = append(b, `,"seed":`...)
-		b = appendJSONString(b, st.Seed)
+		b = jsonenc.AppendString(b, st.Seed)
 	}
 	if st.Enabled != nil {
 		b = append(b, `,"enabled":`...)
@@ -177,7 +179,7 @@ func (st State) appendJSON(b []byte) []byte {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = appendJSONString(b, id)
+			b = jsonenc.AppendString(b, id)
 			b = append(b, ':')
 			b = st.Agents[id].appendJSON(b)
 		}
@@ -193,32 +195,32 @@ func (a AgentState) appendJSON(b []byte) []byte {
 	b = strconv.AppendInt(b, a.PhaseMS, 10)
 	if !a.NextDueAt.IsZero() {
 		b = append(b, `,"next_due_at":`...)
-		b = appendJSONTime(b, a.NextDueAt)
+		b = jsonenc.AppendTime(b, a.NextDueAt)
 	}
 	if l := a.Last; l != nil {
 		b = append(b, `,"last":{"status":`...)
-		b = appendJSONString(b, string(l.Status))
+		b = jsonenc.AppendString(b, string(l.Status))
 		b = append(b, `,"reason":`...)
-		b = appendJSONString(b, l.Reason)
+		b = jsonenc.AppendString(b, l.Reason)
 		b = append(b, `,"duration_ms":`...)
 		b = strconv.AppendInt(b, l.DurationMS, 10)
 		b = append(b, `,"at":`...)
-		b = appendJSONTime(b, l.At)
+		b = jsonenc.AppendTime(b, l.At)
 		b = append(b, '}')
 	}
 	if e := a.Event; e != nil {
 		b = append(b, `,"event":{"status":`...)
-		b = appendJSONString(b, e.Status)
+		b = jsonenc.AppendString(b, e.Status)
 		for _, f := range [...]struct{ key, v string }{{"preview", e.Preview}, {"reason", e.Reason}, {"indicator", e.Indicator}} {
 			if f.v != "" {
 				b = append(b, `,"`...)
 				b = append(b, f.key...)
 				b = append(b, `":`...)
-				b = appendJSONString(b, f.v)
+				b = jsonenc.AppendString(b, f.v)
 			}
 		}
 		b = append(b, `,"at":`...)
-		b = appendJSONTime(b, e.At)
+		b = jsonenc.AppendTime(b, e.At)
 		b = append(b, '}')
 	}
 	if len(a.Starts) > 0 {
@@ -227,46 +229,11 @@ func (a AgentState) appendJSON(b []byte) []byte {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = appendJSONTime(b, t)
+			b = jsonenc.AppendTime(b, t)
 		}
 		b = append(b, ']')
 	}
 	return append(b, '}')
-}
-
-// appendJSONTime appends t as time.Time's MarshalJSON does.
-func appendJSONTime(b []byte, t time.Time) []byte {
-	b = append(b, '"')
-	b = appendRFC3339Nano(b, t)
-	return append(b, '"')
-}
-
-// appendRFC3339Nano appends t as t.AppendFormat(b, time.RFC3339Nano) does, by hand for
-// the UTC times the state holds (three or four per agent, so formatting them was a third
-// of writing the state file).
-func appendRFC3339Nano(b []byte, t time.Time) []byte {
-	y, mo, d := t.Date()
-	if _, off := t.Zone(); off != 0 || y < 0 || y > 9999 {
-		return t.AppendFormat(b, time.RFC3339Nano)
-	}
-	h, mi, sec := t.Clock()
-	b = append(b, byte('0'+y/1000), byte('0'+y/100%10), byte('0'+y/10%10), byte('0'+y%10), '-',
-		byte('0'+mo/10), byte('0'+mo%10), '-', byte('0'+d/10), byte('0'+d%10), 'T',
-		byte('0'+h/10), byte('0'+h%10), ':', byte('0'+mi/10), byte('0'+mi%10), ':', byte('0'+sec/10), byte('0'+sec%10))
-	if ns := t.Nanosecond(); ns != 0 {
-		var frac [10]byte
-		frac[0] = '.'
-		for i := 9; i > 0; i-- {
-			frac[i] = byte('0' + ns%10)
-			ns /= 10
-		}
-		n := 10
-		for frac[n-1] == '0' {
-			n--
-		}
-		b = append(b, frac[:n]...)
-	}
-	return append(b, 'Z')
 }
 
 // memStore keeps State in memory: the default when Deps.Store is nil.

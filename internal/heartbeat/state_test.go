@@ -237,23 +237,3 @@ func TestStateJSONRoundTrip(t *testing.T) {
 		}
 	})
 }
-
-// FuzzRFC3339Nano: the hand formatter writes what time.Time.AppendFormat does, in any
-// zone and at any instant.
-func FuzzRFC3339Nano(f *testing.F) {
-	f.Add(int64(0), int64(0), 0)
-	f.Add(int64(1777630500), int64(123456789), 0)
-	f.Add(int64(1777630500), int64(100000000), 3600)
-	f.Add(int64(-62135596800), int64(1), 0)
-	f.Add(int64(253402300799), int64(999999999), 0)
-	f.Add(int64(253402300800), int64(0), 0)
-	f.Fuzz(func(t *testing.T, sec, nsec int64, off int) {
-		at := time.Unix(sec, nsec).UTC()
-		if off != 0 {
-			at = at.In(time.FixedZone("Z", off%(18*3600)))
-		}
-		if got, want := appendRFC3339Nano(nil, at), at.AppendFormat(nil, time.RFC3339Nano); string(got) != string(want) {
-			t.Fatalf("%v: %s, want %s", at, got, want)
-		}
-	})
-}

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/schedd/schedd/internal/jsonenc"
 )
 
 // Pulse is what a target receives when an agent's heartbeat runs: the JSON body of an
@@ -32,13 +34,13 @@ type Pulse struct {
 // hand: a pulse is encoded for every run, and reflection was most of its cost.
 func (p Pulse) appendJSON(b []byte) []byte {
 	b = append(b, `{"agent_id":`...)
-	b = appendJSONString(b, p.AgentID)
+	b = jsonenc.AppendString(b, p.AgentID)
 	b = append(b, `,"session_key":`...)
-	b = appendJSONString(b, p.SessionKey)
+	b = jsonenc.AppendString(b, p.SessionKey)
 	b = append(b, `,"reason":`...)
-	b = appendJSONString(b, p.Reason)
+	b = jsonenc.AppendString(b, p.Reason)
 	b = append(b, `,"reason_kind":`...)
-	b = appendJSONString(b, string(p.ReasonKind))
+	b = jsonenc.AppendString(b, string(p.ReasonKind))
 	b = append(b, `,"visibility":{"show_ok":`...)
 	b = strconv.AppendBool(b, p.Visibility.ShowOK)
 	b = append(b, `,"show_alerts":`...)
@@ -50,21 +52,6 @@ func (p Pulse) appendJSON(b []byte) []byte {
 	b = append(b, `","attempt":`...)
 	b = strconv.AppendInt(b, int64(p.Attempt), 10)
 	return append(b, '}')
-}
-
-// appendJSONString appends s as a JSON string. Printable ASCII without quotes or
-// backslashes (every id, key and reason in practice) is copied; anything else goes through
-// encoding/json.
-func appendJSONString(b []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
-			q, _ := json.Marshal(s) // a string always encodes
-			return append(b, q...)
-		}
-	}
-	b = append(b, '"')
-	b = append(b, s...)
-	return append(b, '"')
 }
 
 // Event statuses a target may report (upstream heartbeat events).
