@@ -93,8 +93,8 @@ func TestEarlyInitOrder(t *testing.T) {
 	}
 	var order []string
 	for line := range strings.Lines(errOut.String()) {
-		if f := strings.Fields(line); len(f) > 2 && f[0] == "init" {
-			order = append(order, f[1])
+		if pkg, ok := initOf(line); ok {
+			order = append(order, pkg)
 		}
 	}
 	at := slices.Index(order, "github.com/schedd/schedd/internal/early")
@@ -181,6 +181,14 @@ func TestEarlyHoldsStartUp(t *testing.T) {
 	}
 }
 
+// initOf is the package of a GODEBUG=inittrace=1 line, "init PKG @0.62 ms, ...".
+func initOf(line string) (pkg string, ok bool) {
+	if f := strings.Fields(line); len(f) > 2 && f[0] == "init" {
+		return f[1], true
+	}
+	return "", false
+}
+
 // waitInit reads inittrace lines until the init of pkg, failing after 10 s.
 func waitInit(t *testing.T, inits <-chan string, pkg string) string {
 	t.Helper()
@@ -191,7 +199,7 @@ func waitInit(t *testing.T, inits <-chan string, pkg string) string {
 			if !ok {
 				t.Fatalf("the command ended before the init of %s", pkg)
 			}
-			if f := strings.Fields(line); len(f) > 2 && f[0] == "init" && f[1] == pkg {
+			if p, ok := initOf(line); ok && p == pkg {
 				return line
 			}
 		case <-deadline:

@@ -9,9 +9,10 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // listenFor listens on a socket of its own and returns the request of
@@ -129,16 +130,8 @@ func TestSendHoldsForTheReply(t *testing.T) {
 		t.Fatal(err)
 	}
 	var flags int
-	sc.Control(func(fd uintptr) { flags, err = fcntlFlags(int(fd)) })
-	if err != nil || flags&syscall.O_NONBLOCK == 0 {
+	sc.Control(func(fd uintptr) { flags, err = unix.FcntlInt(fd, unix.F_GETFL, 0) })
+	if err != nil || flags&unix.O_NONBLOCK == 0 {
 		t.Fatalf("flags %#x, %v: the connection is left blocking", flags, err)
 	}
-}
-
-func fcntlFlags(fd int) (int, error) {
-	r, _, e := syscall.Syscall(syscall.SYS_FCNTL, uintptr(fd), syscall.F_GETFL, 0)
-	if e != 0 {
-		return 0, e
-	}
-	return int(r), nil
 }
