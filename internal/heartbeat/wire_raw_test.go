@@ -16,16 +16,7 @@ import (
 // kept, and a target that does not answer ends in the read deadline, reported as net.Conn
 // reports it.
 func TestWireRawIO(t *testing.T) {
-	rt := newRawTarget(t, func(string, []byte) (string, bool) { return "HTTP/1.1 204 No Content\r\n\r\n", false })
-	w := newTestWire(t, rt.url(), http.MethodPost, nil)
-	for range 3 {
-		if code, _ := pulseOnce(t, w); code != 204 {
-			t.Fatalf("status %d, want 204", code)
-		}
-	}
-	if n := rt.accepted.Load(); n != 1 {
-		t.Fatalf("%d connections for 3 pulses, want 1", n)
-	}
+	w := pulsesOnOneConnection(t, 3)
 	c := w.pool.take(time.Now().Add(time.Minute), w.addr)
 	if c == nil {
 		t.Fatal("no kept connection after three pulses")

@@ -142,16 +142,24 @@ func pulseOnce(t *testing.T, w *wireTarget) (int, string) {
 }
 
 func TestWireKeepsConnection(t *testing.T) {
+	pulsesOnOneConnection(t, 20)
+}
+
+// pulsesOnOneConnection sends n pulses to a target that answers 204 and fails the test
+// unless each got its 204 and all went over one kept connection.
+func pulsesOnOneConnection(t *testing.T, n int) *wireTarget {
+	t.Helper()
 	rt := newRawTarget(t, func(string, []byte) (string, bool) { return "HTTP/1.1 204 No Content\r\n\r\n", false })
 	w := newTestWire(t, rt.url(), http.MethodPost, nil)
-	for range 20 {
+	for range n {
 		if code, _ := pulseOnce(t, w); code != 204 {
-			t.Fatalf("code %d", code)
+			t.Fatalf("status %d, want 204", code)
 		}
 	}
-	if n := rt.accepted.Load(); n != 1 {
-		t.Fatalf("%d connections for 20 pulses, want 1", n)
+	if got := rt.accepted.Load(); got != 1 {
+		t.Fatalf("%d connections for %d pulses, want 1", got, n)
 	}
+	return w
 }
 
 // TestWirePeerClosedIdle: a target that closes a kept connection while it is idle (as
