@@ -25,9 +25,9 @@ const (
 	// saveDelay batches state writes; SetEnabled and shutdown write at once.
 	saveDelay = 5 * time.Second
 	// saveBudget spaces timed state writes by this many times the last write's duration,
-	// so that writing the state of many agents takes at most 0.05 % of a core (10,000
-	// agents: a 12 ms write every 24 s). What a crash loses is that much of the agents'
-	// last outcomes and run starts; their schedules are epoch-aligned and never lost.
+	// so that writing the state of many agents takes at most 0.05 % of a core. What a crash
+	// loses is that much of the agents' last outcomes and run starts; their schedules are
+	// epoch-aligned and never lost.
 	saveBudget = 2000
 	// pulseWorkers is how many pulses may be in flight across all agents. Workers start
 	// when pulses wait for one and then live as long as Run, so a pulse costs no goroutine
@@ -124,8 +124,7 @@ type Service struct {
 
 	fields sync.Pool // of *pulseFields
 
-	saveMu sync.Mutex  // serializes store writes; taken before mu, never inside it
-	snap   []snapEntry // flush's copy of the agents' state, reused (saveMu)
+	saveMu sync.Mutex // serializes store writes; taken before mu, never inside it
 
 	mu        sync.Mutex
 	cfg       Config
@@ -133,7 +132,6 @@ type Service struct {
 	switchVal *bool // the persisted global switch, if ever set
 	persisted map[string]AgentState
 	order     []*agent
-	sortedIDs []string // the ids of order, sorted: the state file's order
 	agents    map[string]*agent
 	due       dueHeap
 	deferq    deferHeap
@@ -294,11 +292,6 @@ func (s *Service) apply(cfg Config) error {
 	for _, a := range old {
 		s.unschedule(a)
 	}
-	s.sortedIDs = make([]string, len(s.order))
-	for i, a := range s.order {
-		s.sortedIDs[i] = a.id
-	}
-	slices.Sort(s.sortedIDs)
 	// The state file changes when an agent runs or a persisted one goes; with neither
 	// there is nothing to write, and an idle daemon is not woken to write it.
 	if running > 0 || len(s.persisted) > 0 {
@@ -1085,11 +1078,6 @@ func (s *Service) flush() error {
 	st := s.snapshotLocked()
 	s.dirty = false
 	s.mu.Unlock()
-	st.Agents = make(map[string]AgentState, len(s.snap))
-	for _, e := range s.snap {
-		st.Agents[e.id] = e.st
-	}
-	clear(s.snap) // drop the references until the next write
 	if err := s.store.Save(st); err != nil {
 		s.mu.Lock()
 		s.dirty = true
@@ -1099,26 +1087,18 @@ func (s *Service) flush() error {
 	return nil
 }
 
-// snapshotLocked copies what the state file keeps into s.snap (under saveMu) and returns
-// the state without its Agents map, which flush builds after the lock is released: at
-// 10,000 agents building the map holds the lock several times longer than the copy.
+// snapshotLocked is what the state file keeps. It shares the agents' last run, event and
+// run starts: those are replaced, never modified in place.
 func (s *Service) snapshotLocked() State {
-	s.snap = s.snap[:0]
+	st := State{Version: StateVersion, Seed: s.seed, Enabled: s.switchVal, Agents: make(map[string]AgentState, len(s.order))}
 	for _, a := range s.order {
-		// last, event and starts are replaced, never modified in place, so sharing is safe.
-		e := snapEntry{id: a.id, st: AgentState{Last: a.last, Event: a.event, Starts: a.starts}}
+		as := AgentState{Last: a.last, Event: a.event, Starts: a.starts}
 		if a.runs {
-			e.st.IntervalMS, e.st.PhaseMS, e.st.NextDueAt = a.interval.Milliseconds(), a.phase.Milliseconds(), a.nextDue
+			as.IntervalMS, as.PhaseMS, as.NextDueAt = a.interval.Milliseconds(), a.phase.Milliseconds(), a.nextDue
 		}
-		s.snap = append(s.snap, e)
+		st.Agents[a.id] = as
 	}
-	return State{Version: StateVersion, Seed: s.seed, Enabled: s.switchVal, ids: s.sortedIDs}
-}
-
-// snapEntry is one agent's persisted state, copied under the lock.
-type snapEntry struct {
-	id string
-	st AgentState
+	return st
 }
 
 // dueHeap orders running agents by due time. Each entry carries its key, so sifting

@@ -5,17 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"maps"
 	"os"
 	"path/filepath"
-	"slices"
-	"strconv"
 	"sync"
 	"time"
 
 	"go.uber.org/zap"
-
-	"github.com/schedd/schedd/internal/jsonenc"
 )
 
 // StateVersion is the version of the persisted state this package writes.
@@ -28,8 +23,6 @@ type State struct {
 	Seed    string                `json:"seed,omitempty"`
 	Enabled *bool                 `json:"enabled,omitempty"` // nil = never switched at run time
 	Agents  map[string]AgentState `json:"agents,omitempty"`
-
-	ids []string // Agents' keys, sorted, when the service knows them: the file's order
 }
 
 // AgentState is one agent's persisted schedule and history.
@@ -67,7 +60,6 @@ type FileStore struct {
 	dir string
 	log *zap.Logger
 	now func() time.Time
-	buf []byte // the last write's encoding, reused (calls are serialized)
 }
 
 var _ StateStore = (*FileStore)(nil)
@@ -118,9 +110,9 @@ func (f *FileStore) Load() (State, error) {
 // Save replaces the state file atomically.
 func (f *FileStore) Save(st State) error {
 	st.Version = StateVersion
-	data := st.appendJSON(f.buf[:0])
-	if cap(data) <= 64<<20 {
-		f.buf = data[:0]
+	data, err := json.Marshal(st)
+	if err != nil {
+		return fmt.Errorf("encode heartbeat state: %w", err)
 	}
 	if err := os.MkdirAll(f.dir, 0o700); err != nil {
 		return fmt.Errorf("create state dir: %w", err)
@@ -153,87 +145,6 @@ func (f *FileStore) Save(st State) error {
 		return fmt.Errorf("sync state dir: %w", err)
 	}
 	return nil
-}
-
-// appendJSON appends st as encoding/json writes it (map keys sorted; without its HTML
-// escaping), by hand: a service with many agents saves its state often, and reflection
-// was most of the cost (Load decodes it with encoding/json).
-func (st State) appendJSON(b []byte) []byte {
-	b = append(b, `{"version":`...)
-	b = strconv.AppendInt(b, int64(st.Version), 10)
-	if st.Seed != "" {
-		b = append(b, `,"seed":`...)
-		b = jsonenc.AppendString(b, st.Seed)
-	}
-	if st.Enabled != nil {
-		b = append(b, `,"enabled":`...)
-		b = strconv.AppendBool(b, *st.Enabled)
-	}
-	if len(st.Agents) > 0 {
-		b = append(b, `,"agents":{`...)
-		ids := st.ids
-		if len(ids) != len(st.Agents) {
-			ids = slices.Sorted(maps.Keys(st.Agents))
-		}
-		for i, id := range ids {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = jsonenc.AppendString(b, id)
-			b = append(b, ':')
-			b = st.Agents[id].appendJSON(b)
-		}
-		b = append(b, '}')
-	}
-	return append(b, '}')
-}
-
-func (a AgentState) appendJSON(b []byte) []byte {
-	b = append(b, `{"interval_ms":`...)
-	b = strconv.AppendInt(b, a.IntervalMS, 10)
-	b = append(b, `,"phase_ms":`...)
-	b = strconv.AppendInt(b, a.PhaseMS, 10)
-	if !a.NextDueAt.IsZero() {
-		b = append(b, `,"next_due_at":`...)
-		b = jsonenc.AppendTime(b, a.NextDueAt)
-	}
-	if l := a.Last; l != nil {
-		b = append(b, `,"last":{"status":`...)
-		b = jsonenc.AppendString(b, string(l.Status))
-		b = append(b, `,"reason":`...)
-		b = jsonenc.AppendString(b, l.Reason)
-		b = append(b, `,"duration_ms":`...)
-		b = strconv.AppendInt(b, l.DurationMS, 10)
-		b = append(b, `,"at":`...)
-		b = jsonenc.AppendTime(b, l.At)
-		b = append(b, '}')
-	}
-	if e := a.Event; e != nil {
-		b = append(b, `,"event":{"status":`...)
-		b = jsonenc.AppendString(b, e.Status)
-		for _, f := range [...]struct{ key, v string }{{"preview", e.Preview}, {"reason", e.Reason}, {"indicator", e.Indicator}} {
-			if f.v != "" {
-				b = append(b, `,"`...)
-				b = append(b, f.key...)
-				b = append(b, `":`...)
-				b = jsonenc.AppendString(b, f.v)
-			}
-		}
-		b = append(b, `,"at":`...)
-		b = jsonenc.AppendTime(b, e.At)
-		b = append(b, '}')
-	}
-	if len(a.Starts) > 0 {
-		b = append(b, `,"starts":[`...)
-		for i, t := range a.Starts {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = jsonenc.AppendTime(b, t)
-		}
-		b = append(b, ']')
-	}
-	return append(b, '}')
 }
 
 // memStore keeps State in memory: the default when Deps.Store is nil.
