@@ -3,6 +3,8 @@ package heartbeat
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 )
@@ -29,16 +31,6 @@ func BenchmarkFileStoreSave(b *testing.B) {
 		if err := fs.Save(st); err != nil {
 			b.Fatal(err)
 		}
-	}
-}
-
-// BenchmarkPulseJSON is the encoding of one pulse (an http body, an exec stdin).
-func BenchmarkPulseJSON(b *testing.B) {
-	p := Pulse{AgentID: "a00042", Reason: ReasonInterval, ReasonKind: KindInterval, Visibility: DefaultVisibility,
-		ScheduledAt: time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC), Attempt: 1}
-	buf := make([]byte, 0, 512)
-	for b.Loop() {
-		buf = p.appendJSON(buf[:0])
 	}
 }
 
@@ -81,6 +73,24 @@ func BenchmarkServiceFlush(b *testing.B) {
 		svc.mu.Unlock()
 		if err := svc.flush(); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkHTTPPulse is one pulse to a target on loopback that answers 204 at once, over
+// the service's client: what a pulse costs on HTTP (the target's work, in the same process
+// here, is included).
+func BenchmarkHTTPPulse(b *testing.B) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) }))
+	defer srv.Close()
+	client := newHTTPClient()
+	defer client.CloseIdleConnections()
+	target := newHTTPPulser(&HTTPTarget{URL: srv.URL}, client, DefaultHTTPTimeout)
+	p := samplePulse()
+	b.ReportAllocs()
+	for b.Loop() {
+		if res := target.pulse(b.Context(), p); res.outcome != outcomeRan {
+			b.Fatal(res)
 		}
 	}
 }

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
 )
 
 const (
@@ -30,8 +29,8 @@ const (
 	// epoch-aligned and never lost.
 	saveBudget = 2000
 	// pulseWorkers is how many pulses may be in flight across all agents. Workers start
-	// when pulses wait for one and then live as long as Run, so a pulse costs no goroutine
-	// start and a daemon whose agents never pulse keeps none.
+	// when pulses wait for one and then live as long as Run, so a daemon whose agents never
+	// pulse keeps none.
 	pulseWorkers = 64
 	// pulseQueue is how many started pulses may wait for a worker before the handler
 	// hands further ones to short-lived goroutines.
@@ -63,7 +62,7 @@ type Deps struct {
 	Logger     *zap.Logger      // used as given (the daemon names it); nil: no logs
 	Gateway    Gateway          // nil: always idle and ready
 	Store      StateStore       // nil: state kept in memory only
-	HTTPClient *http.Client     // nil: connections of its own for http://, a client of its own for the rest
+	HTTPClient *http.Client     // nil: one of the service's own, shared by every http target
 	Run        RunFunc          // required for exec targets
 	Host       *time.Location   // the host zone for active hours; nil: time.Local
 	Now        func() time.Time // the wall clock; nil: time.Now
@@ -115,14 +114,13 @@ type Service struct {
 	gw    Gateway
 	store StateStore
 	httpc *http.Client
-	wire  *wirePool // nil when Deps.HTTPClient is given: every http target goes through it
 	run   RunFunc
 	host  *time.Location
 	now   func() time.Time
 	kick  chan struct{}
 	jobs  chan pulseJob
 
-	fields sync.Pool // of *pulseFields
+	ownClient bool // httpc is the service's: its idle connections close when Run ends
 
 	saveMu sync.Mutex // serializes store writes; taken before mu, never inside it
 
@@ -142,7 +140,6 @@ type Service struct {
 	stopping  bool
 	runCtx    context.Context
 	pulses    sync.WaitGroup
-	launch    []pulseJob   // pulses to wire targets dispatch started, for handle to send
 	workers   int          // pulse workers started
 	busy      atomic.Int32 // workers running a pulse
 	saveArmed bool         // Run's save timer is set: a state change needs no kick
@@ -170,13 +167,7 @@ func New(cfg Config, deps Deps) (*Service, error) {
 		s.store = &memStore{}
 	}
 	if s.httpc == nil {
-		s.wire = newWirePool()
-		// Keep a connection per worker alive: with the default two per host, a burst of
-		// pulses to one gateway would open and close connections every time.
-		t := http.DefaultTransport.(*http.Transport).Clone()
-		t.MaxIdleConnsPerHost = pulseWorkers
-		t.MaxIdleConns = 4 * pulseWorkers
-		s.httpc = &http.Client{Transport: t}
+		s.httpc, s.ownClient = newHTTPClient(), true
 	}
 	if s.host == nil {
 		s.host = time.Local
@@ -222,7 +213,6 @@ func (s *Service) apply(cfg Config) error {
 		return err
 	}
 	pulsers := make([]pulser, len(plans))
-	addrs := make(map[string]bool)
 	shared := make(map[string]pulser)
 	for i, p := range plans {
 		if !p.runs {
@@ -231,17 +221,11 @@ func (s *Service) apply(cfg Config) error {
 		// Agents with the same target (typically the defaults') share one pulser.
 		key := targetKey(p.cfg.Target)
 		if pulsers[i] = shared[key]; pulsers[i] == nil {
-			if pulsers[i], err = newPulser(p.cfg.Target, s.httpc, s.wire, s.run); err != nil {
+			if pulsers[i], err = newPulser(p.cfg.Target, s.httpc, s.run); err != nil {
 				return fmt.Errorf("heartbeat agent %s: %w", p.cfg.ID, err)
 			}
 			shared[key] = pulsers[i]
 		}
-		if h, ok := pulsers[i].(*httpPulser); ok && h.wire != nil {
-			addrs[h.wire.addr] = true
-		}
-	}
-	if s.wire != nil {
-		s.wire.retain(addrs) // connections to targets no agent pulses any more
 	}
 	now := s.wall()
 	var warns []configWarning
@@ -360,8 +344,8 @@ func (s *Service) Run(ctx context.Context) error {
 			s.disp.Close()
 			s.pulses.Wait()
 			s.dropQueued()
-			if s.wire != nil {
-				s.wire.closeIdle(true)
+			if s.ownClient {
+				s.httpc.CloseIdleConnections()
 			}
 			return s.flush()
 		case <-timer.C:
@@ -567,19 +551,6 @@ func (s *Service) logNotes(notes []note) {
 // through the dispatcher's retry when it answers.
 func (s *Service) handle(ctx context.Context, w Wake) (RunResult, error) {
 	res := s.dispatch(ctx, w)
-	s.mu.Lock()
-	launch := s.launch
-	s.launch = nil
-	s.mu.Unlock()
-	if len(launch) > 0 {
-		s.sendWire(launch)
-		clear(launch)
-		s.mu.Lock()
-		if s.launch == nil {
-			s.launch = launch[:0] // the next burst's room
-		}
-		s.mu.Unlock()
-	}
 	if !(res.Status == StatusSkipped && IsBusyReason(res.Reason)) {
 		s.mu.Lock()
 		s.awaiting = false
@@ -766,6 +737,13 @@ func sessionFor(w Wake, a *agent) string {
 	return a.session
 }
 
+// pulseJob is a started pulse waiting for a worker.
+type pulseJob struct {
+	a *agent
+	t pulser // the agent's target when the pulse started: a reload may replace it
+	p Pulse
+}
+
 func (s *Service) startPulseLocked(a *agent, w Wake, kind ReasonKind, now time.Time) {
 	sched := now
 	if kind == KindInterval && !a.nextDue.After(now) {
@@ -786,12 +764,7 @@ func (s *Service) startPulseLocked(a *agent, w Wake, kind ReasonKind, now time.T
 	s.setDue(a, advanceDue(now, kind, a.interval, a.phase, a.window.Within))
 	a.inflight = true
 	s.dirty = true
-	job := pulseJob{a: a, t: a.target, p: p}
-	if h, ok := a.target.(*httpPulser); ok && h.wire != nil {
-		s.launch = append(s.launch, job) // handle sends it, after the lock
-		return
-	}
-	s.enqueueLocked(job)
+	s.enqueueLocked(pulseJob{a: a, t: a.target, p: p})
 }
 
 // enqueueLocked hands job to the pulse workers.
@@ -817,104 +790,20 @@ func (s *Service) enqueueLocked(job pulseJob) {
 	}
 }
 
-// pulseJob is a started pulse waiting for a worker.
-type pulseJob struct {
-	a *agent
-	t pulser
-	p Pulse
-	// A pulse whose request went out already (see sendWire): the worker reads the reply.
-	c                *wireConn
-	startWall, start time.Time
-}
-
 // worker runs queued pulses until ctx ends.
 func (s *Service) worker(ctx context.Context) {
 	for {
 		select {
 		case job := <-s.jobs:
 			s.busy.Add(1)
-			if job.c != nil {
-				s.receiveWire(ctx, job)
-			} else {
-				startWall, start := s.wall(), time.Now()
-				res := safePulse(ctx, job.t, start.Add(job.t.timeout()), job.p, s.log)
-				s.finish(job.a, job.p, res, startWall, time.Since(start))
-			}
+			startWall, start := s.wall(), time.Now()
+			res := safePulse(ctx, job.t, job.p, s.log)
+			s.finish(job.a, job.p, res, startWall, time.Since(start))
 			s.busy.Add(-1)
 		case <-ctx.Done():
 			return
 		}
 	}
-}
-
-// wireWait is how long the handler waits for the replies to the pulses it sent before it
-// leaves the rest to the workers.
-const wireWait = 5 * time.Millisecond
-
-// sendWire sends the pulses dispatch started for wire targets, all of them first and on
-// kept connections, then reads the replies while they come within wireWait: a burst of
-// pulses to one gateway costs a write and a read each, not a hand-off to a worker and back
-// per pulse. A pulse with no kept connection, and the replies that take longer, go to the
-// workers; the schedule does not wait for a slow target.
-func (s *Service) sendWire(jobs []pulseJob) {
-	ctx := s.runCtx
-	readBy := time.Now().Add(wireWait)
-	sent := jobs[:0]
-	for _, job := range jobs {
-		job.startWall, job.start = s.wall(), time.Now()
-		if c, ok := job.t.(*httpPulser).wire.start(ctx, readBy, job.p); ok {
-			job.c = c
-			sent = append(sent, job)
-			continue
-		}
-		job.startWall, job.start = time.Time{}, time.Time{}
-		s.mu.Lock()
-		s.enqueueLocked(job)
-		s.mu.Unlock()
-	}
-	// The last request sent is about the last one answered: once its reply is in, the
-	// others' are too, so the handler waits for the target once per burst, not per pulse.
-	if len(sent) > 1 && !sent[len(sent)-1].c.replied() {
-		s.mu.Lock()
-		for _, job := range sent {
-			s.enqueueLocked(job)
-		}
-		s.mu.Unlock()
-		return
-	}
-	for i, job := range sent {
-		if !job.c.replied() {
-			s.mu.Lock()
-			for _, rest := range sent[i:] {
-				s.enqueueLocked(rest)
-			}
-			s.mu.Unlock()
-			return
-		}
-		s.receiveWire(ctx, job)
-	}
-}
-
-// receiveWire reads the reply to a pulse sendWire sent and records the outcome.
-func (s *Service) receiveWire(ctx context.Context, job pulseJob) {
-	h := job.t.(*httpPulser)
-	deadline := job.start.Add(h.timeout())
-	var res pulseResult
-	func() {
-		defer func() {
-			if r := recover(); r != nil {
-				s.log.Error("heartbeat target panic", zap.String("agent", job.p.AgentID), zap.Any("panic", r), zap.Stack("stack"))
-				res = pulseResult{outcome: outcomeFailed, reason: fmt.Sprintf("panic: %v", r)}
-			}
-		}()
-		code, data, err := h.wire.receive(ctx, deadline, job.c)
-		if err != nil {
-			res = httpFailure(ctx, deadline, err)
-		} else {
-			res = classifyHTTP(code, data)
-		}
-	}()
-	s.finish(job.a, job.p, res, job.startWall, time.Since(job.start))
 }
 
 // dropQueued records pulses still queued at shutdown as stopped.
@@ -929,22 +818,19 @@ func (s *Service) dropQueued() {
 	}
 }
 
-// drop records a pulse the service stopped before it ran (or before its reply was read).
+// drop records a pulse the service stopped before it ran.
 func (s *Service) drop(job pulseJob) {
-	if job.c != nil {
-		job.c.close()
-	}
 	s.finish(job.a, job.p, pulseResult{outcome: outcomeFailed, reason: reasonStopped}, s.wall(), 0)
 }
 
-func safePulse(ctx context.Context, t pulser, deadline time.Time, p Pulse, log *zap.Logger) (res pulseResult) {
+func safePulse(ctx context.Context, t pulser, p Pulse, log *zap.Logger) (res pulseResult) {
 	defer func() {
 		if r := recover(); r != nil {
 			log.Error("heartbeat target panic", zap.String("agent", p.AgentID), zap.Any("panic", r), zap.Stack("stack"))
 			res = pulseResult{outcome: outcomeFailed, reason: fmt.Sprintf("panic: %v", r)}
 		}
 	}()
-	return t.pulse(ctx, deadline, p)
+	return t.pulse(ctx, p)
 }
 
 // finish records a pulse's outcome. A busy answer is retried through the dispatcher after
@@ -981,9 +867,7 @@ func (s *Service) finish(a *agent, p Pulse, res pulseResult, startWall time.Time
 	kick := !s.saveArmed // Run arms the save timer when it next looks
 	s.mu.Unlock()
 
-	if ce := s.log.Check(zap.InfoLevel, "heartbeat pulse"); ce != nil {
-		s.logPulse(ce, p, res, last.Status, startWall, took)
-	}
+	s.logPulse(p, res, last.Status, startWall, took)
 	if res.outcome == outcomeBusy {
 		s.disp.retry(Wake{Reason: p.Reason, AgentID: p.AgentID, SessionKey: p.SessionKey})
 	}
@@ -992,21 +876,13 @@ func (s *Service) finish(a *agent, p Pulse, res pulseResult, startWall time.Time
 	}
 }
 
-// pulseFields is the room for a pulse line's fields, pooled: handed to the logger, a slice
-// of them escapes, and a line per pulse should not cost its 700 bytes of garbage.
-type pulseFields [11]zap.Field
-
 // logPulse writes the line of a pulse that finished.
-func (s *Service) logPulse(ce *zapcore.CheckedEntry, p Pulse, res pulseResult, status RunStatus, startWall time.Time, took time.Duration) {
-	room, _ := s.fields.Get().(*pulseFields)
-	if room == nil {
-		room = new(pulseFields)
-	}
-	fields := append(room[:0],
+func (s *Service) logPulse(p Pulse, res pulseResult, status RunStatus, startWall time.Time, took time.Duration) {
+	fields := []zap.Field{
 		zap.String("agent", p.AgentID), zap.String("reason", p.Reason), zap.String("reason_kind", string(p.ReasonKind)),
 		zap.String("status", string(status)), zap.Duration("duration", took), zap.Int("attempt", p.Attempt),
 		zap.Time("scheduled_at", p.ScheduledAt), zap.Duration("late", startWall.Sub(p.ScheduledAt)),
-	)
+	}
 	if p.SessionKey != "" {
 		fields = append(fields, zap.String("session", p.SessionKey))
 	}
@@ -1016,9 +892,7 @@ func (s *Service) logPulse(ce *zapcore.CheckedEntry, p Pulse, res pulseResult, s
 	if res.event != nil {
 		fields = append(fields, zap.String("event", res.event.Status))
 	}
-	ce.Write(fields...)
-	clear(room[:])
-	s.fields.Put(room)
+	s.log.Info("heartbeat pulse", fields...)
 }
 
 // dueAgentsLocked lists the agents due at now, earliest first, walking only the part of

@@ -14,8 +14,6 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
-
-	"github.com/schedd/schedd/internal/jsonenc"
 )
 
 // Pulse is what a target receives when an agent's heartbeat runs: the JSON body of an
@@ -28,30 +26,6 @@ type Pulse struct {
 	Visibility  ResolvedVisibility `json:"visibility"`
 	ScheduledAt time.Time          `json:"scheduled_at"`
 	Attempt     int                `json:"attempt"` // 1, then +1 for each busy retry
-}
-
-// appendJSON appends p as encoding/json would write it (without its HTML escaping), by
-// hand: a pulse is encoded for every run, and reflection was most of its cost.
-func (p Pulse) appendJSON(b []byte) []byte {
-	b = append(b, `{"agent_id":`...)
-	b = jsonenc.AppendString(b, p.AgentID)
-	b = append(b, `,"session_key":`...)
-	b = jsonenc.AppendString(b, p.SessionKey)
-	b = append(b, `,"reason":`...)
-	b = jsonenc.AppendString(b, p.Reason)
-	b = append(b, `,"reason_kind":`...)
-	b = jsonenc.AppendString(b, string(p.ReasonKind))
-	b = append(b, `,"visibility":{"show_ok":`...)
-	b = strconv.AppendBool(b, p.Visibility.ShowOK)
-	b = append(b, `,"show_alerts":`...)
-	b = strconv.AppendBool(b, p.Visibility.ShowAlerts)
-	b = append(b, `,"use_indicator":`...)
-	b = strconv.AppendBool(b, p.Visibility.UseIndicator)
-	b = append(b, `},"scheduled_at":"`...)
-	b = p.ScheduledAt.AppendFormat(b, time.RFC3339Nano)
-	b = append(b, `","attempt":`...)
-	b = strconv.AppendInt(b, int64(p.Attempt), 10)
-	return append(b, '}')
 }
 
 // Event statuses a target may report (upstream heartbeat events).
@@ -113,11 +87,9 @@ type pulseResult struct {
 
 // pulser delivers pulses to one configured target.
 type pulser interface {
-	// pulse delivers p and returns by deadline (a failure "timeout"), or soon after ctx
-	// ends (a failure "stopped"). ctx is the service's: it has no per-pulse deadline, so a
-	// pulse costs no context and no timer unless the target needs one.
-	pulse(ctx context.Context, deadline time.Time, p Pulse) pulseResult
-	timeout() time.Duration
+	// pulse delivers p within the target's timeout (a failure "timeout"), or returns soon
+	// after ctx ends (a failure "stopped").
+	pulse(ctx context.Context, p Pulse) pulseResult
 }
 
 // reply is the optional JSON a target answers with.
@@ -174,43 +146,46 @@ func nonEmpty(s, def string) string {
 // maxReply caps how much of a target's reply is read.
 const maxReply = 64 << 10
 
+// newHTTPClient is the client every http target of a service shares. It keeps an idle
+// connection per pulse worker to each target (the default keeps two per host), so a burst
+// of pulses to one gateway reuses its connections instead of opening new ones. Redirects
+// are not followed: a target that moved is a configuration problem, and following a 302
+// would turn the POST into a GET.
+func newHTTPClient() *http.Client {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConnsPerHost = pulseWorkers
+	t.MaxIdleConns = 4 * pulseWorkers
+	return &http.Client{Transport: t, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+}
+
 type httpPulser struct {
 	url     string
 	method  string
 	headers map[string]string
 	limit   time.Duration
 	client  *http.Client
-	wire    *wireTarget // nil: through client
 }
 
-// newHTTPPulser pulses t over pool's connections when it can (see wireTarget), else
-// through client.
-func newHTTPPulser(t *HTTPTarget, client *http.Client, pool *wirePool, fallback time.Duration) *httpPulser {
+func newHTTPPulser(t *HTTPTarget, client *http.Client, fallback time.Duration) *httpPulser {
 	method := strings.ToUpper(strings.TrimSpace(t.Method))
 	if method == "" {
 		method = http.MethodPost
 	}
-	return &httpPulser{url: t.URL, method: method, headers: t.Headers, limit: nonZero(t.Timeout, fallback), client: client,
-		wire: newWireTarget(t.URL, method, t.Headers, pool)}
+	return &httpPulser{url: t.URL, method: method, headers: t.Headers, limit: nonZero(t.Timeout, fallback), client: client}
 }
 
-func (h *httpPulser) timeout() time.Duration { return h.limit }
-
-// pulse POSTs p. 2xx ran (unless the reply says busy or failed); 429 and 503 are busy;
-// anything else, a transport error or the timeout failed.
-func (h *httpPulser) pulse(ctx context.Context, deadline time.Time, p Pulse) pulseResult {
-	if h.wire != nil {
-		code, data, err := h.wire.exchange(ctx, deadline, p)
-		if err != nil {
-			return httpFailure(ctx, deadline, err)
-		}
-		return classifyHTTP(code, data)
-	}
-	ctx, cancel := context.WithDeadline(ctx, deadline)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, h.method, h.url, bytes.NewReader(p.appendJSON(make([]byte, 0, 320))))
+// pulse sends p as JSON. 2xx ran (unless the reply says busy or failed); 429 and 503 are
+// busy; any other status, a transport error, a reply cut short or the timeout failed.
+func (h *httpPulser) pulse(ctx context.Context, p Pulse) pulseResult {
+	body, err := json.Marshal(p)
 	if err != nil {
-		return pulseResult{outcome: outcomeFailed, reason: "build request: " + err.Error()}
+		return pulseResult{outcome: outcomeFailed, reason: "encode pulse: " + err.Error()}
+	}
+	ctx, cancel := context.WithTimeout(ctx, h.limit)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, h.method, h.url, bytes.NewReader(body))
+	if err != nil {
+		return pulseResult{outcome: outcomeFailed, reason: "build request: " + withoutURL(err).Error()}
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "schedd-heartbeat")
@@ -219,29 +194,32 @@ func (h *httpPulser) pulse(ctx context.Context, deadline time.Time, p Pulse) pul
 	}
 	resp, err := h.client.Do(req)
 	if err != nil {
-		// Report the cause without the URL, which may carry a token.
-		if ue, ok := errors.AsType[*url.Error](err); ok {
-			err = ue.Err
-		}
-		return httpFailure(ctx, deadline, err)
+		return httpFailure(ctx, err)
 	}
 	defer resp.Body.Close()
+	// A reply up to maxReply is read whole, which lets the connection carry the next pulse;
+	// a longer one is cut there and its connection closed.
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxReply))
-	if err != nil && ctx.Err() != nil {
-		return pulseResult{outcome: outcomeFailed, reason: ctxReason(ctx)}
+	if err != nil {
+		return httpFailure(ctx, err)
 	}
 	return classifyHTTP(resp.StatusCode, data)
 }
 
-// httpFailure is the result of an exchange that got no reply.
-func httpFailure(ctx context.Context, deadline time.Time, err error) pulseResult {
+// httpFailure is the result of an exchange that got no whole reply.
+func httpFailure(ctx context.Context, err error) pulseResult {
 	if ctx.Err() != nil {
 		return pulseResult{outcome: outcomeFailed, reason: ctxReason(ctx)}
 	}
-	if isTimeout(err) || (!deadline.IsZero() && !time.Now().Before(deadline)) {
-		return pulseResult{outcome: outcomeFailed, reason: reasonTimeout}
+	return pulseResult{outcome: outcomeFailed, reason: "http: " + withoutURL(err).Error()}
+}
+
+// withoutURL drops the URL from err, which may carry a token.
+func withoutURL(err error) error {
+	if ue, ok := errors.AsType[*url.Error](err); ok {
+		return ue.Err
 	}
-	return pulseResult{outcome: outcomeFailed, reason: "http: " + err.Error()}
+	return err
 }
 
 // classifyHTTP turns a reply into a result: 2xx ran (unless the body says busy or failed),
@@ -276,14 +254,16 @@ type execPulser struct {
 	run   RunFunc
 }
 
-func (e *execPulser) timeout() time.Duration { return e.limit }
-
 // pulse runs the command: exit 0 ran (unless stdout's reply says busy or failed), 75 busy,
 // anything else, a start error or the timeout failed.
-func (e *execPulser) pulse(ctx context.Context, deadline time.Time, p Pulse) pulseResult {
-	ctx, cancel := context.WithDeadline(ctx, deadline)
+func (e *execPulser) pulse(ctx context.Context, p Pulse) pulseResult {
+	stdin, err := json.Marshal(p)
+	if err != nil {
+		return pulseResult{outcome: outcomeFailed, reason: "encode pulse: " + err.Error()}
+	}
+	ctx, cancel := context.WithTimeout(ctx, e.limit)
 	defer cancel()
-	code, stdout, err := e.run(ctx, e.argv, PulseEnv(p), p.appendJSON(make([]byte, 0, 320)))
+	code, stdout, err := e.run(ctx, e.argv, PulseEnv(p), stdin)
 	switch {
 	case ctx.Err() != nil:
 		return pulseResult{outcome: outcomeFailed, reason: ctxReason(ctx)}
@@ -298,36 +278,16 @@ func (e *execPulser) pulse(ctx context.Context, deadline time.Time, p Pulse) pul
 }
 
 // PulseEnv is the environment an exec target gets on top of the daemon's.
-// The variables are written into one buffer and sliced out of one string: a pulse costs
-// two allocations here, not eight.
 func PulseEnv(p Pulse) []string {
-	b := make([]byte, 0, 192+len(p.AgentID)+len(p.SessionKey)+len(p.Reason))
-	var ends [7]int
-	add := func(i int, kv ...string) {
-		for _, s := range kv {
-			b = append(b, s...)
-		}
-		ends[i] = len(b)
+	return []string{
+		"SCHEDD_AGENT_ID=" + p.AgentID,
+		"SCHEDD_SESSION_KEY=" + p.SessionKey,
+		"SCHEDD_REASON=" + p.Reason,
+		"SCHEDD_REASON_KIND=" + string(p.ReasonKind),
+		"SCHEDD_VISIBILITY=" + p.Visibility.String(),
+		"SCHEDD_SCHEDULED_AT=" + p.ScheduledAt.UTC().Format(time.RFC3339Nano),
+		"SCHEDD_ATTEMPT=" + strconv.Itoa(p.Attempt),
 	}
-	add(0, "SCHEDD_AGENT_ID=", p.AgentID)
-	add(1, "SCHEDD_SESSION_KEY=", p.SessionKey)
-	add(2, "SCHEDD_REASON=", p.Reason)
-	add(3, "SCHEDD_REASON_KIND=", string(p.ReasonKind))
-	add(4, "SCHEDD_VISIBILITY=", p.Visibility.String())
-	b = append(b, "SCHEDD_SCHEDULED_AT="...)
-	b = p.ScheduledAt.UTC().AppendFormat(b, time.RFC3339Nano)
-	ends[5] = len(b)
-	b = append(b, "SCHEDD_ATTEMPT="...)
-	b = strconv.AppendInt(b, int64(p.Attempt), 10)
-	ends[6] = len(b)
-	all := string(b)
-	env := make([]string, len(ends))
-	start := 0
-	for i, end := range ends {
-		env[i] = all[start:end]
-		start = end
-	}
-	return env
 }
 
 // Failure reasons of a pulse cut short.
@@ -375,10 +335,10 @@ func targetKey(t *Target) string {
 }
 
 // newPulser builds the pulser for t.
-func newPulser(t *Target, client *http.Client, pool *wirePool, run RunFunc) (pulser, error) {
+func newPulser(t *Target, client *http.Client, run RunFunc) (pulser, error) {
 	switch {
 	case t.HTTP != nil:
-		return newHTTPPulser(t.HTTP, client, pool, DefaultHTTPTimeout), nil
+		return newHTTPPulser(t.HTTP, client, DefaultHTTPTimeout), nil
 	case t.Exec != nil:
 		if run == nil {
 			return nil, errNoRunFunc

@@ -3,11 +3,17 @@ package heartbeat
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -19,43 +25,19 @@ func samplePulse() Pulse {
 	}
 }
 
-// httpTransports are the two ways an http target is pulsed: over the service's own
-// connections (plain http://) and through an *http.Client (everything else).
-var httpTransports = []struct {
-	name string
-	wire bool
-}{{"wire", true}, {"net/http", false}}
-
-// newTestHTTPPulser builds the pulser over the transport named, with its cleanup.
-func newTestHTTPPulser(t *testing.T, wire bool, target *HTTPTarget) *httpPulser {
+// newTestHTTPPulser builds the pulser over a client like the service's own.
+func newTestHTTPPulser(t *testing.T, target *HTTPTarget) *httpPulser {
 	t.Helper()
-	client := &http.Client{Transport: &http.Transport{}}
+	client := newHTTPClient()
 	t.Cleanup(client.CloseIdleConnections)
-	var pool *wirePool
-	if wire {
-		pool = newWirePool()
-		t.Cleanup(func() { pool.closeIdle(true) })
-	}
-	h := newHTTPPulser(target, client, pool, DefaultHTTPTimeout)
-	if (h.wire != nil) != wire {
-		t.Fatalf("target %s: wire %v, want %v", target.URL, h.wire != nil, wire)
-	}
-	return h
+	return newHTTPPulser(target, client, DefaultHTTPTimeout)
 }
-
-// deadline is when a pulse to target started now times out.
-func deadline(target pulser) time.Time { return time.Now().Add(target.timeout()) }
 
 func TestHTTPTarget(t *testing.T) {
-	for _, tr := range httpTransports {
-		t.Run(tr.name, func(t *testing.T) { testHTTPTarget(t, tr.wire) })
-	}
-}
-
-func testHTTPTarget(t *testing.T, wire bool) {
 	type reply struct {
-		code int
-		body string
+		code   int
+		body   string
+		header map[string]string
 	}
 	var answer reply
 	var got struct {
@@ -67,12 +49,15 @@ func testHTTPTarget(t *testing.T, wire bool) {
 		got.method, got.path, got.ctype, got.auth = r.Method, r.URL.Path, r.Header.Get("Content-Type"), r.Header.Get("Authorization")
 		got.pulse = Pulse{}
 		_ = json.Unmarshal(body, &got.pulse)
+		for k, v := range answer.header {
+			w.Header().Set(k, v)
+		}
 		w.WriteHeader(answer.code)
 		_, _ = io.WriteString(w, answer.body)
 	}))
 	defer srv.Close()
-	target := newTestHTTPPulser(t, wire, &HTTPTarget{URL: srv.URL + "/hooks/wake", Headers: map[string]string{"Authorization": "Bearer s3cret"}})
-	if target.timeout() != DefaultHTTPTimeout || target.method != http.MethodPost {
+	target := newTestHTTPPulser(t, &HTTPTarget{URL: srv.URL + "/hooks/wake", Headers: map[string]string{"Authorization": "Bearer s3cret"}})
+	if target.limit != DefaultHTTPTimeout || target.method != http.MethodPost {
 		t.Fatalf("defaults: %+v", target)
 	}
 	long := strings.Repeat("é", 150)
@@ -83,19 +68,25 @@ func testHTTPTarget(t *testing.T, wire bool) {
 		reason  string
 		event   string
 	}{
-		{"204 ran", reply{204, ""}, outcomeRan, "", ""},
-		{"200 with event", reply{200, `{"status":"sent","preview":"` + long + `"}`}, outcomeRan, "", EventSent},
-		{"200 skipped event still ran", reply{200, `{"status":"skipped","reason":"duplicate"}`}, outcomeRan, "", EventSkipped},
-		{"busy reply", reply{200, `{"status":"skipped","reason":"requests-in-flight"}`}, outcomeBusy, SkipRequestsInFlight, EventSkipped},
-		{"failed reply", reply{200, `{"status":"failed","reason":"model down"}`}, outcomeFailed, "model down", EventFailed},
-		{"429 busy", reply{429, ""}, outcomeBusy, SkipRequestsInFlight, ""},
-		{"503 busy with reason", reply{503, `{"status":"skipped","reason":"lanes-busy"}`}, outcomeBusy, "lanes-busy", ""},
-		{"500 failed", reply{500, "oops"}, outcomeFailed, "http status 500", ""},
-		{"404 failed", reply{404, ""}, outcomeFailed, "http status 404", ""},
-		{"non-JSON body ran", reply{200, "ok"}, outcomeRan, "", ""},
+		{"204 ran", reply{204, "", nil}, outcomeRan, "", ""},
+		{"200 with event", reply{200, `{"status":"sent","preview":"` + long + `"}`, nil}, outcomeRan, "", EventSent},
+		{"event after blanks", reply{200, "\r\n  {\"status\":\"ok-token\"}\n", nil}, outcomeRan, "", EventOKToken},
+		{"200 skipped event still ran", reply{200, `{"status":"skipped","reason":"duplicate"}`, nil}, outcomeRan, "", EventSkipped},
+		{"unknown event status ran", reply{200, `{"status":"great"}`, nil}, outcomeRan, "", ""},
+		{"busy reply", reply{200, `{"status":"skipped","reason":"requests-in-flight"}`, nil}, outcomeBusy, SkipRequestsInFlight, EventSkipped},
+		{"failed reply", reply{200, `{"status":"failed","reason":"model down"}`, nil}, outcomeFailed, "model down", EventFailed},
+		{"failed reply without reason", reply{200, `{"status":"failed"}`, nil}, outcomeFailed, "target reported failure", EventFailed},
+		{"429 busy", reply{429, "", nil}, outcomeBusy, SkipRequestsInFlight, ""},
+		{"503 busy with reason", reply{503, `{"status":"skipped","reason":"lanes-busy"}`, nil}, outcomeBusy, "lanes-busy", ""},
+		{"503 busy, other reason", reply{503, `{"status":"skipped","reason":"tired"}`, nil}, outcomeBusy, SkipRequestsInFlight, ""},
+		{"500 failed", reply{500, "oops", nil}, outcomeFailed, "http status 500", ""},
+		{"404 failed", reply{404, "", nil}, outcomeFailed, "http status 404", ""},
+		{"redirect not followed", reply{302, "", map[string]string{"Location": "/elsewhere"}}, outcomeFailed, "http status 302", ""},
+		{"reply cut short", reply{200, `{"status":"sent"}`, map[string]string{"Content-Length": "100"}}, outcomeFailed, "http: unexpected EOF", ""},
+		{"non-JSON body ran", reply{200, "ok", nil}, outcomeRan, "", ""},
 	} {
 		answer = tc.reply
-		res := target.pulse(t.Context(), deadline(target), samplePulse())
+		res := target.pulse(t.Context(), samplePulse())
 		if res.outcome != tc.outcome || res.reason != tc.reason {
 			t.Errorf("%s: %+v, want outcome %d reason %q", tc.name, res, tc.outcome, tc.reason)
 		}
@@ -112,13 +103,66 @@ func testHTTPTarget(t *testing.T, wire bool) {
 	}
 }
 
-func TestHTTPTargetTimeoutAndRefused(t *testing.T) {
-	for _, tr := range httpTransports {
-		t.Run(tr.name, func(t *testing.T) { testHTTPTargetTimeoutAndRefused(t, tr.wire) })
+// TestHTTPTargetReplyCap: a reply is read up to maxReply, never to its end: a target that
+// answers an event and then streams forever costs one capped read, not the pulse's timeout.
+func TestHTTPTargetReplyCap(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, `{"status":"sent","preview":"hi"}`)
+		blanks := []byte(strings.Repeat(" ", 4096))
+		for r.Context().Err() == nil {
+			if _, err := w.Write(blanks); err != nil {
+				return
+			}
+		}
+	}))
+	defer srv.Close()
+	target := newTestHTTPPulser(t, &HTTPTarget{URL: srv.URL, Timeout: 5 * time.Second})
+	res := target.pulse(t.Context(), samplePulse())
+	if res.outcome != outcomeRan || res.event == nil || res.event.Status != EventSent || res.event.Preview != "hi" {
+		t.Fatalf("endless reply: %+v (event %+v)", res, res.event)
 	}
 }
 
-func testHTTPTargetTimeoutAndRefused(t *testing.T, wire bool) {
+// TestHTTPTargetRequest: the request carries the configured method (any case), path and
+// query, the headers (canonical names, values trimmed; Host and Content-Length come from
+// the request itself) and the pulse as its JSON body.
+func TestHTTPTargetRequest(t *testing.T) {
+	type seen struct {
+		method, uri, host string
+		length            int64
+		header            http.Header
+		body              string
+	}
+	got := make(chan seen, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		got <- seen{r.Method, r.RequestURI, r.Host, r.ContentLength, r.Header, string(body)}
+		if r.Method == http.MethodHead {
+			w.Header().Set("Content-Length", "10") // how long a GET's reply would be; none follows
+		}
+		w.WriteHeader(http.StatusOK)
+	}))
+	defer srv.Close()
+	headers := map[string]string{"authorization": "Bearer s3cret", "X-Trim": "  padded\t", "content-type": "application/x-pulse",
+		"Host": "ignored.example", "Content-Length": "999", "X-Empty": ""}
+	body, _ := json.Marshal(samplePulse())
+	for _, method := range []string{"post", "PUT", "Patch", "HEAD"} {
+		target := newTestHTTPPulser(t, &HTTPTarget{URL: srv.URL + "/sub%20dir?a=1&b=%2F", Method: method, Headers: headers})
+		if res := target.pulse(t.Context(), samplePulse()); res.outcome != outcomeRan {
+			t.Fatalf("%s: %+v", method, res)
+		}
+		r := <-got
+		r.header.Del("Accept-Encoding") // net/http's own, but for HEAD
+		want := http.Header{"Authorization": {"Bearer s3cret"}, "X-Trim": {"padded"}, "Content-Type": {"application/x-pulse"},
+			"X-Empty": {""}, "User-Agent": {"schedd-heartbeat"}, "Content-Length": {strconv.Itoa(len(body))}}
+		if r.method != strings.ToUpper(method) || r.uri != "/sub%20dir?a=1&b=%2F" || r.host != srv.Listener.Addr().String() ||
+			r.length != int64(len(body)) || r.body != string(body) || !reflect.DeepEqual(r.header, want) {
+			t.Fatalf("%s: request %+v\nwant headers %v", method, r, want)
+		}
+	}
+}
+
+func TestHTTPTargetTimeoutAndRefused(t *testing.T) {
 	release := make(chan struct{})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body) // lets the server notice the client hanging up
@@ -127,20 +171,21 @@ func testHTTPTargetTimeoutAndRefused(t *testing.T, wire bool) {
 		case <-release:
 		}
 	}))
-	target := newTestHTTPPulser(t, wire, &HTTPTarget{URL: srv.URL, Method: "put", Timeout: 50 * time.Millisecond})
-	res := target.pulse(t.Context(), deadline(target), samplePulse())
+	target := newTestHTTPPulser(t, &HTTPTarget{URL: srv.URL, Method: "put", Timeout: 50 * time.Millisecond})
+	res := target.pulse(t.Context(), samplePulse())
 	if res.outcome != outcomeFailed || res.reason != reasonTimeout {
 		t.Fatalf("hung target: %+v", res)
 	}
+	patient := newTestHTTPPulser(t, &HTTPTarget{URL: srv.URL, Timeout: time.Minute})
 	ctx, cancel := context.WithCancel(t.Context())
 	time.AfterFunc(20*time.Millisecond, cancel)
-	res = target.pulse(ctx, time.Now().Add(time.Minute), samplePulse())
+	res = patient.pulse(ctx, samplePulse())
 	if res.outcome != outcomeFailed || res.reason != reasonStopped {
 		t.Fatalf("hung target, service stopping: %+v", res)
 	}
 	close(release)
 	srv.Close()
-	res = target.pulse(t.Context(), deadline(target), samplePulse())
+	res = target.pulse(t.Context(), samplePulse())
 	if res.outcome != outcomeFailed || !strings.HasPrefix(res.reason, "http: ") || strings.Contains(res.reason, srv.URL) {
 		t.Fatalf("refused: %+v (the reason must not carry the URL)", res)
 	}
@@ -169,11 +214,11 @@ func TestExecTargetClassifies(t *testing.T) {
 			gotArgv, gotEnv, gotStdin = argv, env, stdin
 			return tc.code, []byte(tc.stdout), tc.err
 		}
-		target, err := newPulser(&Target{Exec: &ExecTarget{Command: []string{"notify", "--now"}}}, nil, nil, run)
+		target, err := newPulser(&Target{Exec: &ExecTarget{Command: []string{"notify", "--now"}}}, nil, run)
 		if err != nil {
 			t.Fatal(err)
 		}
-		res := target.pulse(t.Context(), deadline(target), samplePulse())
+		res := target.pulse(t.Context(), samplePulse())
 		if res.outcome != tc.outcome || res.reason != tc.reason {
 			t.Errorf("%s: %+v, want outcome %d reason %q", tc.name, res, tc.outcome, tc.reason)
 		}
@@ -191,11 +236,11 @@ func TestExecTargetClassifies(t *testing.T) {
 // TestExecTargetRealProcess pulses the test binary itself: it checks that the SCHEDD_*
 // environment matches the pulse on stdin and answers with an event and an exit code.
 func TestExecTargetRealProcess(t *testing.T) {
-	target, err := newPulser(&Target{Exec: &ExecTarget{Command: []string{"0", `{"status":"sent","preview":"hi"}`}}}, nil, nil, helperRun("target"))
+	target, err := newPulser(&Target{Exec: &ExecTarget{Command: []string{"0", `{"status":"sent","preview":"hi"}`}}}, nil, helperRun("target"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	res := target.pulse(t.Context(), deadline(target), samplePulse())
+	res := target.pulse(t.Context(), samplePulse())
 	if res.outcome != outcomeRan || res.event == nil || res.event.Status != EventSent || res.event.Preview != "hi" {
 		t.Fatalf("real exec target: %+v (event %+v)", res, res.event)
 	}
@@ -203,7 +248,7 @@ func TestExecTargetRealProcess(t *testing.T) {
 
 func TestExecTargetTimeout(t *testing.T) {
 	target := &execPulser{argv: []string{"x"}, limit: 100 * time.Millisecond, run: helperRun("hang")}
-	if res := target.pulse(t.Context(), deadline(target), samplePulse()); res.outcome != outcomeFailed || res.reason != reasonTimeout {
+	if res := target.pulse(t.Context(), samplePulse()); res.outcome != outcomeFailed || res.reason != reasonTimeout {
 		t.Fatalf("hung command: %+v", res)
 	}
 }
@@ -251,51 +296,6 @@ func TestServiceHTTPTargetEndToEnd(t *testing.T) {
 	}
 }
 
-func TestPulseJSONMatchesEncodingJSON(t *testing.T) {
-	at := time.Date(2026, 5, 1, 10, 0, 0, 123456789, time.UTC)
-	for _, p := range []Pulse{
-		{},
-		{AgentID: "main", SessionKey: "agent:main:main", Reason: "interval", ReasonKind: KindInterval,
-			Visibility: DefaultVisibility, ScheduledAt: at, Attempt: 1},
-		{AgentID: "ops", Reason: "hook:deploy v2", ReasonKind: KindHook, ScheduledAt: at.Truncate(time.Second), Attempt: 12},
-	} {
-		want, err := json.Marshal(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := p.appendJSON(nil); string(got) != string(want) {
-			t.Errorf("appendJSON:\n got %s\nwant %s", got, want)
-		}
-	}
-}
-
-// FuzzPulseJSON: the hand-written encoding decodes to what encoding/json's does, for any
-// strings (quotes, control characters, invalid UTF-8).
-func FuzzPulseJSON(f *testing.F) {
-	f.Add("main", "agent:main:main", "manual", int64(0), 1)
-	f.Add("a\"b", "x\\y\n", "héllo \u2028 <&>", int64(1e18), -3)
-	f.Add("\xff\xfe", "\x00", "", int64(-1), 0)
-	f.Fuzz(func(t *testing.T, agent, session, reason string, ns int64, attempt int) {
-		p := Pulse{AgentID: agent, SessionKey: session, Reason: reason, ReasonKind: KindOf(reason),
-			ScheduledAt: time.Unix(0, ns).UTC(), Attempt: attempt, Visibility: ResolvedVisibility{ShowOK: ns%2 == 0}}
-		want, err := json.Marshal(p)
-		if err != nil {
-			t.Skip() // a time outside what RFC 3339 can write
-		}
-		got := p.appendJSON(nil)
-		var a, b Pulse
-		if err := json.Unmarshal(got, &a); err != nil {
-			t.Fatalf("appendJSON wrote invalid JSON %q: %v", got, err)
-		}
-		if err := json.Unmarshal(want, &b); err != nil {
-			t.Fatal(err)
-		}
-		if a != b {
-			t.Fatalf("decoded %+v, encoding/json gives %+v", a, b)
-		}
-	})
-}
-
 func TestPulseEnv(t *testing.T) {
 	p := Pulse{AgentID: "main", SessionKey: "agent:main:x", Reason: "hook:deploy", ReasonKind: KindHook,
 		Visibility: DefaultVisibility, ScheduledAt: time.Date(2026, 5, 1, 10, 0, 0, 5e8, time.FixedZone("X", 3600)), Attempt: 3}
@@ -304,5 +304,94 @@ func TestPulseEnv(t *testing.T) {
 		"SCHEDD_SCHEDULED_AT=2026-05-01T09:00:00.5Z", "SCHEDD_ATTEMPT=3"}
 	if got := PulseEnv(p); !slices.Equal(got, want) {
 		t.Fatalf("PulseEnv =\n%q\nwant\n%q", got, want)
+	}
+}
+
+// TestServiceHTTPBursts runs a service on real time with its own client: every round wakes
+// all agents, and the target holds each pulse until all of them arrived, so they are in
+// flight together. The pulses of later rounds reuse the first round's connections (the
+// default transport would keep two and dial the rest again), the event one agent's reply
+// carries is recorded, and Run's end closes the connections it kept.
+func TestServiceHTTPBursts(t *testing.T) {
+	const agents = 8
+	type barrier struct {
+		mu      sync.Mutex
+		arrived int
+		all     chan struct{}
+	}
+	var current atomic.Pointer[barrier]
+	var conns, closed atomic.Int32
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var p Pulse
+		if err := json.NewDecoder(r.Body).Decode(&p); err != nil {
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		b := current.Load()
+		b.mu.Lock()
+		if b.arrived++; b.arrived == agents {
+			close(b.all)
+		}
+		b.mu.Unlock()
+		select {
+		case <-b.all:
+		case <-r.Context().Done():
+			return
+		}
+		if p.AgentID == "a0" {
+			_, _ = io.WriteString(w, `{"status":"sent"}`)
+		}
+	}))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		switch s {
+		case http.StateNew:
+			conns.Add(1)
+		case http.StateClosed:
+			closed.Add(1)
+		}
+	}
+	srv.Start()
+	defer srv.Close()
+	cfg := Config{Seed: testSeed, Defaults: AgentConfig{Every: "1h", Target: &Target{HTTP: &HTTPTarget{URL: srv.URL}}}}
+	for i := range agents {
+		cfg.Agents = append(cfg.Agents, AgentConfig{ID: fmt.Sprintf("a%d", i)})
+	}
+	svc, err := New(cfg, Deps{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := runService(t, svc)
+	for round := 1; round <= 3; round++ {
+		current.Store(&barrier{all: make(chan struct{})})
+		began := time.Now()
+		if err := svc.Wake(WakeRequest{Reason: ReasonManual}); err != nil {
+			t.Fatal(err)
+		}
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+			st, ran := svc.Status(), 0
+			for _, a := range st.Agents {
+				if a.Last != nil && a.Last.Status == StatusRan && !a.Last.At.Before(began) {
+					ran++
+				}
+			}
+			if ran == agents {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("round %d: %d of %d agents ran: %+v", round, ran, agents, st.Agents)
+			}
+		}
+	}
+	if ev := svc.Status().Agents[0].Event; ev == nil || ev.Status != EventSent {
+		t.Errorf("a0's event: %+v", ev)
+	}
+	if n := conns.Load(); n != agents {
+		t.Errorf("%d connections for 3 rounds of %d pulses in flight together, want %d", n, agents, agents)
+	}
+	stop()
+	for deadline := time.Now().Add(5 * time.Second); closed.Load() != conns.Load(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("service stopped: %d of %d connections closed", closed.Load(), conns.Load())
+		}
 	}
 }
