@@ -1,0 +1,177 @@
+package heartbeat
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+const (
+	// pulseWorkers is how many pulses may be in flight across all agents. Workers start
+	// when pulses wait for one and then live as long as Run, so a daemon whose agents never
+	// pulse keeps none.
+	pulseWorkers = 64
+	// pulseQueue is how many started pulses may wait for a worker before the handler
+	// hands further ones to short-lived goroutines.
+	pulseQueue = 1024
+)
+
+// pulseJob is a started pulse waiting for a worker.
+type pulseJob struct {
+	a *agent
+	t pulser // the agent's target when the pulse started: a reload may replace it
+	p Pulse
+}
+
+func (s *Service) startPulseLocked(a *agent, w Wake, kind ReasonKind, now time.Time) {
+	sched := now
+	if kind == KindInterval && !a.nextDue.After(now) {
+		sched = a.nextDue
+	}
+	if a.attempt > 0 && !a.retrySched.IsZero() {
+		sched = a.retrySched
+	}
+	p := Pulse{
+		AgentID:     a.id,
+		SessionKey:  sessionFor(w, a),
+		Reason:      w.Reason,
+		ReasonKind:  kind,
+		Visibility:  a.vis,
+		ScheduledAt: sched.UTC(),
+		Attempt:     a.attempt + 1,
+	}
+	s.setDue(a, advanceDue(now, kind, a.interval, a.phase, a.window.Within))
+	a.inflight = true
+	s.dirty = true
+	s.enqueueLocked(pulseJob{a: a, t: a.target, p: p})
+}
+
+// enqueueLocked hands job to the pulse workers.
+func (s *Service) enqueueLocked(job pulseJob) {
+	select {
+	case s.jobs <- job:
+		// Start a worker when the idle ones cannot take every queued pulse.
+		if s.workers < pulseWorkers && s.workers-int(s.busy.Load()) < len(s.jobs) {
+			s.workers++
+			ctx := s.runCtx
+			s.pulses.Go(func() { s.worker(ctx) })
+		}
+	default:
+		// The queue is full (a broadcast to many agents): wait for room off the lock.
+		ctx := s.runCtx
+		s.pulses.Go(func() {
+			select {
+			case s.jobs <- job:
+			case <-ctx.Done():
+				s.drop(job)
+			}
+		})
+	}
+}
+
+// worker runs queued pulses until ctx ends.
+func (s *Service) worker(ctx context.Context) {
+	for {
+		select {
+		case job := <-s.jobs:
+			s.busy.Add(1)
+			startWall, start := s.wall(), time.Now()
+			res := safePulse(ctx, job.t, job.p, s.log)
+			s.finish(job.a, job.p, res, startWall, time.Since(start))
+			s.busy.Add(-1)
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// dropQueued records pulses still queued at shutdown as stopped.
+func (s *Service) dropQueued() {
+	for {
+		select {
+		case job := <-s.jobs:
+			s.drop(job)
+		default:
+			return
+		}
+	}
+}
+
+// drop records a pulse the service stopped before it ran.
+func (s *Service) drop(job pulseJob) {
+	s.finish(job.a, job.p, pulseResult{outcome: outcomeFailed, reason: reasonStopped}, s.wall(), 0)
+}
+
+func safePulse(ctx context.Context, t pulser, p Pulse, log *zap.Logger) (res pulseResult) {
+	defer func() {
+		if r := recover(); r != nil {
+			log.Error("heartbeat target panic", zap.String("agent", p.AgentID), zap.Any("panic", r), zap.Stack("stack"))
+			res = pulseResult{outcome: outcomeFailed, reason: fmt.Sprintf("panic: %v", r)}
+		}
+	}()
+	return t.pulse(ctx, p)
+}
+
+// finish records a pulse's outcome. A busy answer is retried through the dispatcher after
+// RetryDelay with the same reason and target, and does not count as a run start.
+func (s *Service) finish(a *agent, p Pulse, res pulseResult, startWall time.Time, took time.Duration) {
+	last := &LastRun{DurationMS: took.Milliseconds(), At: startWall, Reason: res.reason}
+	s.mu.Lock()
+	a.inflight = false
+	switch res.outcome {
+	case outcomeRan:
+		last.Status = StatusRan
+	case outcomeBusy:
+		last.Status = StatusSkipped
+	case outcomeFailed:
+		last.Status = StatusFailed
+	}
+	if res.outcome == outcomeBusy {
+		a.attempt++
+		a.retrySched = p.ScheduledAt
+	} else {
+		a.attempt, a.retrySched = 0, time.Time{}
+		a.starts = recordStart(a.starts, startWall)
+	}
+	a.last = last
+	if res.event != nil {
+		ev := *res.event
+		ev.At = startWall.Add(took)
+		if a.vis.UseIndicator {
+			ev.Indicator = indicatorFor(ev.Status)
+		}
+		a.event = &ev
+	}
+	s.dirty = true
+	kick := !s.saveArmed // Run arms the save timer when it next looks
+	s.mu.Unlock()
+
+	s.logPulse(p, res, last.Status, startWall, took)
+	if res.outcome == outcomeBusy {
+		s.disp.retry(Wake{Reason: p.Reason, AgentID: p.AgentID, SessionKey: p.SessionKey})
+	}
+	if kick {
+		s.poke()
+	}
+}
+
+// logPulse writes the line of a pulse that finished.
+func (s *Service) logPulse(p Pulse, res pulseResult, status RunStatus, startWall time.Time, took time.Duration) {
+	fields := []zap.Field{
+		zap.String("agent", p.AgentID), zap.String("reason", p.Reason), zap.String("reason_kind", string(p.ReasonKind)),
+		zap.String("status", string(status)), zap.Duration("duration", took), zap.Int("attempt", p.Attempt),
+		zap.Time("scheduled_at", p.ScheduledAt), zap.Duration("late", startWall.Sub(p.ScheduledAt)),
+	}
+	if p.SessionKey != "" {
+		fields = append(fields, zap.String("session", p.SessionKey))
+	}
+	if res.reason != "" {
+		fields = append(fields, zap.String("detail", res.reason))
+	}
+	if res.event != nil {
+		fields = append(fields, zap.String("event", res.event.Status))
+	}
+	s.log.Info("heartbeat pulse", fields...)
+}
