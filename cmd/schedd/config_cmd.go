@@ -14,8 +14,8 @@ func newConfigCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "config",
 		Short: "Check a config file, or print a commented example",
-		Args:  noArgs,
 	}
+	group(c)
 	c.AddCommand(&cobra.Command{
 		Use:   "validate [FILE]",
 		Short: "Check a config file; exit 78 with every problem listed if it is invalid",

@@ -17,9 +17,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/schedd/schedd/internal/daemon"
-	"github.com/schedd/schedd/internal/queue"
-	"github.com/schedd/schedd/internal/recovery"
+	"github.com/schedd/schedd/internal/api"
 )
 
 func newDeliveriesCmd(g *globals) *cobra.Command {
@@ -39,14 +37,8 @@ entry is pending, sending, delivered or dead.
   schedd deliveries drop 42                # delete a pending entry or a dead letter
   schedd deliveries purge --dead --older-than 168h
   schedd deliveries recover --dry-run      # what a recovery pass would do now`,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) > 0 {
-				return usageError{fmt.Errorf("unknown command %q for %s (see `%s --help`)", args[0], cmd.CommandPath(), cmd.CommandPath())}
-			}
-			return nil
-		},
-		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
+	group(c)
 	c.AddCommand(newDeliveriesEnqueueCmd(g), newDeliveriesListCmd(g), newDeliveriesShowCmd(g),
 		newDeliveriesRetryCmd(g), newDeliveriesDropCmd(g), newDeliveriesPurgeCmd(g), newDeliveriesRecoverCmd(g))
 	return c
@@ -116,12 +108,12 @@ func (o *enqueueOptions) run(cmd *cobra.Command, g *globals) error {
 	if err != nil {
 		return err
 	}
-	req := daemon.DeliveryRequest{Sink: o.sink, Key: o.key, Headers: headers, Priority: o.priority}
+	req := api.DeliveryRequest{Sink: o.sink, Key: o.key, Headers: headers, Priority: o.priority}
 	setPayload(&req, payload)
 	if o.ttl > 0 {
 		req.TTL = o.ttl.String()
 	}
-	var reply daemon.EnqueueReply
+	var reply api.EnqueueReply
 	if err := g.call(cmd, 30*time.Second, http.MethodPost, "/v1/deliveries", req, &reply); err != nil {
 		return err
 	}
@@ -176,7 +168,7 @@ func parseHeaders(kvs []string) (map[string]string, error) {
 // setPayload puts p in the request as text when it is UTF-8 that JSON escaping does not
 // make longer than base64 would (so a payload up to deliveries.max_payload always fits in
 // control.max_body), else as base64.
-func setPayload(req *daemon.DeliveryRequest, p []byte) {
+func setPayload(req *api.DeliveryRequest, p []byte) {
 	if utf8.Valid(p) && jsonLen(p) <= base64.StdEncoding.EncodedLen(len(p))+16 {
 		s := string(p)
 		req.Data = &s
@@ -200,6 +192,7 @@ func jsonLen(p []byte) int {
 	return n
 }
 
+// writeJSON prints v (a json.RawMessage as it is) indented, for `--json`.
 func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
@@ -240,7 +233,7 @@ sink said so), max_retries, expired, unknown_sink or quarantined (a damaged row)
 }
 
 func (o *listOptions) run(cmd *cobra.Command, g *globals) error {
-	if o.state != "" && !queue.State(o.state).Valid() {
+	if o.state != "" && !api.DeliveryState(o.state).Valid() {
 		return usageError{fmt.Errorf("--state %q: want pending, sending, delivered or dead", o.state)}
 	}
 	if o.limit < 1 || o.limit > 1000 {
@@ -257,7 +250,7 @@ func (o *listOptions) run(cmd *cobra.Command, g *globals) error {
 	if o.after > 0 {
 		q.Set("cursor", strconv.FormatInt(o.after, 10))
 	}
-	var list daemon.DeliveryList
+	var list api.DeliveryList
 	if err := g.call(cmd, 30*time.Second, http.MethodGet, "/v1/deliveries?"+q.Encode(), nil, &list); err != nil {
 		return err
 	}
@@ -274,7 +267,7 @@ func (o *listOptions) run(cmd *cobra.Command, g *globals) error {
 }
 
 // printDeliveries writes the table of a list.
-func printDeliveries(w io.Writer, list daemon.DeliveryList, now time.Time) {
+func printDeliveries(w io.Writer, list api.DeliveryList, now time.Time) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tSTATE\tSINK\tATTEMPTS\tWHEN\tKEY\tDETAIL")
 	for _, d := range list.Deliveries {
@@ -282,7 +275,7 @@ func printDeliveries(w io.Writer, list daemon.DeliveryList, now time.Time) {
 		switch {
 		case d.FinishedAt != nil:
 			when = since(*d.FinishedAt, now) + " ago"
-		case d.State == queue.StateSending:
+		case d.State == api.DeliverySending:
 			when = "now"
 		case d.NextAttemptAt != nil && d.NextAttemptAt.After(now):
 			when = "in " + until(*d.NextAttemptAt, now)
@@ -290,7 +283,7 @@ func printDeliveries(w io.Writer, list daemon.DeliveryList, now time.Time) {
 			when = "due"
 		}
 		detail := d.LastError
-		if d.State == queue.StateDead {
+		if d.State == api.DeliveryDead {
 			detail = d.DeadReason
 			if d.LastError != "" && !strings.Contains(d.DeadReason, d.LastError) {
 				detail += ": " + d.LastError
@@ -340,7 +333,7 @@ when it finished), its last error and dead-letter reason, the names of its heade
 			if err != nil {
 				return err
 			}
-			var d daemon.Delivery
+			var d api.Delivery
 			if err := g.call(cmd, 30*time.Second, http.MethodGet, fmt.Sprintf("/v1/deliveries/%d", id), nil, &d); err != nil {
 				return err
 			}
@@ -356,7 +349,7 @@ when it finished), its last error and dead-letter reason, the names of its heade
 }
 
 // printDelivery writes one entry for people.
-func printDelivery(w io.Writer, d daemon.Delivery, now time.Time) {
+func printDelivery(w io.Writer, d api.Delivery, now time.Time) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	row := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, v) }
 	at := func(t time.Time) string { return t.Local().Format(time.RFC3339) }
@@ -370,7 +363,7 @@ func printDelivery(w io.Writer, d daemon.Delivery, now time.Time) {
 	if d.LastAttemptAt != nil {
 		row("last attempt", at(*d.LastAttemptAt)+" ("+since(*d.LastAttemptAt, now)+" ago)")
 	}
-	if d.NextAttemptAt != nil && d.State == queue.StatePending {
+	if d.NextAttemptAt != nil && d.State == api.DeliveryPending {
 		row("next attempt", at(*d.NextAttemptAt)+" (in "+until(*d.NextAttemptAt, now)+")")
 	}
 	if d.FinishedAt != nil {
@@ -399,7 +392,7 @@ func printDelivery(w io.Writer, d daemon.Delivery, now time.Time) {
 }
 
 // printDeliveriesSummary adds the deliveries rows to `schedd status`.
-func printDeliveriesSummary(row func(string, ...string), ds *recovery.Status, now time.Time) {
+func printDeliveriesSummary(row func(string, ...string), ds *api.Deliveries, now time.Time) {
 	if ds == nil {
 		return
 	}
@@ -412,7 +405,7 @@ func printDeliveriesSummary(row func(string, ...string), ds *recovery.Status, no
 		v = append(v, "oldest "+since(*ds.OldestPendingAt, now))
 	}
 	v = append(v, "synchronous "+ds.Synchronous)
-	if ds.StoreState == recovery.StoreNotOpened {
+	if ds.StoreState == api.StoreNotOpened {
 		v = append(v, "store not opened yet (the first enqueue creates it)")
 	}
 	row("deliveries", v...)

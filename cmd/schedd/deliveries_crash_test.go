@@ -22,8 +22,8 @@ import (
 
 	_ "modernc.org/sqlite" // to read the store between kills
 
+	"github.com/schedd/schedd/internal/api"
 	"github.com/schedd/schedd/internal/control"
-	"github.com/schedd/schedd/internal/daemon"
 )
 
 // crashCycles is how many times TestE2EDeliveriesCrash kills schedd; SCHEDD_CRASH_CYCLES
@@ -125,8 +125,8 @@ deliveries:
 					}
 					data := "payload of " + key
 					ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-					var rep daemon.EnqueueReply
-					err := cl.Do(ctx, http.MethodPost, "/v1/deliveries", daemon.DeliveryRequest{Sink: "hook", Key: key, Data: &data}, &rep)
+					var rep api.EnqueueReply
+					err := cl.Do(ctx, http.MethodPost, "/v1/deliveries", api.DeliveryRequest{Sink: "hook", Key: key, Data: &data}, &rep)
 					cancel()
 					if err == nil {
 						amu.Lock()
@@ -135,7 +135,7 @@ deliveries:
 						time.Sleep(time.Duration(4+rand.IntN(12)) * time.Millisecond)
 						continue
 					}
-					if ae, ok := errors.AsType[*control.APIError](err); ok {
+					if ae, ok := errors.AsType[*api.Error](err); ok {
 						t.Errorf("cycle %d: enqueue %s refused: %v", c, key, ae)
 						return
 					}

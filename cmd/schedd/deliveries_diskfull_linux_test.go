@@ -13,9 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/schedd/schedd/internal/api"
 	"github.com/schedd/schedd/internal/control"
-	"github.com/schedd/schedd/internal/daemon"
-	"github.com/schedd/schedd/internal/queue"
 )
 
 // R-ENV-04 end to end, on a state dir that really fills up (a 24 MiB tmpfs; it needs root
@@ -52,7 +51,7 @@ func TestE2EDiskFull_RENV04(t *testing.T) {
 	for i := range 20 {
 		ids = append(ids, enqueueCLI(t, d, "--sink", "hook", "--key", fmt.Sprint("k", i), "--data", strings.Repeat("x", 2000)).ID)
 	}
-	d.waitDelivery(t, ids[19], "a first failure", func(v daemon.Delivery) bool { return v.Failures > 0 })
+	d.waitDelivery(t, ids[19], "a first failure", func(v api.Delivery) bool { return v.Failures > 0 })
 
 	filler := filepath.Join(dir, "filler")
 	if err := fillDisk(filler); !errors.Is(err, syscall.ENOSPC) {
@@ -64,8 +63,8 @@ func TestE2EDiskFull_RENV04(t *testing.T) {
 		t.Fatalf("enqueue on a full disk: exit %d: %s", code, errOut)
 	}
 	err := control.NewClient(d.socket).Do(context.Background(), http.MethodPost, "/v1/deliveries",
-		daemon.DeliveryRequest{Sink: "hook", Key: "new"}, nil)
-	if ae, ok := errors.AsType[*control.APIError](err); !ok || ae.Status != 507 || ae.Code != daemon.CodeDiskFull {
+		api.DeliveryRequest{Sink: "hook", Key: "new"}, nil)
+	if ae, ok := errors.AsType[*api.Error](err); !ok || ae.Status != 507 || ae.Code != api.CodeDiskFull {
 		t.Fatalf("API enqueue on a full disk: %v", err)
 	}
 	st, err := d.status()
@@ -79,7 +78,7 @@ func TestE2EDiskFull_RENV04(t *testing.T) {
 	// The sink comes back while the disk is still full: every stored entry is delivered.
 	hold.Store(false)
 	for _, id := range ids {
-		d.waitDelivery(t, id, "delivered on a full disk", func(v daemon.Delivery) bool { return v.State == queue.StateDelivered })
+		d.waitDelivery(t, id, "delivered on a full disk", func(v api.Delivery) bool { return v.State == api.DeliveryDelivered })
 	}
 	if code, _, _ := cli("deliveries", "enqueue", "--socket", d.socket, "--sink", "hook", "--key", "new", "--data", "still full"); code != exitFailure {
 		t.Fatal("an enqueue was accepted with the disk still full")

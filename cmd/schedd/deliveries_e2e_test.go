@@ -17,10 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/schedd/schedd/internal/api"
 	"github.com/schedd/schedd/internal/control"
-	"github.com/schedd/schedd/internal/daemon"
-	"github.com/schedd/schedd/internal/queue"
-	"github.com/schedd/schedd/internal/respawn"
 )
 
 // sinkRecorder is an HTTP destination for deliveries: it records every request it gets
@@ -78,9 +76,9 @@ func (s *sinkRecorder) requests() []sinkRequest {
 }
 
 // delivery fetches one entry through the control API.
-func (d *testDaemon) delivery(t *testing.T, id int64) daemon.Delivery {
+func (d *testDaemon) delivery(t *testing.T, id int64) api.Delivery {
 	t.Helper()
-	var v daemon.Delivery
+	var v api.Delivery
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := control.NewClient(d.socket).Do(ctx, http.MethodGet, fmt.Sprintf("/v1/deliveries/%d", id), nil, &v); err != nil {
@@ -90,7 +88,7 @@ func (d *testDaemon) delivery(t *testing.T, id int64) daemon.Delivery {
 }
 
 // waitDelivery polls an entry until cond holds (15 s at most).
-func (d *testDaemon) waitDelivery(t *testing.T, id int64, what string, cond func(daemon.Delivery) bool) daemon.Delivery {
+func (d *testDaemon) waitDelivery(t *testing.T, id int64, what string, cond func(api.Delivery) bool) api.Delivery {
 	t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
 	for {
@@ -106,13 +104,13 @@ func (d *testDaemon) waitDelivery(t *testing.T, id int64, what string, cond func
 }
 
 // enqueueCLI runs `schedd deliveries enqueue --json` and returns the reply.
-func enqueueCLI(t *testing.T, d *testDaemon, args ...string) daemon.EnqueueReply {
+func enqueueCLI(t *testing.T, d *testDaemon, args ...string) api.EnqueueReply {
 	t.Helper()
 	code, out, errOut := cli(append([]string{"deliveries", "enqueue", "--json", "--socket", d.socket}, args...)...)
 	if code != 0 {
 		t.Fatalf("enqueue %q: exit %d: %s", args, code, errOut)
 	}
-	var r daemon.EnqueueReply
+	var r api.EnqueueReply
 	if err := json.Unmarshal([]byte(out), &r); err != nil {
 		t.Fatalf("enqueue reply %q: %v", out, err)
 	}
@@ -147,7 +145,7 @@ func TestE2EDeliveriesCLI(t *testing.T) {
 	if code != 0 || !strings.Contains(out, fmt.Sprintf("already stored under key order-1: delivery %d", first.ID)) {
 		t.Fatalf("same key again: exit %d: %s", code, out)
 	}
-	d.waitDelivery(t, first.ID, "delivered", func(v daemon.Delivery) bool { return v.State == queue.StateDelivered })
+	d.waitDelivery(t, first.ID, "delivered", func(v api.Delivery) bool { return v.State == api.DeliveryDelivered })
 	reqs := sink.requests()
 	if len(reqs) != 1 || reqs[0].key != "order-1" || reqs[0].header.Get("Authorization") != secret || reqs[0].body != `{"n": 1}` {
 		t.Fatalf("the sink got %+v", reqs)
@@ -158,13 +156,13 @@ func TestE2EDeliveriesCLI(t *testing.T) {
 		t.Fatal(err)
 	}
 	ex := enqueueCLI(t, d, "--sink", "script", "--data", "@"+payload, "--key", "script-1")
-	d.waitDelivery(t, ex.ID, "delivered", func(v daemon.Delivery) bool { return v.State == queue.StateDelivered })
+	d.waitDelivery(t, ex.ID, "delivered", func(v api.Delivery) bool { return v.State == api.DeliveryDelivered })
 	if got := readFile(t, execOut); got != "from a file script-1 1\n" {
 		t.Fatalf("the exec sink wrote %q", got)
 	}
 
 	dead := enqueueCLI(t, d, "--sink", "reject", "--data", "x")
-	d.waitDelivery(t, dead.ID, "dead", func(v daemon.Delivery) bool { return v.State == queue.StateDead })
+	d.waitDelivery(t, dead.ID, "dead", func(v api.Delivery) bool { return v.State == api.DeliveryDead })
 	code, out, _ = cli("deliveries", "list", "--state", "dead", "--socket", d.socket)
 	if code != 0 || !strings.Contains(out, "permanent") || !strings.Contains(out, "HTTP 400") || !strings.Contains(out, fmt.Sprint(dead.ID)) {
 		t.Fatalf("list --state dead: exit %d:\n%s", code, out)
@@ -176,7 +174,7 @@ func TestE2EDeliveriesCLI(t *testing.T) {
 	if code, out, _ = cli("deliveries", "retry", fmt.Sprint(dead.ID), "--socket", d.socket); code != 0 || !strings.Contains(out, "pending again") {
 		t.Fatalf("retry: exit %d: %s", code, out)
 	}
-	d.waitDelivery(t, dead.ID, "dead again", func(v daemon.Delivery) bool { return v.State == queue.StateDead && v.Attempts == 2 })
+	d.waitDelivery(t, dead.ID, "dead again", func(v api.Delivery) bool { return v.State == api.DeliveryDead && v.Attempts == 2 })
 	if code, _, errOut := cli("deliveries", "retry", fmt.Sprint(first.ID), "--socket", d.socket); code != exitFailure || !strings.Contains(errOut, "delivered") {
 		t.Fatalf("retry of a delivered entry: exit %d: %s", code, errOut)
 	}
@@ -184,7 +182,7 @@ func TestE2EDeliveriesCLI(t *testing.T) {
 		t.Fatalf("purge: exit %d: %s", code, out)
 	}
 	gone := enqueueCLI(t, d, "--sink", "reject", "--data", "drop me", "--ttl", "1h", "--priority", "3")
-	d.waitDelivery(t, gone.ID, "dead", func(v daemon.Delivery) bool { return v.State == queue.StateDead })
+	d.waitDelivery(t, gone.ID, "dead", func(v api.Delivery) bool { return v.State == api.DeliveryDead })
 	if code, out, _ = cli("deliveries", "drop", fmt.Sprint(gone.ID), "--socket", d.socket); code != 0 || !strings.Contains(out, "dropped") {
 		t.Fatalf("drop: exit %d: %s", code, out)
 	}
@@ -252,13 +250,13 @@ deliveries:
 	}
 	// R-DLV-03: one with a short TTL expires while it waits: dead-lettered unsent.
 	short := enqueueCLI(t, d, "--sink", "outbox", "--data", "late", "--ttl", "200ms")
-	v := d.waitDelivery(t, short.ID, "expired", func(v daemon.Delivery) bool { return v.State == queue.StateDead })
+	v := d.waitDelivery(t, short.ID, "expired", func(v api.Delivery) bool { return v.State == api.DeliveryDead })
 	if v.DeadReason != "expired" || v.Attempts != 0 {
 		t.Fatalf("expired entry %+v", v)
 	}
 	time.Sleep(300 * time.Millisecond) // three retry periods: nothing may be attempted
 	for _, id := range ids {
-		if v := d.delivery(t, id); v.State != queue.StatePending || v.Attempts != 0 || v.Failures != 0 {
+		if v := d.delivery(t, id); v.State != api.DeliveryPending || v.Attempts != 0 || v.Failures != 0 {
 			t.Fatalf("entry while the gateway is not ready: %+v", v)
 		}
 	}
@@ -273,11 +271,11 @@ deliveries:
 	// The next one's gateway is ready after a second: recovery defers, then all go.
 	d = startDaemon(t, daemonOpts{dir: d.dir, args: []string{"--config", cfg}, gateway: []string{"ready", "ready-delay=1s"}})
 	st, err := d.status()
-	if err != nil || st.Gateway.State == respawn.StateReady {
+	if err != nil || st.Gateway.State == api.GatewayReady {
 		t.Fatalf("gateway ready too soon for the test: %+v, %v", st.Gateway, err)
 	}
 	for _, id := range ids {
-		v := d.waitDelivery(t, id, "delivered", func(v daemon.Delivery) bool { return v.State == queue.StateDelivered })
+		v := d.waitDelivery(t, id, "delivered", func(v api.Delivery) bool { return v.State == api.DeliveryDelivered })
 		if v.Attempts != 1 || v.Failures != 0 {
 			t.Errorf("entry charged while waiting for the gateway: %+v", v)
 		}

@@ -11,9 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/schedd/schedd/internal/daemon"
-	"github.com/schedd/schedd/internal/queue"
-	"github.com/schedd/schedd/internal/recovery"
+	"github.com/schedd/schedd/internal/api"
 )
 
 func newDeliveriesRetryCmd(g *globals) *cobra.Command {
@@ -30,7 +28,7 @@ show ID). Only dead letters can be retried: a delivered entry is never sent agai
 			if err != nil {
 				return err
 			}
-			var d daemon.Delivery
+			var d api.Delivery
 			if err := g.call(cmd, 30*time.Second, http.MethodPost, fmt.Sprintf("/v1/deliveries/%d/retry", id), nil, &d); err != nil {
 				return err
 			}
@@ -86,12 +84,12 @@ deliveries.delivered_retention do the same on their own every hour.
 			if older < 0 {
 				return usageError{fmt.Errorf("--older-than %v: must not be negative", older)}
 			}
-			req := daemon.PurgeRequest{State: queue.StateDead, OlderThan: older.String()}
+			req := api.PurgeRequest{State: api.DeliveryDead, OlderThan: older.String()}
 			what := "dead letters"
 			if delivered {
-				req.State, what = queue.StateDelivered, "delivered entries"
+				req.State, what = api.DeliveryDelivered, "delivered entries"
 			}
-			var reply daemon.PurgeReply
+			var reply api.PurgeReply
 			if err := g.call(cmd, 30*time.Second, http.MethodPost, "/v1/deliveries/purge", req, &reply); err != nil {
 				return err
 			}
@@ -127,8 +125,8 @@ writing anything.
 			if !dry {
 				return usageError{errors.New("only --dry-run is supported: the recovery pass runs at every start of schedd")}
 			}
-			var rep recovery.Report
-			if err := g.call(cmd, time.Minute, http.MethodPost, "/v1/recover", daemon.RecoverRequest{DryRun: true}, &rep); err != nil {
+			var rep api.RecoveryReport
+			if err := g.call(cmd, time.Minute, http.MethodPost, "/v1/recover", api.RecoverRequest{DryRun: true}, &rep); err != nil {
 				return err
 			}
 			if asJSON {
@@ -144,8 +142,8 @@ writing anything.
 }
 
 // printRecovery writes a dry-run report: the summary, then one line per entry.
-func printRecovery(w io.Writer, rep recovery.Report) {
-	fmt.Fprintf(w, "%d pending: %s\n", rep.Scanned, summaryLine(rep.Summary))
+func printRecovery(w io.Writer, rep api.RecoveryReport) {
+	fmt.Fprintf(w, "%d pending: %s\n", rep.Scanned, summaryLine(rep.RecoverySummary))
 	if len(rep.Actions) == 0 {
 		return
 	}
@@ -165,7 +163,7 @@ func printRecovery(w io.Writer, rep recovery.Report) {
 }
 
 // summaryLine lists a recovery summary's non-zero counters.
-func summaryLine(s recovery.Summary) string {
+func summaryLine(s api.RecoverySummary) string {
 	var parts []string
 	add := func(n int, what string) {
 		if n > 0 {

@@ -9,9 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/schedd/schedd/internal/daemon"
-	"github.com/schedd/schedd/internal/queue"
-	"github.com/schedd/schedd/internal/recovery"
+	"github.com/schedd/schedd/internal/api"
 )
 
 func TestReadPayload(t *testing.T) {
@@ -60,7 +58,7 @@ func TestSetPayloadEncoding(t *testing.T) {
 		{[]byte{0xff, 0x00, 0x01}, true},
 		{bytes.Repeat([]byte{1}, 100), true}, // valid UTF-8, but \u0001 would take 6 bytes each
 	} {
-		var req daemon.DeliveryRequest
+		var req api.DeliveryRequest
 		setPayload(&req, tc.p)
 		switch {
 		case tc.base64 && (req.DataBase64 == nil || req.Data != nil):
@@ -108,9 +106,9 @@ func TestPrintDeliveries(t *testing.T) {
 	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	next, done := now.Add(25*time.Second), now.Add(-time.Minute)
 	var buf bytes.Buffer
-	printDeliveries(&buf, daemon.DeliveryList{Deliveries: []daemon.Delivery{
-		{ID: 1, State: queue.StatePending, Sink: "hook", Key: "k1", Attempts: 1, NextAttemptAt: &next, LastError: "HTTP 503 Service Unavailable"},
-		{ID: 2, State: queue.StateDead, Sink: "hook", Key: "k2", Attempts: 1, FinishedAt: &done, DeadReason: "permanent", LastError: "HTTP 400 Bad Request: chat not found"},
+	printDeliveries(&buf, api.DeliveryList{Deliveries: []api.Delivery{
+		{ID: 1, State: api.DeliveryPending, Sink: "hook", Key: "k1", Attempts: 1, NextAttemptAt: &next, LastError: "HTTP 503 Service Unavailable"},
+		{ID: 2, State: api.DeliveryDead, Sink: "hook", Key: "k2", Attempts: 1, FinishedAt: &done, DeadReason: "permanent", LastError: "HTTP 400 Bad Request: chat not found"},
 	}, NextCursor: 2}, now)
 	out := buf.String()
 	for _, want := range []string{"in 25s", "HTTP 503", "1m0s ago", "permanent: HTTP 400 Bad Request: chat not found", "more: --after 2"} {
@@ -125,10 +123,10 @@ func TestDeliveriesStatusRows(t *testing.T) {
 	oldest := now.Add(-5 * time.Minute)
 	var rows []string
 	row := func(k string, v ...string) { rows = append(rows, k+": "+strings.Join(v, " | ")) }
-	printDeliveriesSummary(row, &recovery.Status{
+	printDeliveriesSummary(row, &api.Deliveries{
 		Pending: 3, Sending: 1, Delivered: 12, Failed: 2, OldestPendingAt: &oldest, Synchronous: "full", DiskFull: true,
-		EnqueueError: &recovery.StoreError{Message: "delivery store disk full", At: now.Add(-time.Minute)},
-		LastRecovery: &recovery.Summary{Recovered: 2, Interrupted: 1, DeferredBackoff: 4, At: now.Add(-time.Hour)},
+		EnqueueError: &api.StoreError{Message: "delivery store disk full", At: now.Add(-time.Minute)},
+		LastRecovery: &api.RecoverySummary{Recovered: 2, Interrupted: 1, DeferredBackoff: 4, At: now.Add(-time.Hour)},
 	}, now)
 	got := strings.Join(rows, "\n")
 	want := "deliveries: 3 pending | 1 sending | 12 delivered | 2 dead | oldest 5m0s | synchronous full\n" +

@@ -20,8 +20,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/schedd/schedd/internal/api"
 	"github.com/schedd/schedd/internal/control"
-	"github.com/schedd/schedd/internal/respawn"
 	"github.com/schedd/schedd/internal/testgateway"
 )
 
@@ -169,14 +169,14 @@ func exitCode(err error) int {
 	return -1
 }
 
-func (d *testDaemon) status() (control.Status, error) {
+func (d *testDaemon) status() (api.Status, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	return control.NewClient(d.socket).Status(ctx)
 }
 
 // waitFor polls the status until cond holds (10 s at most).
-func (d *testDaemon) waitFor(what string, cond func(respawn.Status) bool) control.Status {
+func (d *testDaemon) waitFor(what string, cond func(api.Gateway) bool) api.Status {
 	d.t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -247,19 +247,19 @@ func alive(pid int) bool {
 // backoff (state, consecutive failures, next start) in `schedd status`.
 func TestE2EKillAndComeBack(t *testing.T) {
 	d := startDaemon(t, daemonOpts{gateway: []string{}})
-	st := d.waitFor("ready", func(g respawn.Status) bool { return g.State == respawn.StateReady })
+	st := d.waitFor("ready", func(g api.Gateway) bool { return g.State == api.GatewayReady })
 	first := st.Gateway.PID
 	if st.Schedd.PID != d.cmd.Process.Pid || st.Schedd.ServiceManager != "none" || st.Schedd.ConfigPath != "" {
 		t.Fatalf("schedd block %+v", st.Schedd)
 	}
 	syscall.Kill(first, syscall.SIGKILL)
-	st = d.waitFor("a new gateway", func(g respawn.Status) bool { return g.State == respawn.StateReady && g.PID != first })
+	st = d.waitFor("a new gateway", func(g api.Gateway) bool { return g.State == api.GatewayReady && g.PID != first })
 	if st.Gateway.Restarts != 1 || st.Gateway.LastExit == nil || st.Gateway.LastExit.Signal != "SIGKILL" {
 		t.Fatalf("after the kill: %+v", st.Gateway)
 	}
 	second := st.Gateway.PID
 	syscall.Kill(second, syscall.SIGKILL)
-	st = d.waitFor("backoff", func(g respawn.Status) bool { return g.State == respawn.StateBackoff })
+	st = d.waitFor("backoff", func(g api.Gateway) bool { return g.State == api.GatewayBackoff })
 	if st.Gateway.ConsecutiveFailures != 2 || st.Gateway.NextStartAt.IsZero() {
 		t.Fatalf("backoff status %+v", st.Gateway)
 	}
@@ -282,7 +282,7 @@ func TestE2EKillAndComeBack(t *testing.T) {
 			t.Errorf("status --json schedd block lacks %q", k)
 		}
 	}
-	d.waitFor("a third gateway", func(g respawn.Status) bool { return g.State == respawn.StateReady && g.PID != second })
+	d.waitFor("a third gateway", func(g api.Gateway) bool { return g.State == api.GatewayReady && g.PID != second })
 	d.cmd.Process.Signal(syscall.SIGTERM)
 	if code := d.wait(30 * time.Second); code != 0 {
 		t.Fatalf("exit code %d after SIGTERM, want 0", code)
@@ -293,7 +293,7 @@ func TestE2EKillAndComeBack(t *testing.T) {
 // with code 73 and a message naming the holder; the first is unaffected.
 func TestE2ESecondInstance(t *testing.T) {
 	d := startDaemon(t, daemonOpts{gateway: []string{}})
-	st := d.waitFor("ready", func(g respawn.Status) bool { return g.State == respawn.StateReady })
+	st := d.waitFor("ready", func(g api.Gateway) bool { return g.State == api.GatewayReady })
 	second := newDaemon(t, daemonOpts{dir: d.dir, gateway: []string{}})
 	second.socket = filepath.Join(shortDir(t), "other.sock")
 	second.cmd.Stdout, second.cmd.Stderr = nil, nil
@@ -304,7 +304,7 @@ func TestE2ESecondInstance(t *testing.T) {
 	if !strings.Contains(string(out), strconv.Itoa(d.cmd.Process.Pid)) || !strings.Contains(string(out), "--state-dir") {
 		t.Fatalf("message does not name the running pid and the way out:\n%s", out)
 	}
-	st2 := d.waitFor("still ready", func(g respawn.Status) bool { return g.State == respawn.StateReady })
+	st2 := d.waitFor("still ready", func(g api.Gateway) bool { return g.State == api.GatewayReady })
 	if st2.Gateway.PID != st.Gateway.PID || st2.Gateway.Restarts != 0 {
 		t.Fatalf("the first instance was disturbed: %+v", st2.Gateway)
 	}
@@ -315,7 +315,7 @@ func TestE2ESecondInstance(t *testing.T) {
 func TestE2EStopNeverRespawns(t *testing.T) {
 	pids := filepath.Join(t.TempDir(), "pids")
 	d := startDaemon(t, daemonOpts{gateway: []string{"exit=1", "pid-file=" + pids}})
-	d.waitFor("backoff", func(g respawn.Status) bool { return g.ConsecutiveFailures >= 3 && g.State == respawn.StateBackoff })
+	d.waitFor("backoff", func(g api.Gateway) bool { return g.ConsecutiveFailures >= 3 && g.State == api.GatewayBackoff })
 	n := len(strings.Fields(readFile(t, pids)))
 	d.cmd.Process.Signal(syscall.SIGTERM)
 	if code := d.wait(10 * time.Second); code != 0 {
@@ -342,7 +342,7 @@ func readFile(t *testing.T, path string) string {
 func TestE2EInterrupt(t *testing.T) {
 	gc := filepath.Join(t.TempDir(), "grandchild")
 	d := startDaemon(t, daemonOpts{gateway: []string{"grandchild=" + gc}, setpgid: true})
-	st := d.waitFor("ready", func(g respawn.Status) bool { return g.State == respawn.StateReady })
+	st := d.waitFor("ready", func(g api.Gateway) bool { return g.State == api.GatewayReady })
 	if err := syscall.Kill(-d.cmd.Process.Pid, syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
@@ -370,7 +370,7 @@ func TestE2EInterrupt(t *testing.T) {
 func TestE2ESecondSignalEscalates(t *testing.T) {
 	cfg := writeConfig(t, "gateway:\n  stop: {timeout: 60s}\n  readiness: {notify: {}, timeout: 30s}\n")
 	d := startDaemon(t, daemonOpts{args: []string{"--config", cfg}, gateway: []string{"ignore-term", "ready"}})
-	d.waitFor("ready", func(g respawn.Status) bool { return g.State == respawn.StateReady })
+	d.waitFor("ready", func(g api.Gateway) bool { return g.State == api.GatewayReady })
 	start := time.Now()
 	d.cmd.Process.Signal(syscall.SIGTERM)
 	time.Sleep(100 * time.Millisecond)
@@ -410,7 +410,7 @@ func TestE2ENotifySocket(t *testing.T) {
 		gateway: []string{"ready", "ready-delay=100ms", "env-file=" + envFile},
 		env:     []string{"NOTIFY_SOCKET=" + path, "WATCHDOG_USEC=200000", "INVOCATION_ID=abc", "JOURNAL_STREAM=1:2", "LISTEN_FDS=3"},
 	})
-	st := d.waitFor("ready", func(g respawn.Status) bool { return g.State == respawn.StateReady })
+	st := d.waitFor("ready", func(g api.Gateway) bool { return g.State == api.GatewayReady })
 	deadline := time.Now().Add(10 * time.Second)
 	for !slices.Contains(got(), "WATCHDOG=1") && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
@@ -425,7 +425,7 @@ func TestE2ENotifySocket(t *testing.T) {
 	}
 	// A restart of the gateway is not a second READY=1.
 	syscall.Kill(st.Gateway.PID, syscall.SIGKILL)
-	d.waitFor("a new gateway", func(g respawn.Status) bool { return g.State == respawn.StateReady && g.PID != st.Gateway.PID })
+	d.waitFor("a new gateway", func(g api.Gateway) bool { return g.State == api.GatewayReady && g.PID != st.Gateway.PID })
 	env := readFile(t, envFile)
 	for _, bad := range []string{"NOTIFY_SOCKET=" + path, "WATCHDOG_USEC=", "INVOCATION_ID=", "JOURNAL_STREAM=", "LISTEN_FDS="} {
 		if strings.Contains(env, bad) {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,9 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/schedd/schedd/internal/control"
-	"github.com/schedd/schedd/internal/daemon"
-	"github.com/schedd/schedd/internal/heartbeat"
+	"github.com/schedd/schedd/internal/api"
 )
 
 func newHeartbeatCmd(g *globals) *cobra.Command {
@@ -32,14 +29,8 @@ gateway's handler does the work. These commands talk to the running daemon.
   schedd heartbeat wake --agent ops --reason deploy
   schedd heartbeat disable                 # no pulses until enable, across daemon restarts
   schedd heartbeat enable`,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) > 0 {
-				return usageError{fmt.Errorf("unknown command %q for %s (see `%s --help`)", args[0], cmd.CommandPath(), cmd.CommandPath())}
-			}
-			return nil
-		},
-		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
+	group(c)
 	c.AddCommand(newHeartbeatStatusCmd(g), newHeartbeatSwitchCmd(g, true), newHeartbeatSwitchCmd(g, false), newHeartbeatWakeCmd(g))
 	return c
 }
@@ -61,7 +52,9 @@ target reported (sent, ok-empty, ok-token, skipped, failed) is shown too.
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, cancel := context.WithTimeout(cmd.Context(), 10*time.Second)
 			defer cancel()
-			raw, err := control.NewClient(g.socketPath()).StatusRaw(ctx)
+			cl := g.client()
+			defer cl.Close()
+			raw, err := cl.StatusRaw(ctx)
 			if err != nil {
 				return err
 			}
@@ -76,15 +69,9 @@ target reported (sent, ok-empty, ok-token, skipped, failed) is shown too.
 			}
 			out := cmd.OutOrStdout()
 			if asJSON {
-				var buf bytes.Buffer
-				if err := json.Indent(&buf, doc.Heartbeat, "", "  "); err != nil {
-					return fmt.Errorf("decode status: %w", err)
-				}
-				buf.WriteByte('\n')
-				_, err := buf.WriteTo(out)
-				return err
+				return writeJSON(out, doc.Heartbeat)
 			}
-			var st heartbeat.Status
+			var st api.Heartbeat
 			if err := json.Unmarshal(doc.Heartbeat, &st); err != nil {
 				return fmt.Errorf("decode status: %w", err)
 			}
@@ -111,9 +98,9 @@ before the command returns, so a daemon restart keeps heartbeats off.`
 		Long:  long,
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var reply daemon.HeartbeatEnabledReply
+			var reply api.HeartbeatEnabledReply
 			err := g.call(cmd, 10*time.Second, http.MethodPut, "/v1/heartbeat/enabled",
-				daemon.HeartbeatEnabledRequest{Enabled: &on}, &reply)
+				api.HeartbeatEnabledRequest{Enabled: &on}, &reply)
 			if err != nil {
 				return err
 			}
@@ -132,7 +119,7 @@ before the command returns, so a daemon restart keeps heartbeats off.`
 }
 
 func newHeartbeatWakeCmd(g *globals) *cobra.Command {
-	var req daemon.HeartbeatWakeRequest
+	var req api.HeartbeatWakeRequest
 	c := &cobra.Command{
 		Use:   "wake [--agent ID] [--session KEY] [--reason R]",
 		Short: "Ask for a heartbeat now (every agent, or one)",
@@ -150,7 +137,7 @@ exec-event, hook:*, cron:*, wake; anything else is "other".
   schedd heartbeat wake --reason hook:deploy     # subject to the cooldown gate`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var reply daemon.HeartbeatWakeReply
+			var reply api.HeartbeatWakeReply
 			if err := g.call(cmd, 10*time.Second, http.MethodPost, "/v1/heartbeat/wake", req, &reply); err != nil {
 				return err
 			}
@@ -176,12 +163,12 @@ exec-event, hook:*, cron:*, wake; anything else is "other".
 	f := c.Flags()
 	f.StringVar(&req.Agent, "agent", "", "wake only this agent `ID` (default: every agent)")
 	f.StringVar(&req.Session, "session", "", "the session `KEY` the run uses (agent:<id>:... also names the agent)")
-	f.StringVar(&req.Reason, "reason", heartbeat.ReasonManual, "why: sent to the target as its `REASON`; manual skips the cooldown gate")
+	f.StringVar(&req.Reason, "reason", "manual", "why: sent to the target as its `REASON`; manual skips the cooldown gate")
 	return c
 }
 
 // printHeartbeat writes the table of `schedd heartbeat status`.
-func printHeartbeat(w io.Writer, st heartbeat.Status, now time.Time) {
+func printHeartbeat(w io.Writer, st api.Heartbeat, now time.Time) {
 	state := "enabled"
 	if !st.Enabled {
 		state = "disabled (schedd heartbeat enable)"
@@ -204,7 +191,7 @@ func printHeartbeat(w io.Writer, st heartbeat.Status, now time.Time) {
 	for _, a := range st.Agents {
 		every, next := "-", "not running: "+a.DisabledReason
 		if a.Enabled {
-			every = heartbeat.FormatEvery(time.Duration(a.IntervalMS) * time.Millisecond)
+			every = a.Every
 			next = nextDue(a.NextDueAt, now)
 		}
 		line := []string{a.ID, every, next, lastRun(a.Last, now)}
@@ -218,7 +205,7 @@ func printHeartbeat(w io.Writer, st heartbeat.Status, now time.Time) {
 
 // printHeartbeatSummary adds the heartbeat lines to `schedd status`: the switch, how many
 // agents run, and the first few of them.
-func printHeartbeatSummary(row func(string, ...string), hb *heartbeat.Status, now time.Time) {
+func printHeartbeatSummary(row func(string, ...string), hb *api.Heartbeat, now time.Time) {
 	if hb == nil {
 		return
 	}
@@ -262,13 +249,13 @@ func nextDue(t *time.Time, now time.Time) string {
 	return "in " + until(*t, now) + " (" + t.Local().Format(layout) + ")"
 }
 
-func lastRun(l *heartbeat.LastRun, now time.Time) string {
+func lastRun(l *api.HeartbeatRun, now time.Time) string {
 	if l == nil {
 		return "never"
 	}
 	s := string(l.Status) + " " + since(l.At, now) + " ago"
 	switch {
-	case l.Status == heartbeat.StatusRan:
+	case l.Status == api.RunRan:
 		s += fmt.Sprintf(" in %s", time.Duration(l.DurationMS)*time.Millisecond)
 	case l.Reason != "":
 		s += ": " + l.Reason
@@ -276,7 +263,7 @@ func lastRun(l *heartbeat.LastRun, now time.Time) string {
 	return s
 }
 
-func eventText(ev *heartbeat.Event) string {
+func eventText(ev *api.HeartbeatEvent) string {
 	if ev == nil {
 		return "-"
 	}

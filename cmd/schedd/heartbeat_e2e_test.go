@@ -16,10 +16,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/schedd/schedd/internal/api"
 	"github.com/schedd/schedd/internal/control"
-	"github.com/schedd/schedd/internal/daemon"
 	"github.com/schedd/schedd/internal/heartbeat"
-	"github.com/schedd/schedd/internal/respawn"
 	"github.com/schedd/schedd/internal/testgateway"
 )
 
@@ -118,7 +117,7 @@ func flowList(argv []string) string {
 	return "[" + strings.Join(q, ", ") + "]"
 }
 
-func (d *testDaemon) heartbeat() heartbeat.Status {
+func (d *testDaemon) heartbeat() api.Heartbeat {
 	d.t.Helper()
 	st, err := d.status()
 	if err != nil || st.Heartbeat == nil {
@@ -127,7 +126,7 @@ func (d *testDaemon) heartbeat() heartbeat.Status {
 	return *st.Heartbeat
 }
 
-func agentStatus(t *testing.T, hb heartbeat.Status, id string) heartbeat.AgentStatus {
+func agentStatus(t *testing.T, hb api.Heartbeat, id string) api.AgentStatus {
 	t.Helper()
 	for _, a := range hb.Agents {
 		if a.ID == id {
@@ -135,7 +134,7 @@ func agentStatus(t *testing.T, hb heartbeat.Status, id string) heartbeat.AgentSt
 		}
 	}
 	t.Fatalf("agent %s not in status %+v", id, hb)
-	return heartbeat.AgentStatus{}
+	return api.AgentStatus{}
 }
 
 // wake posts a wake through the control API, the way `schedd heartbeat wake` does.
@@ -144,7 +143,7 @@ func (d *testDaemon) wake(agent, reason string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	err := control.NewClient(d.socket).Do(ctx, http.MethodPost, "/v1/heartbeat/wake",
-		daemon.HeartbeatWakeRequest{Agent: agent, Reason: reason}, nil)
+		api.HeartbeatWakeRequest{Agent: agent, Reason: reason}, nil)
 	if err != nil {
 		d.t.Fatalf("wake %s: %v", agent, err)
 	}
@@ -170,7 +169,7 @@ func TestE2EHeartbeatWakes(t *testing.T) {
 		fmt.Sprintf("{id: busy, target: {exec: {command: %s}}}", flowList(gatewayArgv(t, "pulse-log="+log, "busy-once="+busy))),
 	))
 	d := startDaemon(t, daemonOpts{args: []string{"--config", cfg}, gateway: []string{}})
-	d.waitFor("ready", func(g respawn.Status) bool { return g.State == respawn.StateReady })
+	d.waitFor("ready", func(g api.Gateway) bool { return g.State == api.GatewayReady })
 
 	// A manual wake (the CLI's default reason) runs when the coalescing window ends.
 	t0 := time.Now()
@@ -225,7 +224,7 @@ func TestE2EHeartbeatWakes(t *testing.T) {
 	for {
 		a := agentStatus(t, d.heartbeat(), "night")
 		if a.Last != nil {
-			if a.Last.Status != heartbeat.StatusSkipped || a.Last.Reason != heartbeat.SkipQuietHours {
+			if a.Last.Status != api.RunSkipped || a.Last.Reason != heartbeat.SkipQuietHours {
 				t.Fatalf("night last %+v, want skipped quiet-hours", a.Last)
 			}
 			if a.NextDueAt == nil || a.NextDueAt.Before(now.Add(time.Hour)) {
@@ -272,10 +271,10 @@ func TestE2EHeartbeatWakes(t *testing.T) {
 	if _, err := os.Stat(busy); !os.IsNotExist(err) {
 		t.Errorf("the busy file is still there: %v", err)
 	}
-	waitAgent(t, d, "busy", func(a heartbeat.AgentStatus) bool { return a.Last != nil && a.Last.Status == heartbeat.StatusRan })
+	waitAgent(t, d, "busy", func(a api.AgentStatus) bool { return a.Last != nil && a.Last.Status == api.RunRan })
 }
 
-func waitAgent(t *testing.T, d *testDaemon, id string, cond func(heartbeat.AgentStatus) bool) heartbeat.AgentStatus {
+func waitAgent(t *testing.T, d *testDaemon, id string, cond func(api.AgentStatus) bool) api.AgentStatus {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -298,7 +297,7 @@ func TestE2EHeartbeatIntervalAndSwitch(t *testing.T) {
 	log := filepath.Join(dir, "pulses")
 	cfg := writeConfig(t, heartbeatYAML(t, log, "{id: main, every: 1s}"))
 	d := startDaemon(t, daemonOpts{dir: dir, args: []string{"--config", cfg}, gateway: []string{}})
-	d.waitFor("ready", func(g respawn.Status) bool { return g.State == respawn.StateReady })
+	d.waitFor("ready", func(g api.Gateway) bool { return g.State == api.GatewayReady })
 
 	got := waitPulses(t, log, "main", 3)
 	for i, g := range got {
@@ -313,8 +312,8 @@ func TestE2EHeartbeatIntervalAndSwitch(t *testing.T) {
 			t.Errorf("slots %v and %v are not whole intervals apart", got[i-1].p.ScheduledAt, g.p.ScheduledAt)
 		}
 	}
-	a := waitAgent(t, d, "main", func(a heartbeat.AgentStatus) bool { return a.Last != nil })
-	if !a.Enabled || a.IntervalMS != 1000 || a.NextDueAt == nil || a.Last.Status != heartbeat.StatusRan {
+	a := waitAgent(t, d, "main", func(a api.AgentStatus) bool { return a.Last != nil })
+	if !a.Enabled || a.IntervalMS != 1000 || a.NextDueAt == nil || a.Last.Status != api.RunRan {
 		t.Errorf("main status %+v", a)
 	}
 
@@ -345,7 +344,7 @@ func TestE2EHeartbeatIntervalAndSwitch(t *testing.T) {
 		t.Fatalf("no state file: %v", err)
 	}
 	d2 := startDaemon(t, daemonOpts{dir: dir, args: []string{"--config", cfg}, gateway: []string{}})
-	d2.waitFor("ready", func(g respawn.Status) bool { return g.State == respawn.StateReady })
+	d2.waitFor("ready", func(g api.Gateway) bool { return g.State == api.GatewayReady })
 	code, out, _ = cli("status", "--socket", d2.socket)
 	if code != 0 || !regexp.MustCompile(`(?m)^heartbeat +disabled`).MatchString(out) {
 		t.Errorf("status after the restart = %d:\n%s", code, out)

@@ -7,21 +7,21 @@ import (
 	"testing"
 	"time"
 
-	"github.com/schedd/schedd/internal/heartbeat"
+	"github.com/schedd/schedd/internal/api"
 )
 
 func TestPrintHeartbeat(t *testing.T) {
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	due := now.Add(90 * time.Second)
 	far := now.Add(50 * time.Hour)
-	st := heartbeat.Status{Enabled: false, Agents: []heartbeat.AgentStatus{
-		{ID: "main", Enabled: true, IntervalMS: 1_800_000, NextDueAt: &due,
-			Last:  &heartbeat.LastRun{Status: heartbeat.StatusRan, DurationMS: 120, At: now.Add(-3 * time.Minute)},
-			Event: &heartbeat.Event{Status: heartbeat.EventOKToken, Indicator: "ok", Preview: "HEARTBEAT_OK\nall   good"}},
-		{ID: "night", Enabled: true, IntervalMS: 3_600_000, NextDueAt: &far,
-			Last: &heartbeat.LastRun{Status: heartbeat.StatusSkipped, Reason: heartbeat.SkipQuietHours, At: now.Add(-10 * time.Second)}},
-		{ID: "ops", Enabled: true, IntervalMS: 60_000, NextDueAt: &due,
-			Last: &heartbeat.LastRun{Status: heartbeat.StatusFailed, Reason: "exit status 3", At: now.Add(-time.Second)}},
+	st := api.Heartbeat{Enabled: false, Agents: []api.AgentStatus{
+		{ID: "main", Enabled: true, IntervalMS: 1_800_000, Every: "30m", NextDueAt: &due,
+			Last:  &api.HeartbeatRun{Status: api.RunRan, DurationMS: 120, At: now.Add(-3 * time.Minute)},
+			Event: &api.HeartbeatEvent{Status: "ok-token", Indicator: "ok", Preview: "HEARTBEAT_OK\nall   good"}},
+		{ID: "night", Enabled: true, IntervalMS: 3_600_000, Every: "1h", NextDueAt: &far,
+			Last: &api.HeartbeatRun{Status: api.RunSkipped, Reason: "quiet-hours", At: now.Add(-10 * time.Second)}},
+		{ID: "ops", Enabled: true, IntervalMS: 60_000, Every: "1m", NextDueAt: &due,
+			Last: &api.HeartbeatRun{Status: api.RunFailed, Reason: "exit status 3", At: now.Add(-time.Second)}},
 		{ID: "off", DisabledReason: "no target"},
 	}}
 	var b bytes.Buffer
@@ -42,7 +42,7 @@ func TestPrintHeartbeat(t *testing.T) {
 
 	// The summary in `schedd status` lists at most five running agents.
 	for i := range 6 {
-		st.Agents = append(st.Agents, heartbeat.AgentStatus{ID: fmt.Sprintf("a%d", i), Enabled: true, IntervalMS: 60_000, NextDueAt: &due})
+		st.Agents = append(st.Agents, api.AgentStatus{ID: fmt.Sprintf("a%d", i), Enabled: true, IntervalMS: 60_000, NextDueAt: &due})
 	}
 	var lines []string
 	printHeartbeatSummary(func(k string, v ...string) { lines = append(lines, k+"|"+strings.Join(v, "|")) }, &st, now)

@@ -3,26 +3,64 @@ package main
 import (
 	"encoding/json"
 	"errors"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"io"
 	"os/exec"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
 
+// goPackage is what TestLayout reads of `go list -json`.
+type goPackage struct {
+	ImportPath string
+	Dir        string
+	Imports    []string
+}
+
+func listPackages(t *testing.T) []goPackage {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-json", modulePath+"...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	var pkgs []goPackage
+	dec := json.NewDecoder(strings.NewReader(string(out)))
+	for {
+		var p goPackage
+		if err := dec.Decode(&p); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		pkgs = append(pkgs, p)
+	}
+	if len(pkgs) < 5 {
+		t.Fatalf("go list found only %d packages", len(pkgs))
+	}
+	return pkgs
+}
+
+const modulePath = "github.com/schedd/schedd/"
+
+// features are the packages behind the control API: the CLI reaches them only through it.
+var features = []string{"internal/daemon", "internal/respawn", "internal/restart", "internal/heartbeat",
+	"internal/recovery", "internal/queue"}
+
 // TestLayout enforces the package rules of DESIGN.md with the real import graph:
-// os/exec, os/signal and go-systemd only in internal/platform and cmd (plus the test-only
-// fake gateway and the examples, which are separate programs); platform and backoff import
-// nothing of ours (platform's own subpackages aside, which import nothing of ours either);
-// internal/early imports only internal/platform/dirs; no package imports cmd or daemon
-// except cmd.
+//   - os/exec, os/signal and go-systemd only in internal/platform and cmd (plus the test-only
+//     fake gateway and the examples, which are separate programs);
+//   - internal/platform, internal/backoff and internal/api import nothing of ours;
+//   - internal/control imports none of the features: it describes them with internal/api;
+//   - only cmd/schedd imports the daemon, and there only to run it (run.go, and the
+//     respawn helper that waits for a daemon to hand over); the rest of the CLI is a client
+//     of the control API and imports none of the features.
 func TestLayout(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs go list")
-	}
-	const mod = "github.com/schedd/schedd/"
-	out, err := exec.Command("go", "list", "-json", mod+"...").Output()
-	if err != nil {
-		t.Fatalf("go list: %v", err)
 	}
 	restricted := map[string]bool{"os/exec": true, "os/signal": true, "github.com/coreos/go-systemd/v22/daemon": true}
 	mayTouchOS := func(p string) bool {
@@ -33,39 +71,89 @@ func TestLayout(t *testing.T) {
 		}
 		return false
 	}
-	dec := json.NewDecoder(strings.NewReader(string(out)))
-	n := 0
-	for {
-		var pkg struct {
-			ImportPath string
-			Imports    []string
-		}
-		if err := dec.Decode(&pkg); errors.Is(err, io.EOF) {
-			break
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		n++
-		p := strings.TrimPrefix(pkg.ImportPath, mod)
+	for _, pkg := range listPackages(t) {
+		p := strings.TrimPrefix(pkg.ImportPath, modulePath)
 		for _, imp := range pkg.Imports {
-			ours := strings.TrimPrefix(imp, mod)
+			ours, isOurs := strings.CutPrefix(imp, modulePath)
 			switch {
 			case restricted[imp] && !mayTouchOS(p):
 				t.Errorf("%s imports %s: only internal/platform and cmd may", p, imp)
-			case ours != imp && strings.HasPrefix(p, "internal/platform") && !strings.HasPrefix(ours, "internal/platform/"),
-				ours != imp && strings.HasPrefix(p, "internal/platform/"),
-				ours != imp && p == "internal/backoff":
+			case isOurs && (p == "internal/platform" || p == "internal/backoff" || p == "internal/api"):
 				t.Errorf("%s imports %s: it must import nothing of ours", p, ours)
-			case ours != imp && p == "internal/early" && ours != "internal/platform/dirs":
-				t.Errorf("%s imports %s: it runs before the rest of schedd is initialized, and may import only internal/platform/dirs", p, ours)
-			case ours != imp && strings.HasPrefix(ours, "internal/daemon") && !strings.HasPrefix(p, "cmd/"):
-				t.Errorf("%s imports the daemon: only cmd may", p)
-			case ours != imp && strings.HasPrefix(ours, "internal/testgateway"):
+			case isOurs && p == "internal/control" && ours != "internal/api":
+				t.Errorf("%s imports %s: the control API describes the features with internal/api", p, ours)
+			case isOurs && ours == "internal/daemon" && p != "cmd/schedd":
+				t.Errorf("%s imports the daemon: only cmd/schedd may", p)
+			case isOurs && strings.HasPrefix(ours, "internal/testgateway"):
 				t.Errorf("%s imports the test-only fake gateway outside a test", p)
 			}
 		}
 	}
-	if n < 5 {
-		t.Fatalf("go list found only %d packages", n)
+}
+
+// TestCLIIsAClient: outside the files that run the daemon, no file of the command imports
+// the daemon or a feature package; it speaks to them through internal/control and
+// internal/api, as any other client would.
+func TestCLIIsAClient(t *testing.T) {
+	runsTheDaemon := []string{"run.go", "respawn_helper.go"}
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fset := token.NewFileSet()
+	checked := 0
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, parser.ImportsOnly)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checked++
+		for _, is := range f.Imports {
+			ours, isOurs := strings.CutPrefix(strings.Trim(is.Path.Value, `"`), modulePath)
+			if !isOurs || !slices.Contains(features, ours) {
+				continue
+			}
+			if ours == "internal/daemon" && slices.Contains(runsTheDaemon, name) {
+				continue
+			}
+			t.Errorf("%s imports %s: the CLI reaches it through the control API (internal/control, internal/api)", name, ours)
+		}
+	}
+	if checked < 10 {
+		t.Fatalf("checked only %d files", checked)
+	}
+}
+
+// TestNoInit: no package of schedd has an init function, so nothing runs before main
+// and every command starts the same way (no I/O, no request, no listener at start-up).
+func TestNoInit(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go list")
+	}
+	fset := token.NewFileSet()
+	for _, pkg := range listPackages(t) {
+		names, err := filepath.Glob(filepath.Join(pkg.Dir, "*.go")) // every build tag's files
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, path := range names {
+			name := filepath.Base(path)
+			if strings.HasSuffix(name, "_test.go") {
+				continue
+			}
+			f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, d := range f.Decls {
+				if fd, ok := d.(*ast.FuncDecl); ok && fd.Recv == nil && fd.Name.Name == "init" {
+					t.Errorf("%s/%s: func init: do the work where it is needed, not before main",
+						strings.TrimPrefix(pkg.ImportPath, modulePath), name)
+				}
+			}
+		}
 	}
 }

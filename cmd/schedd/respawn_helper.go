@@ -62,7 +62,8 @@ func (o *respawnHelperOptions) run(ctx context.Context, argv []string, log io.Wr
 	if err != nil {
 		return fmt.Errorf("wait for schedd pid %d to exit: %w", o.waitPID, err)
 	}
-	client := control.NewClient(o.socketPath())
+	client := o.client()
+	defer client.Close()
 	cmdline := strings.Join(argv, " ")
 	for i := 1; i <= o.attempts; i++ {
 		rctx, cancel := context.WithTimeout(ctx, 30*time.Second)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -12,11 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/schedd/schedd/internal/api"
 	"github.com/spf13/cobra"
-
-	"github.com/schedd/schedd/internal/control"
-	"github.com/schedd/schedd/internal/daemon"
-	"github.com/schedd/schedd/internal/restart"
 )
 
 type restartOptions struct {
@@ -65,10 +61,10 @@ func (o *restartOptions) run(cmd *cobra.Command) error {
 	if o.maxWait < 0 {
 		return usageError{fmt.Errorf("--max-wait %v: must be positive", o.maxWait)}
 	}
-	if o.delay > restart.MaxDelay {
-		return usageError{fmt.Errorf("--delay %v: at most %v", o.delay, restart.MaxDelay)}
+	if o.delay > api.MaxRestartDelay {
+		return usageError{fmt.Errorf("--delay %v: at most %v", o.delay, api.MaxRestartDelay)}
 	}
-	req := daemon.RestartRequest{Reason: o.reason, Now: o.now, Wait: o.wait, Source: string(restart.SourceCLI), Daemon: o.daemon}
+	req := api.RestartRequest{Reason: o.reason, Now: o.now, Wait: o.wait, Source: string(api.SourceCLI), Daemon: o.daemon}
 	if o.maxWait > 0 {
 		req.MaxWait = o.maxWait.String()
 	}
@@ -90,8 +86,10 @@ func (o *restartOptions) run(cmd *cobra.Command) error {
 		ctx, cancel = context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
 	}
-	var reply daemon.RestartReply
-	err := control.NewClient(o.socketPath()).Do(ctx, http.MethodPost, "/v1/restart", json.RawMessage(req.AppendJSON(nil)), &reply)
+	var reply api.RestartReply
+	cl := o.client()
+	defer cl.Close()
+	err := cl.Do(ctx, http.MethodPost, "/v1/restart", req, &reply)
 	if err != nil {
 		if errors.Is(err, context.Canceled) {
 			return errors.New("stopped waiting; the restart goes on (see `schedd status`)")
@@ -100,9 +98,7 @@ func (o *restartOptions) run(cmd *cobra.Command) error {
 	}
 	out := cmd.OutOrStdout()
 	if o.json {
-		enc := json.NewEncoder(out)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(reply); err != nil {
+		if err := writeJSON(out, reply); err != nil {
 			return err
 		}
 	} else {
@@ -117,7 +113,7 @@ func (o *restartOptions) run(cmd *cobra.Command) error {
 	return nil
 }
 
-func printRestartReply(w io.Writer, r daemon.RestartReply, now time.Time) {
+func printRestartReply(w io.Writer, r api.RestartReply, now time.Time) {
 	switch {
 	case r.Daemon != nil:
 		fmt.Fprintf(w, "schedd restart: mode %s", r.Daemon.Mode)

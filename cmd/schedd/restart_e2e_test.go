@@ -19,16 +19,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/schedd/schedd/internal/daemon"
-	"github.com/schedd/schedd/internal/respawn"
+	"github.com/schedd/schedd/internal/api"
 	"github.com/schedd/schedd/internal/restart"
 )
 
 // restartCLI runs `schedd restart ARGS --json` against d and decodes the reply.
-func restartCLI(t *testing.T, d *testDaemon, args ...string) (int, daemon.RestartReply, string) {
+func restartCLI(t *testing.T, d *testDaemon, args ...string) (int, api.RestartReply, string) {
 	t.Helper()
 	code, out, errOut := cli(append([]string{"restart", "--json", "--socket", d.socket}, args...)...)
-	var reply daemon.RestartReply
+	var reply api.RestartReply
 	if out != "" {
 		if err := json.Unmarshal([]byte(out), &reply); err != nil {
 			t.Fatalf("restart --json output %q: %v", out, err)
@@ -95,7 +94,7 @@ func TestE2ESignalStorm(t *testing.T) {
 	life := filepath.Join(t.TempDir(), "life")
 	cfg := writeConfig(t, "restart: {delay: 100ms, cooldown: 500ms}\n")
 	d := startDaemon(t, daemonOpts{args: []string{"--config", cfg}, gateway: []string{"life-file=" + life}})
-	d.waitFor("ready", func(g respawn.Status) bool { return g.State == respawn.StateReady })
+	d.waitFor("ready", func(g api.Gateway) bool { return g.State == api.GatewayReady })
 	before, _ := d.status()
 	for range 1000 {
 		if err := d.cmd.Process.Signal(syscall.SIGUSR1); err != nil {
@@ -113,12 +112,12 @@ func TestE2ESignalStorm(t *testing.T) {
 			t.Fatalf("status after the storm: %v", err)
 		}
 		st = s
-		if st.Restart.Pending == nil && !st.Restart.InProgress && st.Gateway.State == respawn.StateReady {
+		if st.Restart.Pending == nil && !st.Restart.InProgress && st.Gateway.State == api.GatewayReady {
 			break
 		}
 	}
 	rs := st.Restart
-	got := rs.Requests[restart.SourceSignal]
+	got := rs.Requests[api.SourceSignal]
 	if got < 1 || got > 1000 {
 		t.Fatalf("signal requests counted %d", got)
 	}
@@ -150,9 +149,9 @@ func TestE2ESignalDuringRestart(t *testing.T) {
 	cfg := writeConfig(t, "gateway: {readiness: {notify: {}, timeout: 30s}}\nrestart: {delay: 0s, cooldown: 0s}\n")
 	d := startDaemon(t, daemonOpts{args: []string{"--config", cfg},
 		gateway: []string{"ready", "ready-delay=700ms", "life-file=" + life}})
-	d.waitFor("ready", func(g respawn.Status) bool { return g.State == respawn.StateReady })
+	d.waitFor("ready", func(g api.Gateway) bool { return g.State == api.GatewayReady })
 	d.cmd.Process.Signal(syscall.SIGUSR1)
-	st := d.waitFor("restart in progress", func(g respawn.Status) bool { return g.State == respawn.StateStarting })
+	st := d.waitFor("restart in progress", func(g api.Gateway) bool { return g.State == api.GatewayStarting })
 	if !st.Restart.InProgress {
 		t.Fatalf("restart block %+v", st.Restart)
 	}
@@ -164,7 +163,7 @@ func TestE2ESignalDuringRestart(t *testing.T) {
 	if p := st2.Restart.Pending; p == nil || !p.FollowUp {
 		t.Fatalf("no follow-up pending: %+v", st2.Restart)
 	}
-	d.waitFor("two restarts", func(g respawn.Status) bool { return g.Restarts == 2 && g.State == respawn.StateReady })
+	d.waitFor("two restarts", func(g api.Gateway) bool { return g.Restarts == 2 && g.State == api.GatewayReady })
 	time.Sleep(300 * time.Millisecond)
 	final, _ := d.status()
 	if final.Gateway.Restarts != 2 || final.Restart.Pending != nil {
@@ -246,8 +245,8 @@ func inflightGateway(t *testing.T, yaml string, extra ...string) (*testDaemon, s
 	cfg := writeConfig(t, yaml)
 	d := startDaemon(t, daemonOpts{args: []string{"--config", cfg},
 		gateway: append([]string{"inflight-file=" + inflight}, extra...)})
-	d.waitFor("ready with 3 in flight", func(g respawn.Status) bool {
-		return g.State == respawn.StateReady && g.Inflight != nil && *g.Inflight == 3
+	d.waitFor("ready with 3 in flight", func(g api.Gateway) bool {
+		return g.State == api.GatewayReady && g.Inflight != nil && *g.Inflight == 3
 	})
 	return d, inflight
 }
@@ -283,8 +282,8 @@ func TestE2ESigtermDuringDeferredRestart(t *testing.T) {
 
 type statusDoc = struct {
 	Schedd  any
-	Gateway respawn.Status
-	Restart *restart.Status
+	Gateway api.Gateway
+	Restart *api.Restart
 }
 
 func waitStatus(t *testing.T, d *testDaemon, what string, cond func(st statusDoc) bool) statusDoc {
@@ -308,7 +307,7 @@ func waitStatus(t *testing.T, d *testDaemon, what string, cond func(st statusDoc
 func TestE2ERestartWhileCrashLooping(t *testing.T) {
 	cfg := writeConfig(t, "gateway: {crash_loop: {failures: 2, window: 1m}}\nrestart: {cooldown: 0s}\n")
 	d := startDaemon(t, daemonOpts{args: []string{"--config", cfg}, gateway: []string{"exit=1", "after=50ms"}})
-	d.waitFor("crash_looping", func(g respawn.Status) bool { return g.State == respawn.StateCrashLooping })
+	d.waitFor("crash_looping", func(g api.Gateway) bool { return g.State == api.GatewayCrashLooping })
 	code, reply, errOut := restartCLI(t, d, "--now", "--wait", "--reason", "operator")
 	if reply.Result == nil {
 		t.Fatalf("no result (exit %d): %s", code, errOut)
@@ -369,7 +368,7 @@ func TestE2EControlSocketAbuse(t *testing.T) {
 // deadline; once the gateway reports 0 the restart happens.
 func TestE2EDeferUntilIdle(t *testing.T) {
 	d, inflight := inflightGateway(t, fmt.Sprintf(deferYAML, "1m"))
-	first := d.waitFor("ready", func(g respawn.Status) bool { return true }).Gateway.PID
+	first := d.waitFor("ready", func(g api.Gateway) bool { return true }).Gateway.PID
 	code, reply, errOut := restartCLI(t, d, "--reason", "deploy v2")
 	if code != 0 || reply.Pending == nil {
 		t.Fatalf("restart: %d %+v %s", code, reply, errOut)
@@ -442,7 +441,7 @@ func TestE2EConfigChangesCoalesce(t *testing.T) {
 	}
 	write(0, "3s")
 	d := startDaemon(t, daemonOpts{args: []string{"--config", cfgPath}, gateway: []string{"env-file=" + envFile}})
-	first := d.waitFor("ready", func(g respawn.Status) bool { return g.State == respawn.StateReady }).Gateway.PID
+	first := d.waitFor("ready", func(g api.Gateway) bool { return g.State == api.GatewayReady }).Gateway.PID
 	// Not a gateway change: no restart.
 	write(0, "2900ms")
 	d.cmd.Process.Signal(syscall.SIGHUP)
@@ -472,7 +471,7 @@ func TestE2EConfigChangesCoalesce(t *testing.T) {
 	if !d.waitLog("config reload failed; keeping the config in effect") {
 		t.Fatalf("no reload failure in the log:\n%s", d.out.String())
 	}
-	if st3, _ := d.status(); st3.Gateway.Restarts != 1 || st3.Gateway.State != respawn.StateReady {
+	if st3, _ := d.status(); st3.Gateway.Restarts != 1 || st3.Gateway.State != api.GatewayReady {
 		t.Fatalf("a broken config disturbed the gateway: %+v", st3.Gateway)
 	}
 }
@@ -502,7 +501,7 @@ restart: {delay: 0s, cooldown: 0s}
 	}
 	write(true)
 	d := startDaemon(t, daemonOpts{args: []string{"--config", cfgPath}})
-	d.waitFor("ready", func(g respawn.Status) bool { return g.State == respawn.StateReady })
+	d.waitFor("ready", func(g api.Gateway) bool { return g.State == api.GatewayReady })
 	write(false)
 	d.cmd.Process.Signal(syscall.SIGHUP) // a command change: a restart request
 	time.Sleep(100 * time.Millisecond)
@@ -519,7 +518,7 @@ restart: {delay: 0s, cooldown: 0s}
 	}
 	write(true)
 	d.cmd.Process.Signal(syscall.SIGHUP)
-	d.waitFor("ready again", func(g respawn.Status) bool { return g.State == respawn.StateReady })
+	d.waitFor("ready again", func(g api.Gateway) bool { return g.State == api.GatewayReady })
 }
 
 // TestE2EIdleCheckHangs is R-DRAIN-06: an http idle check that never answers times out,
@@ -540,7 +539,7 @@ func TestE2EIdleCheckHangs(t *testing.T) {
   defer_until_idle: {idle: {http: {url: %q, inflight_pointer: /n}, timeout: 100ms}, poll: 50ms, max_wait: 700ms}
 `, srv.URL))
 	d := startDaemon(t, daemonOpts{args: []string{"--config", cfg}, gateway: []string{}})
-	d.waitFor("ready", func(g respawn.Status) bool { return g.State == respawn.StateReady })
+	d.waitFor("ready", func(g api.Gateway) bool { return g.State == api.GatewayReady })
 	code, reply, errOut := restartCLI(t, d, "--wait")
 	if code != 0 || reply.Result == nil || !reply.Result.Forced || reply.Result.DeferredMs < 700 {
 		t.Fatalf("restart --wait: %d %+v %s", code, reply.Result, errOut)
@@ -556,7 +555,7 @@ func TestE2ERestartNowWait(t *testing.T) {
 	sm := newFakeServiceManager(t)
 	path := sm.path
 	d := startDaemon(t, daemonOpts{gateway: []string{}, env: []string{"NOTIFY_SOCKET=" + path}})
-	first := d.waitFor("ready", func(g respawn.Status) bool { return g.State == respawn.StateReady }).Gateway.PID
+	first := d.waitFor("ready", func(g api.Gateway) bool { return g.State == api.GatewayReady }).Gateway.PID
 	code, out, errOut := cli("restart", "--now", "--wait", "--socket", d.socket)
 	if code != 0 || !strings.Contains(out, fmt.Sprintf("restarted: pid %d -> ", first)) {
 		t.Fatalf("restart --now --wait: %d %q %s", code, out, errOut)
@@ -583,9 +582,9 @@ func TestE2ERestartNowWait(t *testing.T) {
 func TestE2ESignalMethod(t *testing.T) {
 	cfg := writeConfig(t, "gateway: {readiness: {notify: {}, timeout: 10s}}\nrestart: {method: signal, signal: SIGHUP, cooldown: 0s}\n")
 	d := startDaemon(t, daemonOpts{args: []string{"--config", cfg}, gateway: []string{"ready", "reload", "reload-delay=200ms"}})
-	first := d.waitFor("ready", func(g respawn.Status) bool { return g.State == respawn.StateReady }).Gateway.PID
+	first := d.waitFor("ready", func(g api.Gateway) bool { return g.State == api.GatewayReady }).Gateway.PID
 	code, reply, errOut := restartCLI(t, d, "--now", "--wait")
-	if code != 0 || reply.Result == nil || reply.Result.PID != first || reply.Result.Method != restart.MethodSignal ||
+	if code != 0 || reply.Result == nil || reply.Result.PID != first || reply.Result.Method != string(restart.MethodSignal) ||
 		reply.Result.DurationMs < 200 {
 		t.Fatalf("restart: %d %+v %s", code, reply.Result, errOut)
 	}
@@ -595,7 +594,7 @@ func TestE2ESignalMethod(t *testing.T) {
 func TestE2ESignalDisabled(t *testing.T) {
 	cfg := writeConfig(t, "restart: {allow_signal: false, delay: 0s}\n")
 	d := startDaemon(t, daemonOpts{args: []string{"--config", cfg}, gateway: []string{}})
-	d.waitFor("ready", func(g respawn.Status) bool { return g.State == respawn.StateReady })
+	d.waitFor("ready", func(g api.Gateway) bool { return g.State == api.GatewayReady })
 	d.cmd.Process.Signal(syscall.SIGUSR1)
 	time.Sleep(300 * time.Millisecond)
 	st, _ := d.status()
@@ -612,7 +611,7 @@ func TestE2EStopWinsOverRestart(t *testing.T) {
 	d := startDaemon(t, daemonOpts{args: []string{"--config", cfg}, gateway: []string{"ready", "ready-delay=1m"}})
 	// The first gateway never gets ready either: stop during its start and during a restart
 	// are the same path; make a restart be in progress.
-	d.waitFor("starting", func(g respawn.Status) bool { return g.State == respawn.StateStarting })
+	d.waitFor("starting", func(g api.Gateway) bool { return g.State == api.GatewayStarting })
 	type out struct {
 		code int
 		text string

@@ -12,7 +12,7 @@ import (
 
 	"github.com/schedd/schedd/internal/config"
 	"github.com/schedd/schedd/internal/control"
-	"github.com/schedd/schedd/internal/early"
+	"github.com/schedd/schedd/internal/platform"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -54,8 +54,13 @@ type globals struct {
 func (g *globals) call(cmd *cobra.Command, timeout time.Duration, method, path string, body, out any) error {
 	ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
 	defer cancel()
-	return control.NewClient(g.socketPath()).Do(ctx, method, path, body, out)
+	cl := g.client()
+	defer cl.Close()
+	return cl.Do(ctx, method, path, body, out)
 }
+
+// client returns a client for the control socket; the caller closes it.
+func (g *globals) client() *control.Client { return control.NewClient(g.socketPath()) }
 
 // socketPath resolves the control socket: --socket, $SCHEDD_SOCKET, then the default.
 func (g *globals) socketPath() string {
@@ -68,7 +73,7 @@ func (g *globals) socketPath() string {
 	return defaultSocket()
 }
 
-func defaultSocket() string { return early.DefaultSocket() }
+func defaultSocket() string { return platform.DefaultSocket() }
 
 // Main runs the CLI with args and returns the process exit code.
 func Main(args []string, stdout, stderr io.Writer) int {
@@ -123,6 +128,7 @@ Then, from another terminal:
 		return usageError{fmt.Errorf("%w (see `%s --help`)", err, c.CommandPath())}
 	})
 	root.PersistentFlags().StringVar(&g.socket, "socket", "", "control socket `PATH` (default $SCHEDD_SOCKET, else "+defaultSocket()+")")
+	group(root)
 	root.AddCommand(
 		newRunCmd(g),
 		newStatusCmd(g),
@@ -135,6 +141,18 @@ Then, from another terminal:
 		newInstallCmd(), newUninstallCmd(), newRespawnHelperCmd(g),
 	)
 	return root
+}
+
+// group makes c a command that only holds subcommands: alone it prints its help, and
+// anything else is an unknown command, a usage error (exit 2).
+func group(c *cobra.Command) {
+	c.Args = func(cmd *cobra.Command, args []string) error {
+		if len(args) > 0 {
+			return usageError{fmt.Errorf("unknown command %q for %s (see `%s --help`)", args[0], cmd.CommandPath(), cmd.CommandPath())}
+		}
+		return nil
+	}
+	c.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
 }
 
 // noArgs is cobra.NoArgs with a usage error.

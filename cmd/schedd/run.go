@@ -108,6 +108,7 @@ func (o *runOptions) run(cmd *cobra.Command, args []string) error {
 		return err
 	}
 
+	serveProfiles()
 	err = daemon.Run(context.Background(), daemon.Options{
 		Config:         cfg,
 		StateDir:       stateDir,

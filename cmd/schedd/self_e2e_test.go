@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/schedd/schedd/internal/api"
 	"github.com/schedd/schedd/internal/control"
 	"github.com/schedd/schedd/internal/daemon"
 	"github.com/schedd/schedd/internal/respawn"
@@ -68,12 +69,12 @@ func startDaemonToFile(t *testing.T, o daemonOpts) (*testDaemon, string) {
 	}
 }
 
-func restartDaemon(t *testing.T, socket string) daemon.SelfRespawnResult {
+func restartDaemon(t *testing.T, socket string) api.SelfRespawn {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var out struct {
-		Daemon daemon.SelfRespawnResult `json:"daemon"`
+		Daemon api.SelfRespawn `json:"daemon"`
 	}
 	if err := control.NewClient(socket).Do(ctx, "POST", "/v1/restart", map[string]any{"daemon": true}, &out); err != nil {
 		t.Fatalf("POST /v1/restart {daemon: true}: %v", err)
@@ -101,7 +102,7 @@ func waitGone(t *testing.T, pid int, what string) {
 // tree is left.
 func TestE2ESelfRespawnSpawned(t *testing.T) {
 	d, logPath := startDaemonToFile(t, daemonOpts{gateway: []string{}})
-	st := d.waitFor("ready", func(g respawn.Status) bool { return g.State == respawn.StateReady })
+	st := d.waitFor("ready", func(g api.Gateway) bool { return g.State == api.GatewayReady })
 	oldPID, oldGateway := d.cmd.Process.Pid, st.Gateway.PID
 
 	res := restartDaemon(t, d.socket)
@@ -119,8 +120,8 @@ func TestE2ESelfRespawnSpawned(t *testing.T) {
 	}
 	waitGone(t, oldGateway, "the old gateway")
 
-	st = d.waitFor("the successor's gateway", func(g respawn.Status) bool {
-		return g.State == respawn.StateReady && g.PID != oldGateway
+	st = d.waitFor("the successor's gateway", func(g api.Gateway) bool {
+		return g.State == api.GatewayReady && g.PID != oldGateway
 	})
 	if st.Schedd.PID != succ {
 		t.Fatalf("schedd pid %d on the socket, want the successor %d", st.Schedd.PID, succ)
@@ -155,7 +156,7 @@ func TestE2ESelfRespawnSpawned(t *testing.T) {
 func TestE2ESelfRespawnCheckFails(t *testing.T) {
 	cfg := writeConfig(t, "gateway:\n  stop: {timeout: 5s}\n")
 	d, _ := startDaemonToFile(t, daemonOpts{args: []string{"--config", cfg}, gateway: []string{}})
-	st := d.waitFor("ready", func(g respawn.Status) bool { return g.State == respawn.StateReady })
+	st := d.waitFor("ready", func(g api.Gateway) bool { return g.State == api.GatewayReady })
 	if err := os.WriteFile(cfg, []byte("gateway:\n  stopp: {}\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +165,7 @@ func TestE2ESelfRespawnCheckFails(t *testing.T) {
 		t.Fatalf("result %+v, want failed naming the config check", res)
 	}
 	time.Sleep(200 * time.Millisecond)
-	st2 := d.waitFor("still ready", func(g respawn.Status) bool { return g.State == respawn.StateReady })
+	st2 := d.waitFor("still ready", func(g api.Gateway) bool { return g.State == api.GatewayReady })
 	if st2.Schedd.PID != d.cmd.Process.Pid || st2.Gateway.PID != st.Gateway.PID {
 		t.Fatalf("the daemon or its gateway changed: %+v %+v", st2.Schedd, st2.Gateway)
 	}
@@ -177,7 +178,7 @@ func TestE2ESelfRespawnCheckFails(t *testing.T) {
 // TestE2ESelfRespawnDisabled: SCHEDD_NO_RESPAWN keeps schedd as it is.
 func TestE2ESelfRespawnDisabled(t *testing.T) {
 	d, _ := startDaemonToFile(t, daemonOpts{gateway: []string{}, env: []string{"SCHEDD_NO_RESPAWN=1"}})
-	d.waitFor("ready", func(g respawn.Status) bool { return g.State == respawn.StateReady })
+	d.waitFor("ready", func(g api.Gateway) bool { return g.State == api.GatewayReady })
 	if res := restartDaemon(t, d.socket); res.Mode != string(respawn.SelfDisabled) || res.PID != 0 {
 		t.Fatalf("result %+v, want disabled", res)
 	}

@@ -9,10 +9,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/schedd/schedd/internal/api"
 	"github.com/spf13/cobra"
-
-	"github.com/schedd/schedd/internal/control"
-	"github.com/schedd/schedd/internal/respawn"
 )
 
 func newStatusCmd(g *globals) *cobra.Command {
@@ -29,14 +27,14 @@ while it waits to restart a failed gateway, when the next start is due.
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, cancel := context.WithTimeout(cmd.Context(), 10*time.Second)
 			defer cancel()
-			cl := control.NewClient(g.socketPath())
+			cl := g.client()
+			defer cl.Close()
 			if asJSON {
 				raw, err := cl.StatusRaw(ctx)
 				if err != nil {
 					return err
 				}
-				_, err = cmd.OutOrStdout().Write(raw)
-				return err
+				return writeJSON(cmd.OutOrStdout(), raw)
 			}
 			st, err := cl.Status(ctx)
 			if err != nil {
@@ -51,7 +49,7 @@ while it waits to restart a failed gateway, when the next start is due.
 }
 
 // printStatus writes the human table of a status document.
-func printStatus(w io.Writer, st control.Status, now time.Time) {
+func printStatus(w io.Writer, st api.Status, now time.Time) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	s := st.Schedd
 	row := func(k string, v ...string) { fmt.Fprintf(tw, "%s\t%s\n", k, strings.Join(v, "  ")) }
@@ -68,7 +66,7 @@ func printStatus(w io.Writer, st control.Status, now time.Time) {
 	}
 	if !gw.ReadySince.IsZero() {
 		line = append(line, "ready for "+since(gw.ReadySince, now))
-	} else if !gw.StartedAt.IsZero() && gw.State == respawn.StateStarting {
+	} else if !gw.StartedAt.IsZero() && gw.State == api.GatewayStarting {
 		line = append(line, "starting for "+since(gw.StartedAt, now))
 	}
 	row("gateway", line...)

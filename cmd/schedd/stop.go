@@ -25,7 +25,8 @@ restarts schedd on failure, a clean stop is not restarted.
   schedd stop --wait 0     # return at once`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cl := control.NewClient(g.socketPath())
+			cl := g.client()
+			defer cl.Close()
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
 			if err := cl.Do(ctx, http.MethodPost, "/v1/stop", nil, nil); err != nil {

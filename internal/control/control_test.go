@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/schedd/schedd/internal/api"
 	"go.uber.org/goleak"
 )
 
@@ -22,8 +23,8 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 type fakeBackend struct{}
 
-func (fakeBackend) Status(context.Context) Status {
-	return Status{Schedd: Schedd{PID: 7, Version: "test"}}
+func (fakeBackend) Status(context.Context) api.Status {
+	return api.Status{Schedd: api.Daemon{PID: 7, Version: "test"}}
 }
 
 func socketPath(t *testing.T) string {
@@ -132,14 +133,14 @@ func TestErrorShape(t *testing.T) {
 		status             int
 		code               string
 	}{
-		{"unknown endpoint", "GET", "/v1/nope", nil, 404, CodeNotFound},
-		{"unknown field", "POST", "/v1/echo", map[string]int{"b": 1}, 400, CodeBadRequest},
-		{"wrong type", "POST", "/v1/echo", map[string]string{"a": "x"}, 400, CodeBadRequest},
-		{"over the cap", "POST", "/v1/echo", map[string]string{"a": strings.Repeat("x", 100)}, 413, CodeTooLarge},
+		{"unknown endpoint", "GET", "/v1/nope", nil, 404, api.CodeNotFound},
+		{"unknown field", "POST", "/v1/echo", map[string]int{"b": 1}, 400, api.CodeBadRequest},
+		{"wrong type", "POST", "/v1/echo", map[string]string{"a": "x"}, 400, api.CodeBadRequest},
+		{"over the cap", "POST", "/v1/echo", map[string]string{"a": strings.Repeat("x", 100)}, 413, api.CodeTooLarge},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := c.Do(ctx, tc.method, tc.path, tc.body, nil)
-			ae, ok := errors.AsType[*APIError](err)
+			ae, ok := errors.AsType[*api.Error](err)
 			if !ok || ae.Status != tc.status || ae.Code != tc.code || ae.Message == "" {
 				t.Fatalf("got %v (%#v), want %d %s", err, ae, tc.status, tc.code)
 			}

@@ -1,3 +1,6 @@
+// Package control is schedd's local control API: HTTP/1.1 and JSON over a unix socket
+// that only its owner may use. The daemon serves it; every CLI command is a client of
+// exactly this API. The types that travel over it are in internal/api.
 package control
 
 import (
@@ -12,6 +15,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/schedd/schedd/internal/api"
 	"go.uber.org/zap"
 )
 
@@ -26,7 +30,7 @@ var ErrInUse = errors.New("another schedd answers on the control socket")
 
 // Backend is what the daemon provides to the API.
 type Backend interface {
-	Status(ctx context.Context) Status
+	Status(ctx context.Context) api.Status
 }
 
 // ServerOptions configures a Server.
@@ -60,7 +64,7 @@ func NewServer(opts ServerOptions) *Server {
 	s := &Server{opts: opts, mux: http.NewServeMux()}
 	s.Handle("GET /v1/status", s.status)
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		WriteError(w, http.StatusNotFound, CodeNotFound, fmt.Sprintf("no endpoint %s %s", r.Method, r.URL.Path))
+		WriteError(w, http.StatusNotFound, api.CodeNotFound, fmt.Sprintf("no endpoint %s %s", r.Method, r.URL.Path))
 	})
 	return s
 }
@@ -114,7 +118,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 func (s *Server) handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.ContentLength > s.opts.MaxBody {
-			WriteError(w, http.StatusRequestEntityTooLarge, CodeTooLarge,
+			WriteError(w, http.StatusRequestEntityTooLarge, api.CodeTooLarge,
 				fmt.Sprintf("request body of %d bytes is over the %d byte limit", r.ContentLength, s.opts.MaxBody))
 			return
 		}
@@ -127,18 +131,17 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 	WriteJSON(w, http.StatusOK, s.opts.Backend.Status(r.Context()))
 }
 
-// WriteJSON writes v as the JSON reply with the given status.
+// WriteJSON writes v as the JSON reply with the given status: compact, one line, as
+// every reply of the API is (`schedd ... --json` indents it for people).
 func WriteJSON(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	_ = enc.Encode(v)
+	_ = json.NewEncoder(w).Encode(v)
 }
 
 // WriteError writes the standard error reply.
 func WriteError(w http.ResponseWriter, status int, code, msg string) {
-	WriteJSON(w, status, ErrorBody{Error: APIError{Code: code, Message: msg}})
+	WriteJSON(w, status, api.ErrorBody{Error: api.Error{Code: code, Message: msg}})
 }
 
 // DecodeJSON decodes a request body strictly into v: unknown fields, trailing data and
@@ -158,11 +161,11 @@ func DecodeJSON(w http.ResponseWriter, r *http.Request, v any) bool {
 	}
 	if err != nil {
 		if mbe, ok := errors.AsType[*http.MaxBytesError](err); ok {
-			WriteError(w, http.StatusRequestEntityTooLarge, CodeTooLarge,
+			WriteError(w, http.StatusRequestEntityTooLarge, api.CodeTooLarge,
 				fmt.Sprintf("request body is over the %d byte limit", mbe.Limit))
 			return false
 		}
-		WriteError(w, http.StatusBadRequest, CodeBadRequest, fmt.Sprintf("%s %s: invalid JSON body: %v", r.Method, r.URL.Path, err))
+		WriteError(w, http.StatusBadRequest, api.CodeBadRequest, fmt.Sprintf("%s %s: invalid JSON body: %v", r.Method, r.URL.Path, err))
 		return false
 	}
 	return true

@@ -18,6 +18,7 @@ import (
 	"go.uber.org/zap"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/schedd/schedd/internal/api"
 	"github.com/schedd/schedd/internal/config"
 	"github.com/schedd/schedd/internal/control"
 	"github.com/schedd/schedd/internal/platform"
@@ -85,7 +86,7 @@ type Daemon struct {
 type component struct {
 	name   string
 	run    func(ctx context.Context) error
-	status func(*control.Status)
+	status func(*api.Status)
 	routes func(*control.Server)
 	reload func(*config.Config) error
 }
@@ -275,7 +276,7 @@ loop:
 					d.log.Warn("SIGUSR1 restart ignored: restart.allow_signal is false; use `schedd restart`")
 					continue
 				}
-				d.coord.Request(restart.Request{Reason: platform.SignalName(sig), Source: restart.SourceSignal})
+				d.coord.Request(restart.Request{Reason: platform.SignalName(sig), Source: api.SourceSignal})
 			case platform.IsReload(sig):
 				if !stopping {
 					d.reload()
@@ -353,9 +354,9 @@ func (d *Daemon) watchdog(ctx context.Context) {
 // stateChanged tells the service manager about the gateway (called by the supervisor):
 // READY=1 the first time it is ready, and again when it is ready after a restart that
 // began with RELOADING=1.
-func (d *Daemon) stateChanged(st respawn.Status) {
+func (d *Daemon) stateChanged(st api.Gateway) {
 	d.notify("STATUS=" + statusLine(st))
-	if st.State != respawn.StateReady {
+	if st.State != api.GatewayReady {
 		return
 	}
 	first := false
@@ -380,17 +381,17 @@ func (d *Daemon) notify(state string) {
 }
 
 // statusLine is the one-line STATUS= text for a gateway state.
-func statusLine(st respawn.Status) string {
+func statusLine(st api.Gateway) string {
 	switch st.State {
-	case respawn.StateReady:
+	case api.GatewayReady:
 		return fmt.Sprintf("gateway ready (pid %d)", st.PID)
-	case respawn.StateStarting:
+	case api.GatewayStarting:
 		return "gateway starting"
-	case respawn.StateStopping:
+	case api.GatewayStopping:
 		return fmt.Sprintf("gateway stopping (pid %d)", st.PID)
-	case respawn.StateBackoff, respawn.StateCrashLooping:
+	case api.GatewayBackoff, api.GatewayCrashLooping:
 		s := "gateway down, restarting"
-		if st.State == respawn.StateCrashLooping {
+		if st.State == api.GatewayCrashLooping {
 			s = "gateway crash looping"
 		}
 		if !st.NextStartAt.IsZero() {
@@ -402,11 +403,11 @@ func statusLine(st respawn.Status) string {
 }
 
 // Status implements control.Backend.
-func (d *Daemon) Status(context.Context) control.Status {
+func (d *Daemon) Status(context.Context) api.Status {
 	o := d.opts
 	rs := d.coord.Status()
-	st := control.Status{
-		Schedd: control.Schedd{
+	st := api.Status{
+		Schedd: api.Daemon{
 			PID:            os.Getpid(),
 			Version:        o.Version,
 			StartedAt:      d.startedAt,

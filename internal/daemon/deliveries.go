@@ -12,12 +12,11 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/schedd/schedd/internal/api"
 	"github.com/schedd/schedd/internal/config"
-	"github.com/schedd/schedd/internal/control"
 	"github.com/schedd/schedd/internal/platform"
 	"github.com/schedd/schedd/internal/queue"
 	"github.com/schedd/schedd/internal/recovery"
-	"github.com/schedd/schedd/internal/respawn"
 )
 
 // serviceRestartDelay is the pause before the delivery service is started again after it
@@ -54,7 +53,7 @@ func (d *Daemon) setupDeliveries() (*component, error) {
 		store.Close()
 		return nil, err
 	}
-	api := &deliveriesAPI{svc: svc, path: store.Path(),
+	endpoints := &deliveriesAPI{svc: svc, path: store.Path(),
 		limits: deliveryLimits{payload: c.Deliveries.MaxPayload.Bytes(), entries: c.Deliveries.MaxEntries}}
 	opened := c.Deliveries // what the store was opened with
 	return &component{
@@ -88,7 +87,7 @@ func (d *Daemon) setupDeliveries() (*component, error) {
 				}
 			}
 		},
-		status: func(st *control.Status) {
+		status: func(st *api.Status) {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 			defer cancel()
 			ds, err := svc.Status(ctx)
@@ -98,7 +97,7 @@ func (d *Daemon) setupDeliveries() (*component, error) {
 			}
 			st.Deliveries = &ds
 		},
-		routes: api.routes,
+		routes: endpoints.routes,
 		reload: func(next *config.Config) error {
 			sinks, err := d.deliverySinks(next)
 			if err != nil {
@@ -239,7 +238,7 @@ func (d *Daemon) deliverySinks(c *config.Config) (map[string]recovery.Sink, erro
 }
 
 // gatewayReady is the gateway sink's readiness: the supervised gateway is ready.
-func (d *Daemon) gatewayReady() bool { return d.sup.Status().State == respawn.StateReady }
+func (d *Daemon) gatewayReady() bool { return d.sup.Status().State == api.GatewayReady }
 
 // execRunner runs exec sinks' commands as short child processes with the environment the
 // gateway's is built from.

@@ -16,6 +16,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/schedd/schedd/internal/api"
 	"github.com/schedd/schedd/internal/control"
 	"github.com/schedd/schedd/internal/queue"
 	"github.com/schedd/schedd/internal/recovery"
@@ -71,7 +72,7 @@ func BenchmarkEnqueueAPI(b *testing.B) {
 			b.ResetTimer()
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
-					body, _ := json.Marshal(DeliveryRequest{Sink: "hook", Key: fmt.Sprint("k", n.Add(1)), Data: &payload})
+					body, _ := json.Marshal(api.DeliveryRequest{Sink: "hook", Key: fmt.Sprint("k", n.Add(1)), Data: &payload})
 					resp, err := hc.Post("http://schedd/v1/deliveries", "application/json", bytes.NewReader(body))
 					if err != nil {
 						b.Error(err)
@@ -91,4 +92,4 @@ func BenchmarkEnqueueAPI(b *testing.B) {
 
 type statusNone struct{}
 
-func (statusNone) Status(context.Context) control.Status { return control.Status{} }
+func (statusNone) Status(context.Context) api.Status { return api.Status{} }

@@ -17,6 +17,7 @@ import (
 	"go.uber.org/goleak"
 	"go.uber.org/zap"
 
+	"github.com/schedd/schedd/internal/api"
 	"github.com/schedd/schedd/internal/config"
 	"github.com/schedd/schedd/internal/control"
 	"github.com/schedd/schedd/internal/queue"
@@ -65,8 +66,8 @@ type deliveryDaemon struct {
 	cl   *control.Client
 }
 
-func (dd *deliveryDaemon) Status(context.Context) control.Status {
-	var st control.Status
+func (dd *deliveryDaemon) Status(context.Context) api.Status {
+	var st api.Status
 	dd.comp.status(&st)
 	return st
 }
@@ -120,9 +121,9 @@ deliveries:
 	return c
 }
 
-func apiError(t *testing.T, err error) *control.APIError {
+func apiError(t *testing.T, err error) *api.Error {
 	t.Helper()
-	ae, ok := errors.AsType[*control.APIError](err)
+	ae, ok := errors.AsType[*api.Error](err)
 	if !ok {
 		t.Fatalf("error %v, want an API error", err)
 	}
@@ -130,17 +131,17 @@ func apiError(t *testing.T, err error) *control.APIError {
 }
 
 // waitState polls GET /v1/deliveries/{id} until the entry is in state (5 s at most).
-func (dd *deliveryDaemon) waitState(t *testing.T, id int64, state queue.State) Delivery {
+func (dd *deliveryDaemon) waitState(t *testing.T, id int64, state api.DeliveryState) api.Delivery {
 	t.Helper()
-	return dd.waitFor(t, id, string(state), func(v Delivery) bool { return v.State == state })
+	return dd.waitFor(t, id, string(state), func(v api.Delivery) bool { return v.State == state })
 }
 
 // waitFor polls GET /v1/deliveries/{id} until cond holds (5 s at most).
-func (dd *deliveryDaemon) waitFor(t *testing.T, id int64, what string, cond func(Delivery) bool) Delivery {
+func (dd *deliveryDaemon) waitFor(t *testing.T, id int64, what string, cond func(api.Delivery) bool) api.Delivery {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		var v Delivery
+		var v api.Delivery
 		err := dd.cl.Do(t.Context(), http.MethodGet, fmt.Sprintf("/v1/deliveries/%d", id), nil, &v)
 		if err == nil && cond(v) {
 			return v
@@ -164,15 +165,15 @@ func TestDeliveriesAPI(t *testing.T) {
 	dd := startDeliveries(t, deliveryConfig(t, hook.URL))
 	ctx, cl := t.Context(), dd.cl
 
-	var rep EnqueueReply
-	req := DeliveryRequest{Sink: "hook", Key: "order-1", Data: ptr(`{"n":1}`), Headers: map[string]string{"Authorization": "Bearer entry-secret"}}
+	var rep api.EnqueueReply
+	req := api.DeliveryRequest{Sink: "hook", Key: "order-1", Data: ptr(`{"n":1}`), Headers: map[string]string{"Authorization": "Bearer entry-secret"}}
 	if err := cl.Do(ctx, http.MethodPost, "/v1/deliveries", req, &rep); err != nil {
 		t.Fatal(err)
 	}
 	if !rep.Created || rep.ID == 0 || rep.Key != "order-1" || rep.PayloadSize != 7 || len(rep.HeaderNames) != 1 {
 		t.Fatalf("enqueue reply %+v", rep)
 	}
-	got := dd.waitState(t, rep.ID, queue.StateDelivered)
+	got := dd.waitState(t, rep.ID, api.DeliveryDelivered)
 	if got.Attempts != 1 || got.Data != nil || got.FinishedAt == nil {
 		t.Fatalf("delivered entry %+v", got)
 	}
@@ -182,7 +183,7 @@ func TestDeliveriesAPI(t *testing.T) {
 		t.Fatalf("the sink got %+v %q", reqs, bodies)
 	}
 	// P11: the same key again is the same entry, not a second send.
-	var again EnqueueReply
+	var again api.EnqueueReply
 	if err := cl.Do(ctx, http.MethodPost, "/v1/deliveries", req, &again); err != nil || again.Created || again.ID != rep.ID {
 		t.Fatalf("same key again: %+v, %v", again, err)
 	}
@@ -198,16 +199,16 @@ func TestDeliveriesAPI(t *testing.T) {
 		code   string
 		msg    string
 	}{
-		{"no sink", DeliveryRequest{Data: ptr("x")}, 400, "bad_request", "sink: is required (a name from deliveries.sinks: down, hook, reject)"},
-		{"unknown sink", DeliveryRequest{Sink: "hoook"}, 400, "bad_request", `sink: no sink "hoook" is configured`},
-		{"both payloads", DeliveryRequest{Sink: "hook", Data: ptr("a"), DataBase64: ptr("YQ==")}, 400, "bad_request", "data, data_base64: give one"},
-		{"bad base64", DeliveryRequest{Sink: "hook", DataBase64: ptr("%%")}, 400, "bad_request", "data_base64: not standard base64"},
-		{"bad ttl", DeliveryRequest{Sink: "hook", TTL: "soon"}, 400, "bad_request", `ttl: want a positive Go duration`},
+		{"no sink", api.DeliveryRequest{Data: ptr("x")}, 400, "bad_request", "sink: is required (a name from deliveries.sinks: down, hook, reject)"},
+		{"unknown sink", api.DeliveryRequest{Sink: "hoook"}, 400, "bad_request", `sink: no sink "hoook" is configured`},
+		{"both payloads", api.DeliveryRequest{Sink: "hook", Data: ptr("a"), DataBase64: ptr("YQ==")}, 400, "bad_request", "data, data_base64: give one"},
+		{"bad base64", api.DeliveryRequest{Sink: "hook", DataBase64: ptr("%%")}, 400, "bad_request", "data_base64: not standard base64"},
+		{"bad ttl", api.DeliveryRequest{Sink: "hook", TTL: "soon"}, 400, "bad_request", `ttl: want a positive Go duration`},
 		{"unknown field", map[string]any{"sink": "hook", "payload": "x"}, 400, "bad_request", `unknown field "payload"`},
-		{"bad header", DeliveryRequest{Sink: "hook", Headers: map[string]string{"Bad Name": "v"}}, 400, "bad_request", `header name "Bad Name"`},
-		{"key header", DeliveryRequest{Sink: "hook", Headers: map[string]string{"idempotency-key": "v"}}, 400, "bad_request", "Idempotency-Key header is set from the key"},
-		{"key taken", DeliveryRequest{Sink: "hook", Key: "order-1", Data: ptr("other")}, 409, "conflict", `idempotency_key: "order-1" belongs to delivery 1`},
-		{"too large", DeliveryRequest{Sink: "hook", Data: ptr(strings.Repeat("x", 1025))}, 413, CodePayloadTooLarge,
+		{"bad header", api.DeliveryRequest{Sink: "hook", Headers: map[string]string{"Bad Name": "v"}}, 400, "bad_request", `header name "Bad Name"`},
+		{"key header", api.DeliveryRequest{Sink: "hook", Headers: map[string]string{"idempotency-key": "v"}}, 400, "bad_request", "Idempotency-Key header is set from the key"},
+		{"key taken", api.DeliveryRequest{Sink: "hook", Key: "order-1", Data: ptr("other")}, 409, "conflict", `idempotency_key: "order-1" belongs to delivery 1`},
+		{"too large", api.DeliveryRequest{Sink: "hook", Data: ptr(strings.Repeat("x", 1025))}, 413, api.CodePayloadTooLarge,
 			"data: the payload of 1025 bytes is over deliveries.max_payload (1024 bytes); nothing was stored"},
 	} {
 		err := cl.Do(ctx, http.MethodPost, "/v1/deliveries", tc.body, nil)
@@ -217,20 +218,20 @@ func TestDeliveriesAPI(t *testing.T) {
 	}
 
 	// A permanent error dead-letters with its reason; retry brings it back to pending.
-	var dead EnqueueReply
-	if err := cl.Do(ctx, http.MethodPost, "/v1/deliveries", DeliveryRequest{Sink: "reject", DataBase64: ptr("AP8=")}, &dead); err != nil {
+	var dead api.EnqueueReply
+	if err := cl.Do(ctx, http.MethodPost, "/v1/deliveries", api.DeliveryRequest{Sink: "reject", DataBase64: ptr("AP8=")}, &dead); err != nil {
 		t.Fatal(err)
 	}
-	dl := dd.waitState(t, dead.ID, queue.StateDead)
+	dl := dd.waitState(t, dead.ID, api.DeliveryDead)
 	if dl.DeadReason == "" || !strings.Contains(dl.LastError, "400") || dl.DataBase64 == nil || *dl.DataBase64 != "AP8=" {
 		t.Fatalf("dead letter %+v", dl)
 	}
-	var retried Delivery
+	var retried api.Delivery
 	if err := cl.Do(ctx, http.MethodPost, fmt.Sprintf("/v1/deliveries/%d/retry", dead.ID), nil, &retried); err != nil ||
-		retried.State != queue.StatePending || retried.Failures != 0 {
+		retried.State != api.DeliveryPending || retried.Failures != 0 {
 		t.Fatalf("retry: %+v, %v", retried, err)
 	}
-	dd.waitState(t, dead.ID, queue.StateDead)
+	dd.waitState(t, dead.ID, api.DeliveryDead)
 	if ae := apiError(t, cl.Do(ctx, http.MethodPost, fmt.Sprintf("/v1/deliveries/%d/retry", rep.ID), nil, nil)); ae.Status != 409 {
 		t.Errorf("retry of a delivered entry: %d %q", ae.Status, ae.Message)
 	}
@@ -239,34 +240,34 @@ func TestDeliveriesAPI(t *testing.T) {
 	// with max_entries 4 the queue fills.
 	var ids []int64
 	for i := range 4 {
-		var e EnqueueReply
-		err := cl.Do(ctx, http.MethodPost, "/v1/deliveries", DeliveryRequest{Sink: "down", Data: ptr(fmt.Sprint(i))}, &e)
+		var e api.EnqueueReply
+		err := cl.Do(ctx, http.MethodPost, "/v1/deliveries", api.DeliveryRequest{Sink: "down", Data: ptr(fmt.Sprint(i))}, &e)
 		if err != nil {
 			t.Fatal(err)
 		}
 		ids = append(ids, e.ID)
 	}
-	err = cl.Do(ctx, http.MethodPost, "/v1/deliveries", DeliveryRequest{Sink: "down", Data: ptr("5")}, nil)
-	if ae := apiError(t, err); ae.Status != 503 || ae.Code != CodeQueueFull || !strings.Contains(ae.Message, "limit of 4") {
+	err = cl.Do(ctx, http.MethodPost, "/v1/deliveries", api.DeliveryRequest{Sink: "down", Data: ptr("5")}, nil)
+	if ae := apiError(t, err); ae.Status != 503 || ae.Code != api.CodeQueueFull || !strings.Contains(ae.Message, "limit of 4") {
 		t.Errorf("queue full: %d %s %q", ae.Status, ae.Code, ae.Message)
 	}
 	for _, id := range ids {
-		dd.waitFor(t, id, "pending after one failure", func(v Delivery) bool { return v.State == queue.StatePending && v.Failures == 1 })
+		dd.waitFor(t, id, "pending after one failure", func(v api.Delivery) bool { return v.State == api.DeliveryPending && v.Failures == 1 })
 	}
 
 	// List: filters and the cursor.
-	var page DeliveryList
+	var page api.DeliveryList
 	if err := cl.Do(ctx, http.MethodGet, "/v1/deliveries?sink=down&limit=3", nil, &page); err != nil ||
 		len(page.Deliveries) != 3 || page.NextCursor != ids[2] {
 		t.Fatalf("page 1: %+v, %v", page, err)
 	}
 	cursor := page.NextCursor
-	page = DeliveryList{}
+	page = api.DeliveryList{}
 	if err := cl.Do(ctx, http.MethodGet, fmt.Sprintf("/v1/deliveries?sink=down&limit=3&cursor=%d", cursor), nil, &page); err != nil ||
 		len(page.Deliveries) != 1 || page.NextCursor != 0 || page.Deliveries[0].ID != ids[3] {
 		t.Fatalf("page 2: %+v, %v", page, err)
 	}
-	page = DeliveryList{}
+	page = api.DeliveryList{}
 	if err := cl.Do(ctx, http.MethodGet, "/v1/deliveries?state=delivered", nil, &page); err != nil || len(page.Deliveries) != 1 {
 		t.Fatalf("delivered: %+v, %v", page, err)
 	}
@@ -291,24 +292,24 @@ func TestDeliveriesAPI(t *testing.T) {
 	}
 
 	// recover --dry-run: the three pending entries are backing off; nothing changes.
-	var dry recovery.Report
-	if err := cl.Do(ctx, http.MethodPost, "/v1/recover", RecoverRequest{DryRun: true}, &dry); err != nil ||
+	var dry api.RecoveryReport
+	if err := cl.Do(ctx, http.MethodPost, "/v1/recover", api.RecoverRequest{DryRun: true}, &dry); err != nil ||
 		!dry.DryRun || dry.Scanned != 3 || dry.DeferredBackoff != 3 || len(dry.Actions) != 3 {
 		t.Fatalf("dry run: %+v, %v", dry, err)
 	}
-	if ae := apiError(t, cl.Do(ctx, http.MethodPost, "/v1/recover", RecoverRequest{}, nil)); ae.Status != 400 || !strings.Contains(ae.Message, "dry_run") {
+	if ae := apiError(t, cl.Do(ctx, http.MethodPost, "/v1/recover", api.RecoverRequest{}, nil)); ae.Status != 400 || !strings.Contains(ae.Message, "dry_run") {
 		t.Errorf("recover without dry_run: %d %q", ae.Status, ae.Message)
 	}
 
 	// Purge the dead letter.
-	var pr PurgeReply
-	if err := cl.Do(ctx, http.MethodPost, "/v1/deliveries/purge", PurgeRequest{OlderThan: "72h"}, &pr); err != nil || pr.Purged != 0 {
+	var pr api.PurgeReply
+	if err := cl.Do(ctx, http.MethodPost, "/v1/deliveries/purge", api.PurgeRequest{OlderThan: "72h"}, &pr); err != nil || pr.Purged != 0 {
 		t.Fatalf("purge older than 72h: %+v, %v", pr, err)
 	}
-	if err := cl.Do(ctx, http.MethodPost, "/v1/deliveries/purge", PurgeRequest{State: queue.StateDead}, &pr); err != nil || pr.Purged != 1 {
+	if err := cl.Do(ctx, http.MethodPost, "/v1/deliveries/purge", api.PurgeRequest{State: api.DeliveryDead}, &pr); err != nil || pr.Purged != 1 {
 		t.Fatalf("purge dead: %+v, %v", pr, err)
 	}
-	if ae := apiError(t, cl.Do(ctx, http.MethodPost, "/v1/deliveries/purge", PurgeRequest{State: "pending"}, nil)); ae.Status != 400 {
+	if ae := apiError(t, cl.Do(ctx, http.MethodPost, "/v1/deliveries/purge", api.PurgeRequest{State: "pending"}, nil)); ae.Status != 400 {
 		t.Errorf("purge pending: %d %q", ae.Status, ae.Message)
 	}
 
@@ -332,7 +333,7 @@ func TestDeliveriesReload(t *testing.T) {
 	cfg := deliveryConfig(t, hook.URL)
 	dd := startDeliveries(t, cfg)
 	ctx := t.Context()
-	if err := dd.cl.Do(ctx, http.MethodPost, "/v1/deliveries", DeliveryRequest{Sink: "late"}, nil); apiError(t, err).Status != 400 {
+	if err := dd.cl.Do(ctx, http.MethodPost, "/v1/deliveries", api.DeliveryRequest{Sink: "late"}, nil); apiError(t, err).Status != 400 {
 		t.Fatalf("enqueue to a sink not configured yet: %v", err)
 	}
 	next := deliveryConfig(t, hook.URL)
@@ -341,11 +342,11 @@ func TestDeliveriesReload(t *testing.T) {
 	if err := dd.comp.reload(next); err != nil {
 		t.Fatal(err)
 	}
-	var e EnqueueReply
-	if err := dd.cl.Do(ctx, http.MethodPost, "/v1/deliveries", DeliveryRequest{Sink: "late", Data: ptr("x")}, &e); err != nil {
+	var e api.EnqueueReply
+	if err := dd.cl.Do(ctx, http.MethodPost, "/v1/deliveries", api.DeliveryRequest{Sink: "late", Data: ptr("x")}, &e); err != nil {
 		t.Fatal(err)
 	}
-	dd.waitState(t, e.ID, queue.StateDelivered)
+	dd.waitState(t, e.ID, api.DeliveryDelivered)
 	if got := storeChanges(cfg.Deliveries, next.Deliveries); len(got) != 1 || got[0] != "deliveries.max_entries" {
 		t.Fatalf("store changes %v", got)
 	}
@@ -365,17 +366,17 @@ func TestDeliveryErrorReplies(t *testing.T) {
 		code   string
 		msg    string
 	}{
-		{fmt.Errorf("enqueue: %w: no space", queue.ErrDiskFull), 507, CodeDiskFull,
+		{fmt.Errorf("enqueue: %w: no space", queue.ErrDiskFull), 507, api.CodeDiskFull,
 			"the disk of the delivery store /var/lib/schedd/schedd.db is full: nothing was stored. Deliveries already stored are still sent"},
-		{fmt.Errorf("enqueue: %w: disk I/O error", queue.ErrStorage), 500, CodeStorage, "could not commit: nothing was stored"},
-		{fmt.Errorf("enqueue: %w", queue.ErrClosed), 503, control.CodeUnavailable, "schedd is stopping"},
-		{fmt.Errorf("enqueue: %w", &queue.BoundError{Err: queue.ErrQueueFull, Limit: 1000, Got: 1001}), 503, CodeQueueFull, "limit of 1000"},
-		{fmt.Errorf("drop delivery 3: %w", queue.ErrBusy), 409, control.CodeConflict, "try again"},
-		{context.DeadlineExceeded, 503, control.CodeTimeout, "deadline"},
+		{fmt.Errorf("enqueue: %w: disk I/O error", queue.ErrStorage), 500, api.CodeStorage, "could not commit: nothing was stored"},
+		{fmt.Errorf("enqueue: %w", queue.ErrClosed), 503, api.CodeUnavailable, "schedd is stopping"},
+		{fmt.Errorf("enqueue: %w", &queue.BoundError{Err: queue.ErrQueueFull, Limit: 1000, Got: 1001}), 503, api.CodeQueueFull, "limit of 1000"},
+		{fmt.Errorf("drop delivery 3: %w", queue.ErrBusy), 409, api.CodeConflict, "try again"},
+		{context.DeadlineExceeded, 503, api.CodeTimeout, "deadline"},
 	} {
 		w := httptest.NewRecorder()
 		a.writeError(w, tc.err)
-		var body control.ErrorBody
+		var body api.ErrorBody
 		if err := json.Unmarshal(w.Body.Bytes(), &body); err != nil {
 			t.Fatal(err)
 		}
@@ -435,15 +436,15 @@ func TestDeliveryStoreOpensOnFirstEnqueue(t *testing.T) {
 	ctx, cl := t.Context(), dd.cl
 	path := filepath.Join(dd.d.opts.StateDir, "schedd.db")
 
-	var st control.Status
+	var st api.Status
 	if err := cl.Do(ctx, http.MethodGet, "/v1/status", nil, &st); err != nil {
 		t.Fatal(err)
 	}
-	if st.Deliveries == nil || st.Deliveries.StoreState != recovery.StoreNotOpened || st.Deliveries.Pending != 0 ||
+	if st.Deliveries == nil || st.Deliveries.StoreState != api.StoreNotOpened || st.Deliveries.Pending != 0 ||
 		st.Deliveries.Path != path {
 		t.Fatalf("status before the first enqueue: %+v", st.Deliveries)
 	}
-	var list DeliveryList
+	var list api.DeliveryList
 	if err := cl.Do(ctx, http.MethodGet, "/v1/deliveries?state=dead", nil, &list); err != nil || len(list.Deliveries) != 0 {
 		t.Fatalf("list: %+v, %v", list, err)
 	}
@@ -454,26 +455,26 @@ func TestDeliveryStoreOpensOnFirstEnqueue(t *testing.T) {
 			t.Fatalf("%s %s: %+v", r.method, r.path, ae)
 		}
 	}
-	var rec recovery.Report
-	if err := cl.Do(ctx, http.MethodPost, "/v1/recover", RecoverRequest{DryRun: true}, &rec); err != nil {
+	var rec api.RecoveryReport
+	if err := cl.Do(ctx, http.MethodPost, "/v1/recover", api.RecoverRequest{DryRun: true}, &rec); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("the store exists before the first enqueue: %v", err)
 	}
 
-	var rep EnqueueReply
-	if err := cl.Do(ctx, http.MethodPost, "/v1/deliveries", DeliveryRequest{Sink: "hook", Key: "first", Data: ptr("hi")}, &rep); err != nil || !rep.Created {
+	var rep api.EnqueueReply
+	if err := cl.Do(ctx, http.MethodPost, "/v1/deliveries", api.DeliveryRequest{Sink: "hook", Key: "first", Data: ptr("hi")}, &rep); err != nil || !rep.Created {
 		t.Fatalf("enqueue: %+v, %v", rep, err)
 	}
 	if _, err := os.Stat(path); err != nil {
 		t.Fatalf("no store after the first enqueue: %v", err)
 	}
-	dd.waitState(t, rep.ID, queue.StateDelivered)
+	dd.waitState(t, rep.ID, api.DeliveryDelivered)
 	if err := cl.Do(ctx, http.MethodGet, "/v1/status", nil, &st); err != nil {
 		t.Fatal(err)
 	}
-	if st.Deliveries.StoreState != recovery.StoreOpen || st.Deliveries.Delivered != 1 || st.Deliveries.LastRecovery == nil {
+	if st.Deliveries.StoreState != api.StoreOpen || st.Deliveries.Delivered != 1 || st.Deliveries.LastRecovery == nil {
 		t.Fatalf("status after the first enqueue: %+v", st.Deliveries)
 	}
 }

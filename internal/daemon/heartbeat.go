@@ -14,11 +14,11 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/schedd/schedd/internal/api"
 	"github.com/schedd/schedd/internal/config"
 	"github.com/schedd/schedd/internal/control"
 	"github.com/schedd/schedd/internal/heartbeat"
 	"github.com/schedd/schedd/internal/platform"
-	"github.com/schedd/schedd/internal/respawn"
 	"github.com/schedd/schedd/internal/restart"
 )
 
@@ -39,15 +39,15 @@ func (d *Daemon) setupHeartbeat() (*component, error) {
 	if err != nil {
 		return nil, fmt.Errorf("heartbeat: %w", err)
 	}
-	api := heartbeatAPI{svc: svc}
+	endpoints := heartbeatAPI{svc: svc}
 	return &component{
 		name: "heartbeat",
 		run:  svc.Run,
-		status: func(st *control.Status) {
+		status: func(st *api.Status) {
 			hs := svc.Status()
 			st.Heartbeat = &hs
 		},
-		routes: api.routes,
+		routes: endpoints.routes,
 		reload: func(next *config.Config) error {
 			if err := svc.UpdateConfig(HeartbeatConfig(next.Heartbeat)); err != nil {
 				return err
@@ -147,7 +147,7 @@ const inflightTTL = 250 * time.Millisecond
 
 // heartbeatGateway answers the heartbeat service's questions about the gateway.
 type heartbeatGateway struct {
-	status func() respawn.Status
+	status func() api.Gateway
 	log    *zap.Logger
 
 	mu      sync.Mutex
@@ -169,7 +169,7 @@ func (g *heartbeatGateway) setProbe(p restart.Counter, timeout time.Duration) {
 }
 
 // Ready reports whether the supervisor has the gateway ready.
-func (g *heartbeatGateway) Ready() bool { return g.status().State == respawn.StateReady }
+func (g *heartbeatGateway) Ready() bool { return g.status().State == api.GatewayReady }
 
 // Inflight reports the gateway's in-flight requests: the idle probe's answer (cached for
 // inflightTTL; a failing or hung probe counts as busy), else the gateway's last
@@ -227,37 +227,6 @@ func targetRunner(environ []string) heartbeat.RunFunc {
 	}
 }
 
-// HeartbeatWakeRequest is the body of POST /v1/heartbeat/wake. All fields are optional:
-// no agent and no session wakes every agent; a blank reason is "requested".
-type HeartbeatWakeRequest struct {
-	Agent   string `json:"agent,omitempty"`
-	Session string `json:"session,omitempty"`
-	Reason  string `json:"reason,omitempty"`
-}
-
-// HeartbeatWakeReply is the 202 reply of POST /v1/heartbeat/wake.
-type HeartbeatWakeReply struct {
-	Agent      string               `json:"agent"` // "" = every agent
-	Session    string               `json:"session"`
-	Reason     string               `json:"reason"` // normalized
-	ReasonKind heartbeat.ReasonKind `json:"reason_kind"`
-	// CoalesceMS is how long the wake waits for others to merge with it.
-	CoalesceMS int64 `json:"coalesce_ms"`
-	// Enabled is the global switch: false means the wake will be skipped as disabled.
-	Enabled bool `json:"enabled"`
-}
-
-// HeartbeatEnabledRequest is the body of PUT /v1/heartbeat/enabled.
-type HeartbeatEnabledRequest struct {
-	Enabled *bool `json:"enabled"`
-}
-
-// HeartbeatEnabledReply is the 200 reply of PUT /v1/heartbeat/enabled.
-type HeartbeatEnabledReply struct {
-	Enabled bool `json:"enabled"`
-	Changed bool `json:"changed"`
-}
-
 // Limits of the wake request's strings.
 const (
 	maxWakeReason  = 200
@@ -273,12 +242,12 @@ func (h heartbeatAPI) routes(srv *control.Server) {
 }
 
 func (h heartbeatAPI) wake(w http.ResponseWriter, r *http.Request) {
-	var req HeartbeatWakeRequest
+	var req api.HeartbeatWakeRequest
 	if !control.DecodeJSON(w, r, &req) {
 		return
 	}
 	bad := func(format string, args ...any) {
-		control.WriteError(w, http.StatusBadRequest, control.CodeBadRequest, fmt.Sprintf(format, args...))
+		control.WriteError(w, http.StatusBadRequest, api.CodeBadRequest, fmt.Sprintf(format, args...))
 	}
 	req.Agent = strings.TrimSpace(req.Agent)
 	req.Session = strings.TrimSpace(req.Session)
@@ -309,45 +278,45 @@ func (h heartbeatAPI) wake(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if id != "" {
-		i := slices.IndexFunc(st.Agents, func(a heartbeat.AgentStatus) bool { return a.ID == id })
+		i := slices.IndexFunc(st.Agents, func(a api.AgentStatus) bool { return a.ID == id })
 		if i < 0 {
-			control.WriteError(w, http.StatusNotFound, control.CodeNotFound,
+			control.WriteError(w, http.StatusNotFound, api.CodeNotFound,
 				fmt.Sprintf("%s: unknown heartbeat agent %q (configured: %s)", field, id, heartbeatAgentList(st.Agents)))
 			return
 		}
 		if a := st.Agents[i]; !a.Enabled {
-			control.WriteError(w, http.StatusConflict, control.CodeConflict,
+			control.WriteError(w, http.StatusConflict, api.CodeConflict,
 				fmt.Sprintf("%s: heartbeat agent %q does not run (%s)", field, id, a.DisabledReason))
 			return
 		}
-	} else if !slices.ContainsFunc(st.Agents, func(a heartbeat.AgentStatus) bool { return a.Enabled }) {
-		control.WriteError(w, http.StatusConflict, control.CodeConflict,
+	} else if !slices.ContainsFunc(st.Agents, func(a api.AgentStatus) bool { return a.Enabled }) {
+		control.WriteError(w, http.StatusConflict, api.CodeConflict,
 			"no heartbeat agent runs (give heartbeat.defaults or an agent a target; see `schedd heartbeat status`)")
 		return
 	}
 	err := h.svc.Wake(heartbeat.WakeRequest{AgentID: req.Agent, SessionKey: req.Session, Reason: req.Reason})
 	if errors.Is(err, heartbeat.ErrUnknownAgent) { // removed by a reload meanwhile
-		control.WriteError(w, http.StatusNotFound, control.CodeNotFound, "agent: "+err.Error())
+		control.WriteError(w, http.StatusNotFound, api.CodeNotFound, "agent: "+err.Error())
 		return
 	}
 	if err != nil {
-		control.WriteError(w, http.StatusInternalServerError, control.CodeInternal, err.Error())
+		control.WriteError(w, http.StatusInternalServerError, api.CodeInternal, err.Error())
 		return
 	}
 	reason := heartbeat.NormalizeReason(req.Reason)
-	control.WriteJSON(w, http.StatusAccepted, HeartbeatWakeReply{
-		Agent: req.Agent, Session: req.Session, Reason: reason, ReasonKind: heartbeat.KindOf(reason),
+	control.WriteJSON(w, http.StatusAccepted, api.HeartbeatWakeReply{
+		Agent: req.Agent, Session: req.Session, Reason: reason, ReasonKind: string(heartbeat.KindOf(reason)),
 		CoalesceMS: heartbeat.DefaultCoalesce.Milliseconds(), Enabled: h.svc.Enabled(),
 	})
 }
 
 func (h heartbeatAPI) enabled(w http.ResponseWriter, r *http.Request) {
-	var req HeartbeatEnabledRequest
+	var req api.HeartbeatEnabledRequest
 	if !control.DecodeJSON(w, r, &req) {
 		return
 	}
 	if req.Enabled == nil {
-		control.WriteError(w, http.StatusBadRequest, control.CodeBadRequest, `enabled: is required: {"enabled": true} or {"enabled": false}`)
+		control.WriteError(w, http.StatusBadRequest, api.CodeBadRequest, `enabled: is required: {"enabled": true} or {"enabled": false}`)
 		return
 	}
 	was := h.svc.Enabled()
@@ -356,15 +325,15 @@ func (h heartbeatAPI) enabled(w http.ResponseWriter, r *http.Request) {
 		if *req.Enabled {
 			state = "on"
 		}
-		control.WriteError(w, http.StatusInternalServerError, control.CodeInternal,
+		control.WriteError(w, http.StatusInternalServerError, api.CodeInternal,
 			fmt.Sprintf("heartbeats switched %s, but the switch was not saved and a restart would undo it: %v", state, err))
 		return
 	}
-	control.WriteJSON(w, http.StatusOK, HeartbeatEnabledReply{Enabled: *req.Enabled, Changed: was != *req.Enabled})
+	control.WriteJSON(w, http.StatusOK, api.HeartbeatEnabledReply{Enabled: *req.Enabled, Changed: was != *req.Enabled})
 }
 
 // heartbeatAgentList names the configured agents for an error message, at most ten of them.
-func heartbeatAgentList(agents []heartbeat.AgentStatus) string {
+func heartbeatAgentList(agents []api.AgentStatus) string {
 	if len(agents) == 0 {
 		return "none"
 	}

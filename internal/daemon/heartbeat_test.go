@@ -16,10 +16,10 @@ import (
 	"go.uber.org/goleak"
 	"go.uber.org/zap"
 
+	"github.com/schedd/schedd/internal/api"
 	"github.com/schedd/schedd/internal/config"
 	"github.com/schedd/schedd/internal/control"
 	"github.com/schedd/schedd/internal/heartbeat"
-	"github.com/schedd/schedd/internal/respawn"
 )
 
 // TestHeartbeatConfigMirrorsConfig: every field of the config file's heartbeat agent has a
@@ -113,8 +113,8 @@ func (f *fakeCounter) Inflight(context.Context) (int, error) {
 
 func TestHeartbeatGatewayInflight(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		st := respawn.Status{State: respawn.StateStarting}
-		g := &heartbeatGateway{status: func() respawn.Status { return st }, log: zap.NewNop()}
+		st := api.Gateway{State: api.GatewayStarting}
+		g := &heartbeatGateway{status: func() api.Gateway { return st }, log: zap.NewNop()}
 		ctx := t.Context()
 
 		// No probe and no X_SCHEDD_INFLIGHT: unknown, which counts as idle.
@@ -129,7 +129,7 @@ func TestHeartbeatGatewayInflight(t *testing.T) {
 		if g.Ready() {
 			t.Fatal("ready while starting")
 		}
-		st.State = respawn.StateReady
+		st.State = api.GatewayReady
 		if !g.Ready() {
 			t.Fatal("not ready while ready")
 		}
@@ -173,7 +173,7 @@ func (hangingCounter) Inflight(ctx context.Context) (int, error) {
 
 func TestHeartbeatGatewayProbeTimeout(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		g := &heartbeatGateway{status: func() respawn.Status { return respawn.Status{} }, log: zap.NewNop()}
+		g := &heartbeatGateway{status: func() api.Gateway { return api.Gateway{} }, log: zap.NewNop()}
 		g.setProbe(hangingCounter{}, 2*time.Second)
 		start := time.Now()
 		n, known := g.Inflight(t.Context())
@@ -260,9 +260,9 @@ func serveHeartbeatAPI(t *testing.T, svc *heartbeat.Service) *control.Client {
 
 type statusOnly struct{ svc *heartbeat.Service }
 
-func (s statusOnly) Status(context.Context) control.Status {
+func (s statusOnly) Status(context.Context) api.Status {
 	hs := s.svc.Status()
-	return control.Status{Heartbeat: &hs}
+	return api.Status{Heartbeat: &hs}
 }
 
 func TestHeartbeatAPI(t *testing.T) {
@@ -281,20 +281,20 @@ func TestHeartbeatAPI(t *testing.T) {
 	}
 	cl := serveHeartbeatAPI(t, svc)
 	ctx := t.Context()
-	apiErr := func(err error) *control.APIError {
+	apiErr := func(err error) *api.Error {
 		t.Helper()
-		ae, ok := errors.AsType[*control.APIError](err)
+		ae, ok := errors.AsType[*api.Error](err)
 		if !ok {
 			t.Fatalf("error %v, want an API error", err)
 		}
 		return ae
 	}
 
-	var reply HeartbeatWakeReply
-	if err := cl.Do(ctx, http.MethodPost, "/v1/heartbeat/wake", HeartbeatWakeRequest{Agent: "ops", Reason: " manual "}, &reply); err != nil {
+	var reply api.HeartbeatWakeReply
+	if err := cl.Do(ctx, http.MethodPost, "/v1/heartbeat/wake", api.HeartbeatWakeRequest{Agent: "ops", Reason: " manual "}, &reply); err != nil {
 		t.Fatal(err)
 	}
-	if reply.Agent != "ops" || reply.Reason != "manual" || reply.ReasonKind != heartbeat.KindManual || !reply.Enabled || reply.CoalesceMS != 250 {
+	if reply.Agent != "ops" || reply.Reason != "manual" || reply.ReasonKind != string(heartbeat.KindManual) || !reply.Enabled || reply.CoalesceMS != 250 {
 		t.Fatalf("wake reply %+v", reply)
 	}
 	select {
@@ -314,11 +314,11 @@ func TestHeartbeatAPI(t *testing.T) {
 		status int
 		msg    string
 	}{
-		{"unknown agent", HeartbeatWakeRequest{Agent: "nope"}, 404, `agent: unknown heartbeat agent "nope" (configured: main, ops, off)`},
-		{"agent that does not run", HeartbeatWakeRequest{Agent: "off"}, 409, `agent: heartbeat agent "off" does not run (disabled)`},
-		{"session naming an unknown agent", HeartbeatWakeRequest{Session: "agent:x:main"}, 404, `session: unknown heartbeat agent "x"`},
-		{"reason with a newline", HeartbeatWakeRequest{Reason: "a\nb"}, 400, "reason: control characters"},
-		{"long reason", HeartbeatWakeRequest{Reason: strings.Repeat("r", 201)}, 400, "reason: at most 200 bytes"},
+		{"unknown agent", api.HeartbeatWakeRequest{Agent: "nope"}, 404, `agent: unknown heartbeat agent "nope" (configured: main, ops, off)`},
+		{"agent that does not run", api.HeartbeatWakeRequest{Agent: "off"}, 409, `agent: heartbeat agent "off" does not run (disabled)`},
+		{"session naming an unknown agent", api.HeartbeatWakeRequest{Session: "agent:x:main"}, 404, `session: unknown heartbeat agent "x"`},
+		{"reason with a newline", api.HeartbeatWakeRequest{Reason: "a\nb"}, 400, "reason: control characters"},
+		{"long reason", api.HeartbeatWakeRequest{Reason: strings.Repeat("r", 201)}, 400, "reason: at most 200 bytes"},
 		{"unknown field", map[string]string{"agnet": "main"}, 400, `unknown field "agnet"`},
 	} {
 		err := cl.Do(ctx, http.MethodPost, "/v1/heartbeat/wake", tc.body, nil)
@@ -334,11 +334,11 @@ func TestHeartbeatAPI(t *testing.T) {
 	if ae := apiErr(cl.Do(ctx, http.MethodPut, "/v1/heartbeat/enabled", map[string]any{"enabled": "no"}, nil)); ae.Status != 400 {
 		t.Errorf("a string switch: %d %q", ae.Status, ae.Message)
 	}
-	var en HeartbeatEnabledReply
-	if err := cl.Do(ctx, http.MethodPut, "/v1/heartbeat/enabled", HeartbeatEnabledRequest{Enabled: &no}, &en); err != nil || en.Enabled || !en.Changed {
+	var en api.HeartbeatEnabledReply
+	if err := cl.Do(ctx, http.MethodPut, "/v1/heartbeat/enabled", api.HeartbeatEnabledRequest{Enabled: &no}, &en); err != nil || en.Enabled || !en.Changed {
 		t.Fatalf("disable: %+v, %v", en, err)
 	}
-	if err := cl.Do(ctx, http.MethodPut, "/v1/heartbeat/enabled", HeartbeatEnabledRequest{Enabled: &no}, &en); err != nil || en.Changed {
+	if err := cl.Do(ctx, http.MethodPut, "/v1/heartbeat/enabled", api.HeartbeatEnabledRequest{Enabled: &no}, &en); err != nil || en.Changed {
 		t.Fatalf("disable again: %+v, %v", en, err)
 	}
 	st, err := cl.Status(ctx)
@@ -346,10 +346,10 @@ func TestHeartbeatAPI(t *testing.T) {
 		t.Fatalf("status after disable: %+v, %v", st.Heartbeat, err)
 	}
 	// A wake while switched off is accepted, and says it will be skipped.
-	if err := cl.Do(ctx, http.MethodPost, "/v1/heartbeat/wake", HeartbeatWakeRequest{}, &reply); err != nil || reply.Enabled || reply.Reason != "requested" {
+	if err := cl.Do(ctx, http.MethodPost, "/v1/heartbeat/wake", api.HeartbeatWakeRequest{}, &reply); err != nil || reply.Enabled || reply.Reason != "requested" {
 		t.Fatalf("wake while disabled: %+v, %v", reply, err)
 	}
-	if err := cl.Do(ctx, http.MethodPut, "/v1/heartbeat/enabled", HeartbeatEnabledRequest{Enabled: &yes}, &en); err != nil || !en.Enabled || !en.Changed {
+	if err := cl.Do(ctx, http.MethodPut, "/v1/heartbeat/enabled", api.HeartbeatEnabledRequest{Enabled: &yes}, &en); err != nil || !en.Enabled || !en.Changed {
 		t.Fatalf("enable: %+v, %v", en, err)
 	}
 }
@@ -361,8 +361,8 @@ func TestHeartbeatAPINoAgentRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	cl := serveHeartbeatAPI(t, svc)
-	err = cl.Do(t.Context(), http.MethodPost, "/v1/heartbeat/wake", HeartbeatWakeRequest{}, nil)
-	if ae, ok := errors.AsType[*control.APIError](err); !ok || ae.Status != 409 || !strings.Contains(ae.Message, "no heartbeat agent runs") {
+	err = cl.Do(t.Context(), http.MethodPost, "/v1/heartbeat/wake", api.HeartbeatWakeRequest{}, nil)
+	if ae, ok := errors.AsType[*api.Error](err); !ok || ae.Status != 409 || !strings.Contains(ae.Message, "no heartbeat agent runs") {
 		t.Fatalf("wake with no target: %v", err)
 	}
 }

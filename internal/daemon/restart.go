@@ -11,6 +11,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/schedd/schedd/internal/api"
 	"github.com/schedd/schedd/internal/config"
 	"github.com/schedd/schedd/internal/platform"
 	"github.com/schedd/schedd/internal/probe"
@@ -107,7 +108,7 @@ func (s supRestarter) Restart(ctx context.Context, m restart.Method) (restart.Ou
 
 // restartBegins tells the service manager that schedd is reloading; READY=1 follows once
 // the gateway is ready again (stateChanged).
-func (d *Daemon) restartBegins(p restart.Pending) {
+func (d *Daemon) restartBegins(p api.RestartPending) {
 	d.restarting.Store(true)
 	msg := "RELOADING=1\nSTATUS=restarting the gateway: " + strings.Join(p.Reasons, "; ")
 	if mu := (platform.SdNotifier{}).MonotonicUsec(); mu != "" {
@@ -117,12 +118,12 @@ func (d *Daemon) restartBegins(p restart.Pending) {
 }
 
 // restartPending tells the service manager about a restart that waits.
-func (d *Daemon) restartPending(p restart.Pending) {
+func (d *Daemon) restartPending(p api.RestartPending) {
 	d.notify("STATUS=" + pendingLine(p, time.Now()))
 }
 
 // pendingLine is the STATUS= text for a pending restart.
-func pendingLine(p restart.Pending, now time.Time) string {
+func pendingLine(p api.RestartPending, now time.Time) string {
 	reasons := strings.Join(p.Reasons, "; ")
 	switch {
 	case p.FollowUp:
@@ -186,7 +187,7 @@ func (d *Daemon) reload() {
 	changed := gatewayChanges(prev.Gateway, next.Gateway)
 	d.log.Info("config reloaded", zap.String("path", next.Path), zap.Strings("gateway_changes", changed))
 	if len(changed) > 0 {
-		d.coord.Request(restart.Request{Reason: "config changed: " + strings.Join(changed, ", "), Source: restart.SourceConfig})
+		d.coord.Request(restart.Request{Reason: "config changed: " + strings.Join(changed, ", "), Source: api.SourceConfig})
 	}
 }
 

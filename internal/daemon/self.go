@@ -14,16 +14,10 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/schedd/schedd/internal/api"
 	"github.com/schedd/schedd/internal/platform"
 	"github.com/schedd/schedd/internal/respawn"
 )
-
-// SelfRespawnResult reports how schedd replaces itself with a fresh process.
-type SelfRespawnResult struct {
-	Mode   string `json:"mode"` // disabled|supervised|spawned|failed
-	PID    int    `json:"pid,omitempty"`
-	Detail string `json:"detail,omitempty"`
-}
 
 // ErrSelfRespawnBusy is returned by RestartDaemon while schedd is already replacing itself.
 var ErrSelfRespawnBusy = errors.New("schedd is already replacing itself")
@@ -75,9 +69,9 @@ func (s *selfRespawn) end() {
 //
 // The result is returned and logged; disabled and failed results keep the daemon running
 // and are not errors. ErrSelfRespawnBusy means a replacement is already under way.
-func (d *Daemon) RestartDaemon(ctx context.Context) (SelfRespawnResult, error) {
+func (d *Daemon) RestartDaemon(ctx context.Context) (api.SelfRespawn, error) {
 	if !d.self.begin() {
-		return SelfRespawnResult{}, ErrSelfRespawnBusy
+		return api.SelfRespawn{}, ErrSelfRespawnBusy
 	}
 	handed := false
 	defer func() {
@@ -88,17 +82,17 @@ func (d *Daemon) RestartDaemon(ctx context.Context) (SelfRespawnResult, error) {
 	env := d.opts.Environ
 	det, err := platform.ResolveServiceManager(d.opts.ServiceManager, platform.ServiceHints{GOOS: runtime.GOOS, Environ: env})
 	if err != nil {
-		return d.selfResult(SelfRespawnResult{Mode: string(respawn.SelfFailed), Detail: err.Error()}), nil
+		return d.selfResult(api.SelfRespawn{Mode: string(respawn.SelfFailed), Detail: err.Error()}), nil
 	}
 	plan := respawn.PlanSelfRespawn(respawn.SelfInput{
 		GOOS: runtime.GOOS, Manager: det.Manager, TaskName: det.TaskName, NoRespawn: lookupEnv(env, EnvNoRespawn),
 	})
-	res := SelfRespawnResult{Mode: string(plan.Mode), Detail: plan.Detail}
+	res := api.SelfRespawn{Mode: string(plan.Mode), Detail: plan.Detail}
 	if plan.Action == respawn.SelfKeepRunning {
 		return d.selfResult(res), nil
 	}
-	failed := func(format string, args ...any) (SelfRespawnResult, error) {
-		return d.selfResult(SelfRespawnResult{Mode: string(respawn.SelfFailed),
+	failed := func(format string, args ...any) (api.SelfRespawn, error) {
+		return d.selfResult(api.SelfRespawn{Mode: string(respawn.SelfFailed),
 			Detail: fmt.Sprintf(format, args...) + "; schedd keeps running"}), nil
 	}
 	exe, err := os.Executable()
@@ -148,13 +142,13 @@ func (d *Daemon) RestartDaemon(ctx context.Context) (SelfRespawnResult, error) {
 		handed = true
 	default:
 		callOff()
-		return SelfRespawnResult{}, ErrSelfRespawnBusy
+		return api.SelfRespawn{}, ErrSelfRespawnBusy
 	}
 	return d.selfResult(res), nil
 }
 
 // selfResult logs the result of a replacement and returns it.
-func (d *Daemon) selfResult(res SelfRespawnResult) SelfRespawnResult {
+func (d *Daemon) selfResult(res api.SelfRespawn) api.SelfRespawn {
 	fields := []zap.Field{zap.String("mode", res.Mode), zap.String("detail", res.Detail)}
 	if res.PID != 0 {
 		fields = append(fields, zap.Int("successor_pid", res.PID))

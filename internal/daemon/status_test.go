@@ -4,21 +4,20 @@ import (
 	"testing"
 	"time"
 
+	"github.com/schedd/schedd/internal/api"
 	"github.com/schedd/schedd/internal/config"
-	"github.com/schedd/schedd/internal/respawn"
-	"github.com/schedd/schedd/internal/restart"
 )
 
 func TestStatusLines(t *testing.T) {
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	for _, tc := range []struct {
-		st   respawn.Status
+		st   api.Gateway
 		want string
 	}{
-		{respawn.Status{State: respawn.StateReady, PID: 42}, "gateway ready (pid 42)"},
-		{respawn.Status{State: respawn.StateStarting}, "gateway starting"},
-		{respawn.Status{State: respawn.StateStopping, PID: 42}, "gateway stopping (pid 42)"},
-		{respawn.Status{State: respawn.StateStopped}, "gateway stopped"},
+		{api.Gateway{State: api.GatewayReady, PID: 42}, "gateway ready (pid 42)"},
+		{api.Gateway{State: api.GatewayStarting}, "gateway starting"},
+		{api.Gateway{State: api.GatewayStopping, PID: 42}, "gateway stopping (pid 42)"},
+		{api.Gateway{State: api.GatewayStopped}, "gateway stopped"},
 	} {
 		if got := statusLine(tc.st); got != tc.want {
 			t.Errorf("statusLine(%s) = %q, want %q", tc.st.State, got, tc.want)
@@ -27,15 +26,15 @@ func TestStatusLines(t *testing.T) {
 	three := 3
 	since, dl := now.Add(-10*time.Second), now.Add(290*time.Second)
 	for _, tc := range []struct {
-		p    restart.Pending
+		p    api.RestartPending
 		want string
 	}{
-		{restart.Pending{Reasons: []string{"SIGUSR1"}, DueAt: now.Add(1500 * time.Millisecond)}, "restart pending (SIGUSR1) in 1.5s"},
-		{restart.Pending{Reasons: []string{"a", "b"}, DeferredSince: &since, DeadlineAt: &dl, Inflight: &three},
+		{api.RestartPending{Reasons: []string{"SIGUSR1"}, DueAt: now.Add(1500 * time.Millisecond)}, "restart pending (SIGUSR1) in 1.5s"},
+		{api.RestartPending{Reasons: []string{"a", "b"}, DeferredSince: &since, DeadlineAt: &dl, Inflight: &three},
 			"restart pending (a; b): waiting for the gateway to be idle (3 in flight), forced in 4m50s"},
-		{restart.Pending{Reasons: []string{"a"}, DeferredSince: &since, DeadlineAt: &dl},
+		{api.RestartPending{Reasons: []string{"a"}, DeferredSince: &since, DeadlineAt: &dl},
 			"restart pending (a): waiting for the gateway to be idle (busy), forced in 4m50s"},
-		{restart.Pending{Reasons: []string{"x"}, FollowUp: true}, "restart in progress; another is queued (x)"},
+		{api.RestartPending{Reasons: []string{"x"}, FollowUp: true}, "restart in progress; another is queued (x)"},
 	} {
 		if got := pendingLine(tc.p, now); got != tc.want {
 			t.Errorf("pendingLine = %q, want %q", got, tc.want)

@@ -7,6 +7,8 @@ import (
 	"net/http/httptest"
 	"testing"
 	"time"
+
+	"github.com/schedd/schedd/internal/api"
 )
 
 // benchState is the state of n agents after a few runs each, as the service saves it.
@@ -16,7 +18,7 @@ func benchState(n int) State {
 	for i := range n {
 		st.Agents[fmt.Sprintf("a%05d", i)] = AgentState{
 			IntervalMS: 30000, PhaseMS: int64(i%300) * 100, NextDueAt: now.Add(30 * time.Second),
-			Last:   &LastRun{Status: StatusRan, DurationMS: 1, At: now},
+			Last:   &api.HeartbeatRun{Status: api.RunRan, DurationMS: 1, At: now},
 			Starts: []time.Time{now.Add(-30 * time.Second), now},
 		}
 	}
@@ -46,7 +48,7 @@ func benchService(b *testing.B, n int) *Service {
 	}
 	now := time.Now()
 	for _, a := range svc.order {
-		a.last = &LastRun{Status: StatusRan, DurationMS: 1, At: now}
+		a.last = &api.HeartbeatRun{Status: api.RunRan, DurationMS: 1, At: now}
 		a.starts = []time.Time{now.Add(-30 * time.Second), now}
 	}
 	return svc

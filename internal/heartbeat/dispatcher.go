@@ -6,6 +6,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/schedd/schedd/internal/api"
 )
 
 // Dispatcher timing (upstream heartbeat-wake.ts).
@@ -50,19 +52,9 @@ type Wake struct {
 
 func (w Wake) key() string { return w.AgentID + "::" + w.SessionKey }
 
-// RunStatus is the outcome class of a run.
-type RunStatus string
-
-// Run outcomes.
-const (
-	StatusRan     RunStatus = "ran"
-	StatusSkipped RunStatus = "skipped"
-	StatusFailed  RunStatus = "failed"
-)
-
 // RunResult is what a handler reports for one wake.
 type RunResult struct {
-	Status   RunStatus
+	Status   api.RunStatus
 	Reason   string // for skipped and failed
 	Duration time.Duration
 }
@@ -394,7 +386,7 @@ func (d *Dispatcher) runBatch(ctx context.Context, job batchJob) {
 	gen, h, batch, delay := job.gen, job.h, job.batch, job.delay
 	for i, w := range batch {
 		res, err := callHandler(ctx, h, w)
-		busy := err == nil && res.Status == StatusSkipped && IsBusyReason(res.Reason)
+		busy := err == nil && res.Status == api.RunSkipped && IsBusyReason(res.Reason)
 		d.mu.Lock()
 		if d.gen != gen {
 			// The handler was replaced or cleared while this call ran: hand what is not

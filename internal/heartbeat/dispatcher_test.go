@@ -7,6 +7,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/schedd/schedd/internal/api"
 )
 
 // handled is one handler call seen by a recorder, at virtual time since the bubble began.
@@ -33,7 +35,7 @@ func (r *recorder) handle(_ context.Context, w Wake) (RunResult, error) {
 	if answer != nil {
 		return answer(n, w)
 	}
-	return RunResult{Status: StatusRan}, nil
+	return RunResult{Status: api.RunRan}, nil
 }
 
 func (r *recorder) seen() []handled {
@@ -59,9 +61,9 @@ func (r *recorder) wantCalls(t *testing.T, n int) []handled {
 
 func busyOnce(n int, _ Wake) (RunResult, error) {
 	if n == 1 {
-		return RunResult{Status: StatusSkipped, Reason: SkipRequestsInFlight}, nil
+		return RunResult{Status: api.RunSkipped, Reason: SkipRequestsInFlight}, nil
 	}
-	return RunResult{Status: StatusRan}, nil
+	return RunResult{Status: api.RunRan}, nil
 }
 
 func dispatcherTest(t *testing.T, f func(t *testing.T, d *Dispatcher, r *recorder)) {
@@ -117,7 +119,7 @@ func TestDispatcherHandlerErrorRetriesWholeBatch(t *testing.T) {
 			if n == 2 {
 				return RunResult{}, errors.New("boom")
 			}
-			return RunResult{Status: StatusRan}, nil
+			return RunResult{Status: api.RunRan}, nil
 		}
 		d.SetHandler(r.handle)
 		// A zero delay could fire between the two requests (timers run in parallel), so
@@ -142,7 +144,7 @@ func TestDispatcherHandlerPanicCountsAsError(t *testing.T) {
 			if n == 1 {
 				panic("handler bug")
 			}
-			return RunResult{Status: StatusRan}, nil
+			return RunResult{Status: api.RunRan}, nil
 		}
 		d.SetHandler(r.handle)
 		d.Request(Wake{Reason: "manual"}, 0)
@@ -235,7 +237,7 @@ func TestDispatcherNewHandlerResetsStuckRun(t *testing.T) {
 		release := make(chan struct{})
 		stuck := func(ctx context.Context, w Wake) (RunResult, error) {
 			<-release
-			return RunResult{Status: StatusRan}, nil
+			return RunResult{Status: api.RunRan}, nil
 		}
 		d.SetHandler(stuck)
 		d.Request(Wake{Reason: "interval"}, 0)
@@ -257,7 +259,7 @@ func TestDispatcherNewHandlerClearsStaleRetryCooldown(t *testing.T) {
 	dispatcherTest(t, func(t *testing.T, d *Dispatcher, r *recorder) {
 		old := newRecorder()
 		old.answer = func(int, Wake) (RunResult, error) {
-			return RunResult{Status: StatusSkipped, Reason: SkipRequestsInFlight}, nil
+			return RunResult{Status: api.RunSkipped, Reason: SkipRequestsInFlight}, nil
 		}
 		d.SetHandler(old.handle)
 		d.Request(Wake{Reason: "interval"}, 0)
@@ -326,7 +328,7 @@ func TestDispatcherRequestDuringBatchWaitsForNextTick(t *testing.T) {
 			if n == 1 {
 				time.Sleep(400 * time.Millisecond) // the first batch runs 250ms..650ms
 			}
-			return RunResult{Status: StatusRan}, nil
+			return RunResult{Status: api.RunRan}, nil
 		}
 		d.SetHandler(r.handle)
 		d.Request(Wake{Reason: "cron:a"}, DefaultCoalesce)
@@ -350,7 +352,7 @@ func TestDispatcherZeroDelayDuringBatchRunsRightAfter(t *testing.T) {
 			if n == 1 {
 				time.Sleep(time.Second)
 			}
-			return RunResult{Status: StatusRan}, nil
+			return RunResult{Status: api.RunRan}, nil
 		}
 		d.SetHandler(r.handle)
 		d.Request(Wake{Reason: "manual"}, 0)
@@ -372,7 +374,7 @@ func TestDispatcherDisposeMidBatchKeepsUnfinishedWakes(t *testing.T) {
 			if w.AgentID == "a" {
 				<-release
 			}
-			return RunResult{Status: StatusRan}, nil
+			return RunResult{Status: api.RunRan}, nil
 		}
 		dispose = d.SetHandler(first)
 		d.Request(Wake{Reason: "cron:x", AgentID: "a"}, time.Millisecond)

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/schedd/schedd/internal/api"
 	"go.uber.org/zap"
 )
 
@@ -35,7 +36,7 @@ func (s *Service) logNotes(notes []note) {
 // through the dispatcher's retry when it answers.
 func (s *Service) handle(ctx context.Context, w Wake) (RunResult, error) {
 	res := s.dispatch(ctx, w)
-	if !(res.Status == StatusSkipped && IsBusyReason(res.Reason)) {
+	if !(res.Status == api.RunSkipped && IsBusyReason(res.Reason)) {
 		s.mu.Lock()
 		s.awaiting = false
 		s.mu.Unlock()
@@ -44,7 +45,7 @@ func (s *Service) handle(ctx context.Context, w Wake) (RunResult, error) {
 	return res, nil
 }
 
-func skipped(reason string) RunResult { return RunResult{Status: StatusSkipped, Reason: reason} }
+func skipped(reason string) RunResult { return RunResult{Status: api.RunSkipped, Reason: reason} }
 
 // dispatch applies the gates in upstream's order: disabled, quiet-hours, gateway busy
 // (requests-in-flight), gateway-not-ready, alerts-disabled, cooldown.
@@ -156,7 +157,7 @@ func (s *Service) dispatch(ctx context.Context, w Wake) RunResult {
 		started++
 	}
 	if started > 0 {
-		return RunResult{Status: StatusRan}
+		return RunResult{Status: api.RunRan}
 	}
 	return skipped(last)
 }
@@ -178,7 +179,7 @@ func (s *Service) agentForSessionLocked(key string) string {
 // advances (unless told otherwise, for busy skips the retry owns). Any other skipped wake
 // leaves the schedule alone: nothing ran, so there is no fresh run to count from.
 func (s *Service) skipLocked(a *agent, w Wake, kind ReasonKind, reason string, now time.Time, advance bool) note {
-	a.last = &LastRun{Status: StatusSkipped, Reason: reason, At: now}
+	a.last = &api.HeartbeatRun{Status: api.RunSkipped, Reason: reason, At: now}
 	if advance && kind == KindInterval {
 		a.attempt, a.retrySched = 0, time.Time{}
 		s.setDue(a, advanceDue(now, kind, a.interval, a.phase, a.window.Within))

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/schedd/schedd/internal/api"
 	"go.uber.org/zap"
 )
 
@@ -117,16 +118,16 @@ func safePulse(ctx context.Context, t pulser, p Pulse, log *zap.Logger) (res pul
 // finish records a pulse's outcome. A busy answer is retried through the dispatcher after
 // RetryDelay with the same reason and target, and does not count as a run start.
 func (s *Service) finish(a *agent, p Pulse, res pulseResult, startWall time.Time, took time.Duration) {
-	last := &LastRun{DurationMS: took.Milliseconds(), At: startWall, Reason: res.reason}
+	last := &api.HeartbeatRun{DurationMS: took.Milliseconds(), At: startWall, Reason: res.reason}
 	s.mu.Lock()
 	a.inflight = false
 	switch res.outcome {
 	case outcomeRan:
-		last.Status = StatusRan
+		last.Status = api.RunRan
 	case outcomeBusy:
-		last.Status = StatusSkipped
+		last.Status = api.RunSkipped
 	case outcomeFailed:
-		last.Status = StatusFailed
+		last.Status = api.RunFailed
 	}
 	if res.outcome == outcomeBusy {
 		a.attempt++
@@ -158,7 +159,7 @@ func (s *Service) finish(a *agent, p Pulse, res pulseResult, startWall time.Time
 }
 
 // logPulse writes the line of a pulse that finished.
-func (s *Service) logPulse(p Pulse, res pulseResult, status RunStatus, startWall time.Time, took time.Duration) {
+func (s *Service) logPulse(p Pulse, res pulseResult, status api.RunStatus, startWall time.Time, took time.Duration) {
 	fields := []zap.Field{
 		zap.String("agent", p.AgentID), zap.String("reason", p.Reason), zap.String("reason_kind", string(p.ReasonKind)),
 		zap.String("status", string(status)), zap.Duration("duration", took), zap.Int("attempt", p.Attempt),

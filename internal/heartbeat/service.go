@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/schedd/schedd/internal/api"
 	"go.uber.org/zap"
 )
 
@@ -78,8 +79,8 @@ type agent struct {
 	attempt    int       // busy retries so far
 	retrySched time.Time // scheduled_at carried across busy retries
 	starts     []time.Time
-	last       *LastRun
-	event      *Event
+	last       *api.HeartbeatRun
+	event      *api.HeartbeatEvent
 }
 
 // Service runs the heartbeats of all configured agents with one timer.

@@ -10,6 +10,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/schedd/schedd/internal/api"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
@@ -127,7 +128,7 @@ func (h *harness) wantPulses(n int) []gotPulse {
 	return got
 }
 
-func (h *harness) agent(id string) AgentStatus {
+func (h *harness) agent(id string) api.AgentStatus {
 	h.t.Helper()
 	for _, a := range h.svc.Status().Agents {
 		if a.ID == id {
@@ -135,7 +136,7 @@ func (h *harness) agent(id string) AgentStatus {
 		}
 	}
 	h.t.Fatalf("agent %s not in status", id)
-	return AgentStatus{}
+	return api.AgentStatus{}
 }
 
 // slot is the first phase slot of agent id after the bubble's start (which sits on an

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/schedd/schedd/internal/api"
 )
 
 func TestServiceIntervalPulsesOnPhaseSlots(t *testing.T) {
@@ -40,7 +42,7 @@ func TestServiceIntervalPulsesOnPhaseSlots(t *testing.T) {
 			t.Fatalf("pulses at %v, %v", got[1].at, got[2].at)
 		}
 		a := h.agent("main")
-		if a.Last == nil || a.Last.Status != StatusRan || !a.Last.At.Equal(h.start.Add(first+2*time.Minute)) {
+		if a.Last == nil || a.Last.Status != api.RunRan || !a.Last.At.Equal(h.start.Add(first+2*time.Minute)) {
 			t.Fatalf("last %+v", a.Last)
 		}
 		if !a.NextDueAt.Equal(h.start.Add(first + 3*time.Minute)) {
@@ -63,7 +65,7 @@ func TestServiceBusyTargetRetriedAfterOneSecond(t *testing.T) {
 		})
 		h.sleepTo(first)
 		h.wantPulses(1)
-		if a := h.agent("main"); a.Last.Status != StatusSkipped || a.Last.Reason != SkipRequestsInFlight {
+		if a := h.agent("main"); a.Last.Status != api.RunSkipped || a.Last.Reason != SkipRequestsInFlight {
 			t.Fatalf("busy pulse recorded as %+v", a.Last)
 		}
 		h.sleepTo(first + 999*time.Millisecond)
@@ -267,7 +269,7 @@ func TestServiceQuietHoursSkipAndSeekAhead(t *testing.T) {
 		h.sleepTo(time.Hour + time.Second)
 		h.wantPulses(0)
 		a := h.agent("main")
-		if a.Last == nil || a.Last.Status != StatusSkipped || a.Last.Reason != SkipQuietHours {
+		if a.Last == nil || a.Last.Status != api.RunSkipped || a.Last.Reason != SkipQuietHours {
 			t.Fatalf("last %+v, want skipped quiet-hours", a.Last)
 		}
 		e := h.logs.FilterMessage("heartbeat skipped").All()
@@ -391,20 +393,20 @@ func TestServiceTargetFailuresDoNotStopTicks(t *testing.T) {
 		first := slot(testSeed, "main", time.Minute)
 		h.exec.setAnswer(func(p Pulse) (int, []byte, error) { panic("target bug") })
 		h.sleepTo(first)
-		if a := h.agent("main"); a.Last.Status != StatusFailed {
+		if a := h.agent("main"); a.Last.Status != api.RunFailed {
 			t.Fatalf("panic recorded as %+v", a.Last)
 		}
 		h.exec.setAnswer(func(p Pulse) (int, []byte, error) { return 0, nil, errors.New("cannot start") })
 		h.sleepTo(first + time.Minute)
 		h.exec.setAnswer(func(p Pulse) (int, []byte, error) { return 3, nil, nil })
 		h.sleepTo(first + 2*time.Minute)
-		if a := h.agent("main"); a.Last.Status != StatusFailed || a.Last.Reason != "exit status 3" {
+		if a := h.agent("main"); a.Last.Status != api.RunFailed || a.Last.Reason != "exit status 3" {
 			t.Fatalf("last %+v", a.Last)
 		}
 		h.exec.setAnswer(nil)
 		h.sleepTo(first + 3*time.Minute)
 		h.wantPulses(4)
-		if a := h.agent("main"); a.Last.Status != StatusRan {
+		if a := h.agent("main"); a.Last.Status != api.RunRan {
 			t.Fatalf("last %+v", a.Last)
 		}
 	})
@@ -426,7 +428,7 @@ func TestServiceSlowTargetNeverOverlapsItself(t *testing.T) {
 			t.Fatalf("second slot: last %+v, want in-progress", a.Last)
 		}
 		h.sleepTo(first + 90*time.Second)
-		if a := h.agent("main"); a.Last.Status != StatusFailed || a.Last.Reason != "timeout" || a.Last.DurationMS != 90000 {
+		if a := h.agent("main"); a.Last.Status != api.RunFailed || a.Last.Reason != "timeout" || a.Last.DurationMS != 90000 {
 			t.Fatalf("after the timeout: last %+v", a.Last)
 		}
 		h.sleepTo(first + 2*time.Minute)

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/schedd/schedd/internal/api"
 	"go.uber.org/zap"
 )
 
@@ -27,20 +28,12 @@ type State struct {
 
 // AgentState is one agent's persisted schedule and history.
 type AgentState struct {
-	IntervalMS int64       `json:"interval_ms"`
-	PhaseMS    int64       `json:"phase_ms"`
-	NextDueAt  time.Time   `json:"next_due_at,omitzero"`
-	Last       *LastRun    `json:"last,omitempty"`
-	Event      *Event      `json:"event,omitempty"`
-	Starts     []time.Time `json:"starts,omitempty"` // recent run starts, for the cooldown gate
-}
-
-// LastRun is the most recent outcome of an agent's heartbeat, skips included.
-type LastRun struct {
-	Status     RunStatus `json:"status"`
-	Reason     string    `json:"reason"`
-	DurationMS int64     `json:"duration_ms"`
-	At         time.Time `json:"at"`
+	IntervalMS int64               `json:"interval_ms"`
+	PhaseMS    int64               `json:"phase_ms"`
+	NextDueAt  time.Time           `json:"next_due_at,omitzero"`
+	Last       *api.HeartbeatRun   `json:"last,omitempty"`
+	Event      *api.HeartbeatEvent `json:"event,omitempty"`
+	Starts     []time.Time         `json:"starts,omitempty"` // recent run starts, for the cooldown gate
 }
 
 // StateStore loads and saves State. Save must be atomic: a crash leaves the old or the new

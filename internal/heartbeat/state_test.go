@@ -10,6 +10,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/schedd/schedd/internal/api"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
@@ -26,8 +27,8 @@ func TestFileStoreRoundTrip(t *testing.T) {
 	at := utc("2026-05-01T10:15:00Z")
 	want := State{Seed: "s", Enabled: &off, Agents: map[string]AgentState{
 		"main": {IntervalMS: 60000, PhaseMS: 1234, NextDueAt: at,
-			Last:   &LastRun{Status: StatusRan, DurationMS: 12, At: at.Add(-time.Minute)},
-			Event:  &Event{Status: EventSent, Preview: "hi", At: at},
+			Last:   &api.HeartbeatRun{Status: api.RunRan, DurationMS: 12, At: at.Add(-time.Minute)},
+			Event:  &api.HeartbeatEvent{Status: EventSent, Preview: "hi", At: at},
 			Starts: []time.Time{at.Add(-time.Minute)}},
 	}}
 	for range 2 { // the second save replaces the first
@@ -118,7 +119,7 @@ func TestServiceRestartNeitherResetsNorDoubleFires(t *testing.T) {
 		if !a.NextDueAt.Equal(at(first + 70250*time.Millisecond)) {
 			t.Fatalf("after restart next_due_at %v, want %v (not reset)", a.NextDueAt, at(first+70250*time.Millisecond))
 		}
-		if a.Last == nil || a.Last.Status != StatusRan || !a.Last.At.Equal(at(first+10250*time.Millisecond)) {
+		if a.Last == nil || a.Last.Status != api.RunRan || !a.Last.At.Equal(at(first+10250*time.Millisecond)) {
 			t.Fatalf("after restart last %+v", a.Last)
 		}
 		h2.sleepTo(first + 70250*time.Millisecond)
@@ -268,10 +269,10 @@ func TestFileStoreLoadsEarlierFile(t *testing.T) {
 	at := time.Date(2026, 5, 1, 10, 15, 0, 123456789, time.UTC)
 	want := State{Version: StateVersion, Seed: "0f1e2d3c4b5a69788796a5b4c3d2e1f0", Enabled: &on, Agents: map[string]AgentState{
 		"main": {IntervalMS: 1800000, PhaseMS: 12750, NextDueAt: at.Add(30 * time.Minute),
-			Last:   &LastRun{Status: StatusRan, DurationMS: 12, At: at},
-			Event:  &Event{Status: EventOKToken, Preview: "HEARTBEAT_OK <&> \"q\"\n", Reason: "r", Indicator: "ok", At: at.Add(12 * time.Millisecond)},
+			Last:   &api.HeartbeatRun{Status: api.RunRan, DurationMS: 12, At: at},
+			Event:  &api.HeartbeatEvent{Status: EventOKToken, Preview: "HEARTBEAT_OK <&> \"q\"\n", Reason: "r", Indicator: "ok", At: at.Add(12 * time.Millisecond)},
 			Starts: []time.Time{at.Add(-30 * time.Minute), at}},
-		"ops": {Last: &LastRun{Status: StatusSkipped, Reason: SkipQuietHours, At: at.Truncate(time.Second)}},
+		"ops": {Last: &api.HeartbeatRun{Status: api.RunSkipped, Reason: SkipQuietHours, At: at.Truncate(time.Second)}},
 	}}
 	fs := NewFileStore(dir, nil)
 	for i := range 2 {

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"testing"
 	"time"
+
+	"github.com/schedd/schedd/internal/api"
 )
 
 // TestStatusJSONShape pins the heartbeat block of DESIGN.md's status:
@@ -16,7 +18,7 @@ func TestStatusJSONShape(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.mu.Lock()
-	s.agents["main"].last = &LastRun{Status: StatusSkipped, Reason: SkipQuietHours, DurationMS: 0, At: utc("2026-05-01T10:00:00Z")}
+	s.agents["main"].last = &api.HeartbeatRun{Status: api.RunSkipped, Reason: SkipQuietHours, DurationMS: 0, At: utc("2026-05-01T10:00:00Z")}
 	s.mu.Unlock()
 	data, err := json.Marshal(s.Status())
 	if err != nil {
@@ -48,6 +50,9 @@ func TestStatusJSONShape(t *testing.T) {
 	if string(got.Agents[1]["next_due_at"]) != "null" || string(got.Agents[1]["enabled"]) != "false" ||
 		string(got.Agents[1]["disabled_reason"]) != `"disabled"` {
 		t.Errorf("disabled agent: %s", data)
+	}
+	if string(got.Agents[0]["every"]) != `"1m"` {
+		t.Errorf("every %s, want the interval as the config writes it", got.Agents[0]["every"])
 	}
 	if string(got.Agents[0]["interval_ms"]) != "60000" {
 		t.Errorf("interval_ms %s", got.Agents[0]["interval_ms"])

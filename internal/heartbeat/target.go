@@ -14,6 +14,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/schedd/schedd/internal/api"
 )
 
 // Pulse is what a target receives when an agent's heartbeat runs: the JSON body of an
@@ -39,15 +41,6 @@ const (
 
 // maxPreview is how much of an event preview is kept.
 const maxPreview = 200
-
-// Event is what the gateway did with a pulse, as its reply said.
-type Event struct {
-	Status    string    `json:"status"`
-	Preview   string    `json:"preview,omitempty"`
-	Reason    string    `json:"reason,omitempty"`
-	Indicator string    `json:"indicator,omitempty"` // ok|alert|error, when use_indicator is on
-	At        time.Time `json:"at"`
-}
 
 func validEventStatus(s string) bool {
 	switch s {
@@ -81,8 +74,8 @@ const (
 
 type pulseResult struct {
 	outcome outcome
-	reason  string // busy or failure reason
-	event   *Event // from the reply, if it carried one
+	reason  string              // busy or failure reason
+	event   *api.HeartbeatEvent // from the reply, if it carried one
 }
 
 // pulser delivers pulses to one configured target.
@@ -115,7 +108,7 @@ func classify(data []byte) pulseResult {
 	if !ok {
 		return pulseResult{outcome: outcomeRan}
 	}
-	ev := &Event{Status: r.Status, Reason: r.Reason, Preview: truncate(r.Preview, maxPreview)}
+	ev := &api.HeartbeatEvent{Status: r.Status, Reason: r.Reason, Preview: truncate(r.Preview, maxPreview)}
 	switch {
 	case r.Status == EventSkipped && IsBusyReason(r.Reason):
 		return pulseResult{outcome: outcomeBusy, reason: r.Reason, event: ev}

@@ -16,6 +16,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/schedd/schedd/internal/api"
 )
 
 func samplePulse() Pulse {
@@ -370,7 +372,7 @@ func TestServiceHTTPBursts(t *testing.T) {
 		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
 			st, ran := svc.Status(), 0
 			for _, a := range st.Agents {
-				if a.Last != nil && a.Last.Status == StatusRan && !a.Last.At.Before(began) {
+				if a.Last != nil && a.Last.Status == api.RunRan && !a.Last.At.Before(began) {
 					ran++
 				}
 			}

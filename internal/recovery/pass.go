@@ -10,73 +10,16 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/schedd/schedd/internal/api"
 	"github.com/schedd/schedd/internal/queue"
 )
-
-// Summary is the account of one recovery pass. Every entry live at scan start (pending, or
-// left sending by a dead epoch) is counted in exactly one bucket, so the buckets add up to
-// Scanned (P5):
-//
-//	recovered            sent and delivered
-//	failed               sent and failed (retry scheduled, or dead-lettered), or no such sink
-//	interrupted          left sending by a crash, resent with the same idempotency key
-//	                     (whatever the result of that send)
-//	skipped_max_retries  already out of retries: dead-lettered unsent
-//	expired              past its TTL: dead-lettered unsent
-//	deferred_backoff     not due yet
-//	deferred_not_ready   its sink (the gateway) was not ready: nothing charged
-//	deferred_budget      the time budget ran out (or schedd stopped) first: nothing charged
-//	deferred_error       the store failed on it: nothing charged
-//	already_gone         delivered, dead-lettered or dropped meanwhile
-//	would_replay         dry run only: would be sent
-//
-// Deferred entries stay pending and are taken over by the runtime.
-type Summary struct {
-	Scanned           int       `json:"scanned"`
-	Recovered         int       `json:"recovered"`
-	Failed            int       `json:"failed"`
-	SkippedMaxRetries int       `json:"skipped_max_retries"`
-	DeferredBackoff   int       `json:"deferred_backoff"`
-	DeferredBudget    int       `json:"deferred_budget"`
-	DeferredNotReady  int       `json:"deferred_not_ready"`
-	DeferredError     int       `json:"deferred_error"`
-	AlreadyGone       int       `json:"already_gone"`
-	Interrupted       int       `json:"interrupted"`
-	Expired           int       `json:"expired"`
-	WouldReplay       int       `json:"would_replay,omitempty"`
-	DryRun            bool      `json:"dry_run,omitempty"`
-	At                time.Time `json:"at"`
-	DurationMS        int64     `json:"duration_ms"`
-}
-
-// Total adds up the buckets; it equals Scanned.
-func (s Summary) Total() int {
-	return s.Recovered + s.Failed + s.SkippedMaxRetries + s.DeferredBackoff + s.DeferredBudget +
-		s.DeferredNotReady + s.DeferredError + s.AlreadyGone + s.Interrupted + s.Expired + s.WouldReplay
-}
-
-// Action is what a (dry-run) recovery pass does with one entry.
-type Action struct {
-	ID     int64     `json:"id"`
-	Sink   string    `json:"sink"`
-	Action string    `json:"action"`
-	Reason string    `json:"reason,omitempty"`
-	DueAt  time.Time `json:"due_at,omitzero"`
-}
-
-// Report is a recovery pass's summary, with the per-entry actions for a dry run.
-type Report struct {
-	Summary
-	Actions   []Action `json:"actions,omitempty"`
-	Truncated bool     `json:"truncated,omitempty"`
-}
 
 // maxActions bounds the actions a dry run lists.
 const maxActions = 1000
 
 // RecoverDryRun reports what a recovery pass would do now, changing nothing: it sends
 // nothing and writes nothing. The budget is estimated from the replay spacing alone.
-func (s *Service) RecoverDryRun(ctx context.Context) (Report, error) {
+func (s *Service) RecoverDryRun(ctx context.Context) (api.RecoveryReport, error) {
 	s.mu.Lock()
 	epoch := s.epoch
 	s.mu.Unlock()
@@ -164,7 +107,7 @@ func (l liveRef) ref(sinks []string) queue.Ref {
 //
 // Besides its report it returns what it found, with the entries it leaves pending marked
 // (left, due at next), for the runtime to arm (not after a dry run).
-func (s *Service) recoverPass(ctx context.Context, epoch int64, dry bool) (Report, passView, error) {
+func (s *Service) recoverPass(ctx context.Context, epoch int64, dry bool) (api.RecoveryReport, passView, error) {
 	start := time.Now()
 	p := s.policy()
 	deadline := start.Add(p.cfg.RecoveryBudget)
@@ -188,10 +131,10 @@ func (s *Service) recoverPass(ctx context.Context, epoch int64, dry bool) (Repor
 		}
 	})
 	if err != nil {
-		return Report{}, passView{}, fmt.Errorf("recovery scan: %w", err)
+		return api.RecoveryReport{}, passView{}, fmt.Errorf("recovery scan: %w", err)
 	}
 	// Live pages come in id (enqueue) order.
-	rep := Report{Summary: Summary{Scanned: set.n, DryRun: dry}}
+	rep := api.RecoveryReport{RecoverySummary: api.RecoverySummary{Scanned: set.n, DryRun: dry}}
 	if set.n > 0 && !dry {
 		s.log.Info("delivery recovery starting", zap.Int("pending", set.n), zap.Duration("budget", p.cfg.RecoveryBudget))
 	}
@@ -203,7 +146,7 @@ func (s *Service) recoverPass(ctx context.Context, epoch int64, dry bool) (Repor
 			rep.Truncated = true
 			return
 		}
-		a := Action{ID: r.ID, Sink: r.Sink, Action: action, Reason: reason}
+		a := api.RecoveryAction{ID: r.ID, Sink: r.Sink, Action: action, Reason: reason}
 		if action == "defer_backoff" {
 			a.DueAt = r.NextAttemptAt
 		}
@@ -238,7 +181,8 @@ type passView struct {
 	sinks []string
 }
 
-func (rep *Report) count(res attemptResult) {
+// count puts res in its bucket of rep.
+func count(rep *api.RecoveryReport, res attemptResult) {
 	switch res.out {
 	case outDelivered:
 		if res.interrupted {
@@ -277,7 +221,7 @@ func (rep *Report) count(res attemptResult) {
 // charged).
 //
 // It marks in set the entries it leaves pending, with when each is due.
-func (s *Service) replayPass(ctx context.Context, p *policy, epoch int64, set *liveSet, sinks []string, rep *Report,
+func (s *Service) replayPass(ctx context.Context, p *policy, epoch int64, set *liveSet, sinks []string, rep *api.RecoveryReport,
 	deadline time.Time) {
 	spacing := max(p.cfg.ReplaySpacing, 0)
 	var mu sync.Mutex // guards rep, warned and the marks in set
@@ -325,7 +269,7 @@ func (s *Service) replayPass(ctx context.Context, p *policy, epoch int64, set *l
 				if res.out == outBudget || res.out == outCanceled {
 					deferBudget()
 				} else {
-					rep.count(res)
+					count(rep, res)
 				}
 				switch now := time.Now(); res.out {
 				case outFailed:
@@ -387,7 +331,7 @@ func (s *Service) replayPass(ctx context.Context, p *policy, epoch int64, set *l
 }
 
 // dryPass classifies set as a pass would, reading only, one entry after the other.
-func (s *Service) dryPass(ctx context.Context, p *policy, epoch int64, set *liveSet, sinks []string, rep *Report,
+func (s *Service) dryPass(ctx context.Context, p *policy, epoch int64, set *liveSet, sinks []string, rep *api.RecoveryReport,
 	deadline time.Time, act func(queue.Ref, string, string)) {
 	nextStart := map[string]time.Time{} // per sink: the earliest start of its next replay
 	for i := range set.n {
@@ -410,7 +354,7 @@ func (s *Service) dryPass(ctx context.Context, p *policy, epoch int64, set *live
 }
 
 // dryDecide classifies one entry as the pass would, reading only.
-func (s *Service) dryDecide(ctx context.Context, p *policy, epoch int64, r queue.Ref, rep *Report,
+func (s *Service) dryDecide(ctx context.Context, p *policy, epoch int64, r queue.Ref, rep *api.RecoveryReport,
 	nextStart map[string]time.Time, deadline time.Time, act func(queue.Ref, string, string)) {
 	e, err := s.store.Get(ctx, r.ID)
 	switch {

@@ -9,6 +9,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/schedd/schedd/internal/api"
 	"github.com/schedd/schedd/internal/queue"
 	"github.com/schedd/schedd/internal/queue/queuetest"
 )
@@ -81,7 +82,7 @@ func TestRecoverySummaryAccounting_P5(t *testing.T) {
 		if !ok {
 			t.Fatal("no summary")
 		}
-		want := Summary{Scanned: 10, Recovered: 2, Failed: 3, SkippedMaxRetries: 1, DeferredBackoff: 1,
+		want := api.RecoverySummary{Scanned: 10, Recovered: 2, Failed: 3, SkippedMaxRetries: 1, DeferredBackoff: 1,
 			DeferredNotReady: 1, Expired: 1, Interrupted: 1}
 		got := sum
 		got.At, got.DurationMS = time.Time{}, 0
@@ -150,9 +151,9 @@ func TestRecoverDryRunChangesNothing(t *testing.T) {
 				t.Fatalf("dry run called %s %d times", op, n)
 			}
 		}
-		got := rep.Summary
+		got := rep.RecoverySummary
 		got.At, got.DurationMS = time.Time{}, 0
-		want := Summary{Scanned: 10, WouldReplay: 4, Failed: 1, SkippedMaxRetries: 1, DeferredBackoff: 1,
+		want := api.RecoverySummary{Scanned: 10, WouldReplay: 4, Failed: 1, SkippedMaxRetries: 1, DeferredBackoff: 1,
 			DeferredNotReady: 1, Expired: 1, Interrupted: 1, DryRun: true}
 		if got != want {
 			t.Fatalf("dry run = %+v\nwant      %+v", got, want)

@@ -16,6 +16,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/schedd/schedd/internal/api"
 	"github.com/schedd/schedd/internal/queue"
 )
 
@@ -40,8 +41,8 @@ type Service struct {
 	mu       sync.Mutex
 	running  bool
 	epoch    int64
-	last     *Summary
-	enqueueE *StoreError
+	last     *api.RecoverySummary
+	enqueueE *api.StoreError
 }
 
 // policy is what Reconfigure can change while the service runs. Each attempt, pass and
@@ -168,7 +169,7 @@ func (s *Service) Run(ctx context.Context) error {
 		s.log.Error("delivery recovery failed", zap.Error(err))
 	} else {
 		s.mu.Lock()
-		s.last = &sum.Summary
+		s.last = &sum.RecoverySummary
 		s.mu.Unlock()
 		began := time.Now()
 		n := s.rt.adopt(view)
@@ -235,12 +236,6 @@ func (s *Service) Enqueue(ctx context.Context, r Request) (queue.Entry, bool, er
 	return e, created, nil
 }
 
-// StoreError is a failure of the store, kept for status.
-type StoreError struct {
-	Message string    `json:"message"`
-	At      time.Time `json:"at"`
-}
-
 // noteEnqueueError keeps the last enqueue that the store failed (a full disk, an I/O error)
 // until an enqueue succeeds again; it is logged once per episode.
 func (s *Service) noteEnqueueError(err error) {
@@ -255,7 +250,7 @@ func (s *Service) noteEnqueueError(err error) {
 	}
 	if s.enqueueE == nil {
 		s.log.Error("delivery enqueue refused by the store", zap.Error(err))
-		s.enqueueE = &StoreError{Message: err.Error(), At: time.Now()}
+		s.enqueueE = &api.StoreError{Message: err.Error(), At: time.Now()}
 		return
 	}
 	s.enqueueE.Message = err.Error()
@@ -308,50 +303,20 @@ func (s *Service) Purge(ctx context.Context, state queue.State, olderThan time.D
 	return n, nil
 }
 
-// Store states of Status.
-const (
-	StoreOpen      = "open"
-	StoreNotOpened = "not_opened"
-)
-
-// Status is the `deliveries` block of schedd's status.
-//
-// failed counts dead letters. disk_full is true while the store refuses enqueues for lack of
-// space; enqueue_error is the last enqueue the store failed, kept until one succeeds.
-type Status struct {
-	Pending         int        `json:"pending"`
-	Sending         int        `json:"sending"`
-	Failed          int        `json:"failed"`
-	Delivered       int        `json:"delivered"`
-	Quarantined     int        `json:"quarantined"`
-	OldestPendingAt *time.Time `json:"oldest_pending_at"`
-	LastRecovery    *Summary   `json:"last_recovery"`
-	Store           string     `json:"store"`
-	// StoreState is "open", or "not_opened" while the store's file is not opened yet (no
-	// delivery was ever enqueued: the file is created by the first enqueue).
-	StoreState   string      `json:"store_state"`
-	Path         string      `json:"path,omitempty"`
-	Synchronous  string      `json:"synchronous"`
-	DiskFull     bool        `json:"disk_full"`
-	EnqueueError *StoreError `json:"enqueue_error"`
-	Sinks        []string    `json:"sinks"`
-	Epoch        int64       `json:"epoch,omitempty"`
-}
-
 // Status reads the queue's counts and the last recovery summary.
-func (s *Service) Status(ctx context.Context) (Status, error) {
+func (s *Service) Status(ctx context.Context) (api.Deliveries, error) {
 	c, err := s.store.Counts(ctx)
 	if err != nil {
-		return Status{}, fmt.Errorf("delivery status: %w", err)
+		return api.Deliveries{}, fmt.Errorf("delivery status: %w", err)
 	}
 	info := s.store.Info()
-	st := Status{
+	st := api.Deliveries{
 		Pending: c.Pending, Sending: c.Sending, Failed: c.Dead, Delivered: c.Delivered, Quarantined: c.Quarantined,
 		Store: info.Driver, Path: info.Path, Synchronous: info.Synchronous, DiskFull: info.DiskFull,
-		Sinks: s.Sinks(), StoreState: StoreOpen,
+		Sinks: s.Sinks(), StoreState: api.StoreOpen,
 	}
 	if !info.Opened {
-		st.StoreState = StoreNotOpened
+		st.StoreState = api.StoreNotOpened
 	}
 	if !c.OldestAt.IsZero() {
 		t := c.OldestAt
@@ -372,11 +337,11 @@ func (s *Service) Status(ctx context.Context) (Status, error) {
 }
 
 // LastRecovery returns the summary of the last recovery pass, if one ran.
-func (s *Service) LastRecovery() (Summary, bool) {
+func (s *Service) LastRecovery() (api.RecoverySummary, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.last == nil {
-		return Summary{}, false
+		return api.RecoverySummary{}, false
 	}
 	return *s.last, true
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/schedd/schedd/internal/api"
 	"github.com/schedd/schedd/internal/platform"
 )
 
@@ -13,27 +14,27 @@ import (
 func TestExitClassification(t *testing.T) {
 	for code := 0; code <= 255; code++ {
 		e := describeExit(platform.ExitStatus{Exited: true, Code: code}, 42)
-		if e.Reason != ReasonExit || e.Code == nil || *e.Code != code || e.Signal != "" || e.PID != 42 || !e.failure() {
+		if e.Reason != api.ExitExited || e.Code == nil || *e.Code != code || e.Signal != "" || e.PID != 42 || !failure(e) {
 			t.Fatalf("code %d: %+v", code, e)
 		}
 	}
 	for sig := 1; sig <= 64; sig++ {
 		name := fmt.Sprintf("SIG%d", sig)
 		e := describeExit(platform.ExitStatus{Signaled: true, Signal: sig, SignalName: name, Code: -1}, 42)
-		if e.Reason != ReasonSignal || e.Code != nil || e.Signal != name || !e.failure() {
+		if e.Reason != api.ExitSignal || e.Code != nil || e.Signal != name || !failure(e) {
 			t.Fatalf("signal %d: %+v", sig, e)
 		}
 		if e := describeExit(platform.ExitStatus{Signaled: true, Signal: sig, Code: -1}, 42); e.Signal != fmt.Sprintf("signal %d", sig) {
 			t.Fatalf("unnamed signal %d: %+v", sig, e)
 		}
 	}
-	for _, r := range []ExitReason{ReasonRestart, ReasonStop, ReasonKilledAfterTimeout} {
-		if (Exit{Reason: r}).failure() {
+	for _, r := range []api.ExitReason{api.ExitRestart, api.ExitStop, api.ExitKilledAfterTimeout} {
+		if failure(api.Exit{Reason: r}) {
 			t.Errorf("%s counts as a failure", r)
 		}
 	}
-	for _, r := range []ExitReason{ReasonSpawnFailed, ReasonReadinessTimeout, ReasonLivenessTimeout} {
-		if !(Exit{Reason: r}).failure() {
+	for _, r := range []api.ExitReason{api.ExitSpawnFailed, api.ExitReadinessTimeout, api.ExitLivenessTimeout} {
+		if !failure(api.Exit{Reason: r}) {
 			t.Errorf("%s does not count as a failure", r)
 		}
 	}

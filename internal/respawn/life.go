@@ -9,6 +9,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/schedd/schedd/internal/api"
 	"github.com/schedd/schedd/internal/platform"
 )
 
@@ -110,7 +111,7 @@ func (l *life) run(ctx context.Context) outcome {
 			}
 			s.log.Error("gateway did not become ready in time; stopping it", zap.Int("pid", l.pid),
 				zap.Duration("timeout", rc.Timeout), zap.String("detail", detail))
-			return l.stop(ReasonReadinessTimeout, detail)
+			return l.stop(api.ExitReadinessTimeout, detail)
 		case <-chanOf(l.resetTimer):
 			l.resetTimer = nil
 			s.healthy()
@@ -120,7 +121,7 @@ func (l *life) run(ctx context.Context) outcome {
 			if l.wdMisses >= s.cfg.Liveness.Failures {
 				detail := fmt.Sprintf("no WATCHDOG=1 for %s", missed)
 				s.log.Error("gateway watchdog expired; stopping it", zap.Int("pid", l.pid), zap.String("detail", detail))
-				return l.stop(ReasonLivenessTimeout, detail)
+				return l.stop(api.ExitLivenessTimeout, detail)
 			}
 			s.log.Warn("gateway missed its watchdog ping", zap.Int("pid", l.pid),
 				zap.Duration("silent_for", missed), zap.Int("misses", l.wdMisses),
@@ -137,7 +138,7 @@ func (l *life) run(ctx context.Context) outcome {
 				return out
 			}
 		case <-ctx.Done():
-			return l.stop(ReasonStop, "")
+			return l.stop(api.ExitStop, "")
 		case r := <-s.reqc:
 			close(r.ack)
 			switch {
@@ -145,7 +146,7 @@ func (l *life) run(ctx context.Context) outcome {
 				l.reload(pctx, r)
 			case r.kind == reqRestart || r.kind == reqReload:
 				l.pending = append(l.pending, r)
-				return l.stop(ReasonRestart, "")
+				return l.stop(api.ExitRestart, "")
 			}
 		}
 	}
@@ -184,11 +185,11 @@ func (l *life) handleNotify(m platform.NotifyMessage) (outcome, bool) {
 	s := l.s
 	f := m.Fields
 	if v, ok := f["STATUS"]; ok {
-		s.update(func(st *Status) { st.StatusText = v })
+		s.update(func(st *api.Gateway) { st.StatusText = v })
 	}
 	if v, ok := f["X_SCHEDD_INFLIGHT"]; ok {
 		if n, err := strconv.Atoi(v); err == nil && n >= 0 {
-			s.update(func(st *Status) { st.Inflight = &n })
+			s.update(func(st *api.Gateway) { st.Inflight = &n })
 		}
 	}
 	if v, ok := f["EXTEND_TIMEOUT_USEC"]; ok && !l.ready && l.readyTimer != nil {
@@ -209,7 +210,7 @@ func (l *life) handleNotify(m platform.NotifyMessage) (outcome, bool) {
 		l.armWatchdog()
 	case "trigger":
 		s.log.Error("gateway asked to be killed (WATCHDOG=trigger)", zap.Int("pid", l.pid))
-		return l.stop(ReasonLivenessTimeout, "WATCHDOG=trigger"), true
+		return l.stop(api.ExitLivenessTimeout, "WATCHDOG=trigger"), true
 	}
 	if f["STOPPING"] == "1" {
 		s.log.Info("gateway reports it is stopping", zap.Int("pid", l.pid))
@@ -245,7 +246,7 @@ func (l *life) becomeReady() {
 		l.readyTimer = nil
 	}
 	l.readyc = nil
-	s.update(func(st *Status) { st.State = StateReady; st.ReadySince = now })
+	s.update(func(st *api.Gateway) { st.State = api.GatewayReady; st.ReadySince = now })
 	s.log.Info("gateway ready", zap.Int("pid", l.pid), zap.Duration("after", now.Sub(l.startedAt)))
 	for _, r := range l.pending {
 		prev := l.prevPID
@@ -283,7 +284,7 @@ func (l *life) reload(ctx context.Context, r request) {
 	l.ready = false
 	l.reloading = rc.Notify
 	l.startedAt = time.Now()
-	s.update(func(st *Status) { st.State = StateStarting; st.ReadySince = time.Time{} })
+	s.update(func(st *api.Gateway) { st.State = api.GatewayStarting; st.ReadySince = time.Time{} })
 	if rc.Timeout > 0 {
 		l.readyTimer = time.NewTimer(rc.Timeout)
 	}
@@ -344,7 +345,7 @@ func (l *life) liveness(err error) (outcome, bool) {
 	if l.liveFails >= s.cfg.Liveness.Failures {
 		detail := fmt.Sprintf("%d liveness checks failed in a row: %v", l.liveFails, err)
 		s.log.Error("gateway is not alive; stopping it", zap.Int("pid", l.pid), zap.String("detail", detail))
-		return l.stop(ReasonLivenessTimeout, detail), true
+		return l.stop(api.ExitLivenessTimeout, detail), true
 	}
 	s.log.Warn("gateway liveness check failed", zap.Int("pid", l.pid), zap.Int("failures", l.liveFails),
 		zap.Int("kill_after", s.cfg.Liveness.Failures), zap.Error(err))
@@ -358,7 +359,7 @@ func (l *life) exited() outcome {
 	fields := []zap.Field{zap.Int("pid", l.pid), zap.String("reason", string(e.Reason)),
 		zap.Duration("uptime", time.Since(l.startedAt)), zap.Bool("was_ready", l.ready)}
 	switch {
-	case e.Reason == ReasonSignal:
+	case e.Reason == api.ExitSignal:
 		s.log.Warn("gateway was killed by a signal", append(fields, zap.String("signal", e.Signal))...)
 	case e.Code != nil && *e.Code == 0:
 		s.log.Warn("gateway exited cleanly without a stop request; restarting it", fields...)
@@ -373,9 +374,9 @@ func (l *life) exited() outcome {
 
 // stop stops the gateway gracefully: the stop signal to the whole group, SIGKILL at the
 // stop timeout (or at once when Kill escalates), then every straggler in the group.
-func (l *life) stop(reason ExitReason, detail string) outcome {
+func (l *life) stop(reason api.ExitReason, detail string) outcome {
 	s := l.s
-	s.update(func(st *Status) { st.State = StateStopping })
+	s.update(func(st *api.Gateway) { st.State = api.GatewayStopping })
 	s.log.Info("stopping gateway", zap.Int("pid", l.pid), zap.String("reason", string(reason)),
 		zap.String("signal", platform.SignalName(s.cfg.StopSignal)), zap.Duration("timeout", s.cfg.StopTimeout))
 	if err := l.proc.Signal(s.cfg.StopSignal); err != nil {
@@ -407,7 +408,7 @@ wait:
 				continue
 			}
 			if v, ok := m.Fields["STATUS"]; ok {
-				s.update(func(st *Status) { st.StatusText = v })
+				s.update(func(st *api.Gateway) { st.StatusText = v })
 			}
 			if v, ok := m.Fields["EXTEND_TIMEOUT_USEC"]; ok && !killed {
 				if us, err := strconv.ParseInt(v, 10, 64); err == nil && us > 0 {
@@ -427,8 +428,8 @@ wait:
 	}
 	e := describeExit(l.proc.ExitStatus(), l.pid)
 	e.Reason, e.Error = reason, detail
-	if timedOut && (reason == ReasonStop || reason == ReasonRestart) {
-		e.Reason = ReasonKilledAfterTimeout
+	if timedOut && (reason == api.ExitStop || reason == api.ExitRestart) {
+		e.Reason = api.ExitKilledAfterTimeout
 	}
 	s.log.Info("gateway stopped", zap.Int("pid", l.pid), zap.String("reason", string(e.Reason)),
 		zap.String("status", exitText(e)))
@@ -436,11 +437,11 @@ wait:
 	s.recordExit(e)
 	out := outcome{exit: e}
 	switch reason {
-	case ReasonStop:
+	case api.ExitStop:
 		out.stopped = true
 		failRestarts(l.pending, "schedd is stopping")
 		l.pending = nil
-	case ReasonRestart:
+	case api.ExitRestart:
 		out.restart = true
 	default:
 		failRestarts(l.pending, "gateway failed: "+detail)
@@ -464,7 +465,7 @@ func (l *life) cleanupGroup() {
 	l.s.lastPID = l.pid
 }
 
-func exitText(e Exit) string {
+func exitText(e api.Exit) string {
 	switch {
 	case e.Signal != "":
 		return "signal " + e.Signal

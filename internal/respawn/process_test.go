@@ -18,6 +18,7 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/schedd/schedd/internal/api"
 	"github.com/schedd/schedd/internal/backoff"
 	"github.com/schedd/schedd/internal/platform"
 	"github.com/schedd/schedd/internal/testgateway"
@@ -117,7 +118,7 @@ func (h *realHarness) stop() {
 }
 
 // waitFor polls cond until it holds or 10 s pass.
-func (h *realHarness) waitFor(what string, cond func(Status) bool) Status {
+func (h *realHarness) waitFor(what string, cond func(api.Gateway) bool) api.Gateway {
 	h.t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -204,8 +205,8 @@ func TestRealSpawnFailure(t *testing.T) {
 			cfg.Backoff = backoff.Policy{Initial: 100 * time.Millisecond, Max: time.Second, Factor: 2}
 			tc.mod(&cfg)
 			h := runReal(t, cfg, false)
-			st := h.waitFor("two spawn failures", func(st Status) bool { return st.ConsecutiveFailures >= 2 })
-			if st.LastExit == nil || st.LastExit.Reason != ReasonSpawnFailed {
+			st := h.waitFor("two spawn failures", func(st api.Gateway) bool { return st.ConsecutiveFailures >= 2 })
+			if st.LastExit == nil || st.LastExit.Reason != api.ExitSpawnFailed {
 				t.Fatalf("last_exit %+v, want spawn_failed", st.LastExit)
 			}
 			if !strings.Contains(strings.ToLower(st.LastExit.Error), tc.want) {
@@ -229,11 +230,11 @@ func TestRealSpawnFailure(t *testing.T) {
 func TestRealCrashLoop(t *testing.T) {
 	pids := filepath.Join(t.TempDir(), "pids")
 	h := runReal(t, realConfig(t, "exit=1", "pid-file="+pids), false)
-	st := h.waitFor("crash_looping", func(st Status) bool { return st.State == StateCrashLooping })
+	st := h.waitFor("crash_looping", func(st api.Gateway) bool { return st.State == api.GatewayCrashLooping })
 	if st.NextStartAt.IsZero() || st.ConsecutiveFailures < 3 {
 		t.Fatalf("crash_looping status %+v", st)
 	}
-	h.waitFor("more starts after crash_looping", func(Status) bool { return len(readPIDs(t, pids)) >= 6 })
+	h.waitFor("more starts after crash_looping", func(api.Gateway) bool { return len(readPIDs(t, pids)) >= 6 })
 	if n := len(h.logs.FilterMessageSnippet("crash looping").All()); n != 1 {
 		t.Fatalf("crash looping logged %d times, want once", n)
 	}
@@ -244,8 +245,8 @@ func TestRealCrashLoop(t *testing.T) {
 func TestRealCleanExit(t *testing.T) {
 	pids := filepath.Join(t.TempDir(), "pids")
 	h := runReal(t, realConfig(t, "exit=0", "after=50ms", "pid-file="+pids), false)
-	st := h.waitFor("a restart", func(st Status) bool { return len(readPIDs(t, pids)) >= 2 && st.LastExit != nil })
-	if e := st.LastExit; e.Reason != ReasonExit || e.Code == nil || *e.Code != 0 {
+	st := h.waitFor("a restart", func(st api.Gateway) bool { return len(readPIDs(t, pids)) >= 2 && st.LastExit != nil })
+	if e := st.LastExit; e.Reason != api.ExitExited || e.Code == nil || *e.Code != 0 {
 		t.Fatalf("last_exit %+v, want exit with code 0", e)
 	}
 	if h.logs.FilterMessageSnippet("exited cleanly without a stop request").Len() == 0 {
@@ -262,19 +263,19 @@ func TestRealDeathBySignal(t *testing.T) {
 		cfg := realConfig(t)
 		cfg.Argv = []string{"/bin/sh", "-c", "sleep 0.02; kill -SEGV $$"}
 		h := runReal(t, cfg, false)
-		st := h.waitFor("a signal exit", func(st Status) bool { return st.LastExit != nil })
-		if e := st.LastExit; e.Reason != ReasonSignal || e.Signal != "SIGSEGV" || e.Code != nil {
+		st := h.waitFor("a signal exit", func(st api.Gateway) bool { return st.LastExit != nil })
+		if e := st.LastExit; e.Reason != api.ExitSignal || e.Signal != "SIGSEGV" || e.Code != nil {
 			t.Fatalf("last_exit %+v, want signal SIGSEGV", e)
 		}
 	})
 	t.Run("kill -9", func(t *testing.T) {
 		h := runReal(t, realConfig(t), false)
-		st := h.waitFor("ready", func(st Status) bool { return st.State == StateReady })
+		st := h.waitFor("ready", func(st api.Gateway) bool { return st.State == api.GatewayReady })
 		if err := syscall.Kill(st.PID, syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
-		st2 := h.waitFor("a new gateway", func(s Status) bool { return s.State == StateReady && s.PID != st.PID })
-		if e := st2.LastExit; e.Reason != ReasonSignal || e.Signal != "SIGKILL" || e.PID != st.PID {
+		st2 := h.waitFor("a new gateway", func(s api.Gateway) bool { return s.State == api.GatewayReady && s.PID != st.PID })
+		if e := st2.LastExit; e.Reason != api.ExitSignal || e.Signal != "SIGKILL" || e.PID != st.PID {
 			t.Fatalf("last_exit %+v, want SIGKILL of pid %d", e, st.PID)
 		}
 		if st2.Restarts != 1 {
@@ -290,12 +291,12 @@ func TestRealNeverReady(t *testing.T) {
 	cfg := realConfig(t, "pid-file="+pids)
 	cfg.Readiness = Readiness{Notify: true, Timeout: 300 * time.Millisecond}
 	h := runReal(t, cfg, true)
-	st := h.waitFor("a readiness timeout", func(st Status) bool { return st.LastExit != nil })
-	if st.LastExit.Reason != ReasonReadinessTimeout || !st.ReadySince.IsZero() {
+	st := h.waitFor("a readiness timeout", func(st api.Gateway) bool { return st.LastExit != nil })
+	if st.LastExit.Reason != api.ExitReadinessTimeout || !st.ReadySince.IsZero() {
 		t.Fatalf("status %+v last_exit %+v", st, st.LastExit)
 	}
 	first := readPIDs(t, pids)[0]
-	h.waitFor("the next start", func(Status) bool { return len(readPIDs(t, pids)) >= 2 })
+	h.waitFor("the next start", func(api.Gateway) bool { return len(readPIDs(t, pids)) >= 2 })
 	if alive(first) {
 		t.Fatalf("the gateway that never became ready (pid %d) is still alive", first)
 	}
@@ -313,7 +314,7 @@ func TestRealNotifyReady(t *testing.T) {
 	cfg.ControlSocket = "/run/test/schedd.sock"
 	cfg.Readiness = Readiness{Notify: true, Timeout: 10 * time.Second}
 	h := runReal(t, cfg, true)
-	st := h.waitFor("ready", func(st Status) bool { return st.State == StateReady })
+	st := h.waitFor("ready", func(st api.Gateway) bool { return st.State == api.GatewayReady })
 	if st.StatusText != "serving" || st.Inflight == nil || *st.Inflight != 2 {
 		t.Fatalf("status %+v", st)
 	}
@@ -340,7 +341,7 @@ func TestRealReadyThenDies(t *testing.T) {
 	cfg := realConfig(t, "ready", "exit=1", "after=200ms")
 	cfg.Readiness = Readiness{Notify: true, Timeout: 10 * time.Second}
 	h := runReal(t, cfg, true)
-	h.waitFor("three failures", func(st Status) bool { return st.ConsecutiveFailures >= 3 })
+	h.waitFor("three failures", func(st api.Gateway) bool { return st.ConsecutiveFailures >= 3 })
 	if h.logs.FilterMessage("gateway ready").Len() < 3 {
 		t.Fatal("the gateway should have been ready before each failure")
 	}
@@ -354,12 +355,12 @@ func TestRealHungGateway(t *testing.T) {
 	cfg.Liveness = Liveness{Watchdog: 200 * time.Millisecond, Failures: 2}
 	cfg.StopTimeout = 200 * time.Millisecond
 	h := runReal(t, cfg, true)
-	st := h.waitFor("ready", func(st Status) bool { return st.State == StateReady })
+	st := h.waitFor("ready", func(st api.Gateway) bool { return st.State == api.GatewayReady })
 	if err := syscall.Kill(st.PID, syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
-	st2 := h.waitFor("a new gateway", func(s Status) bool { return s.State == StateReady && s.PID != st.PID })
-	if e := st2.LastExit; e.Reason != ReasonLivenessTimeout || e.PID != st.PID {
+	st2 := h.waitFor("a new gateway", func(s api.Gateway) bool { return s.State == api.GatewayReady && s.PID != st.PID })
+	if e := st2.LastExit; e.Reason != api.ExitLivenessTimeout || e.PID != st.PID {
 		t.Fatalf("last_exit %+v, want liveness_timeout of pid %d", e, st.PID)
 	}
 	if h.logs.FilterMessage("gateway missed its watchdog ping").Len() == 0 {
@@ -379,17 +380,17 @@ func TestRealIgnoresTERM(t *testing.T) {
 	cfg.StopTimeout = 300 * time.Millisecond
 	cfg.Readiness = Readiness{Notify: true, Timeout: 10 * time.Second}
 	h := runReal(t, cfg, true)
-	st := h.waitFor("ready", func(st Status) bool { return st.State == StateReady })
+	st := h.waitFor("ready", func(st api.Gateway) bool { return st.State == api.GatewayReady })
 	start := time.Now()
 	h.stop()
 	if d := time.Since(start); d < 300*time.Millisecond {
 		t.Fatalf("stopped after %v, before the stop timeout", d)
 	}
 	end := h.sup.Status()
-	if e := end.LastExit; e.Reason != ReasonKilledAfterTimeout || e.Signal != "SIGKILL" {
+	if e := end.LastExit; e.Reason != api.ExitKilledAfterTimeout || e.Signal != "SIGKILL" {
 		t.Fatalf("last_exit %+v, want killed_after_timeout by SIGKILL", e)
 	}
-	if end.State != StateStopped {
+	if end.State != api.GatewayStopped {
 		t.Fatalf("state %s, want stopped", end.State)
 	}
 	for _, pid := range append(readPIDs(t, gc), st.PID) {
@@ -408,7 +409,7 @@ func TestRealGrandchildrenGone(t *testing.T) {
 	cfg := realConfig(t, "grandchild="+gc, "pid-file="+pids, "exit=1", "after=100ms")
 	cfg.Backoff = backoff.Policy{Initial: 200 * time.Millisecond, Max: time.Second, Factor: 2}
 	h := runReal(t, cfg, false)
-	h.waitFor("a second gateway", func(Status) bool { return len(readPIDs(t, pids)) >= 2 })
+	h.waitFor("a second gateway", func(api.Gateway) bool { return len(readPIDs(t, pids)) >= 2 })
 	g := readPIDs(t, gc)
 	if len(g) == 0 {
 		t.Fatal("no grandchild was started")
@@ -431,7 +432,7 @@ func TestRealFlood(t *testing.T) {
 	cfg.Readiness = Readiness{Notify: true, Timeout: time.Minute}
 	cfg.MaxLinesPerSecond = 100
 	h := runReal(t, cfg, true)
-	h.waitFor("ready after the flood", func(st Status) bool { return st.State == StateReady })
+	h.waitFor("ready after the flood", func(st api.Gateway) bool { return st.State == api.GatewayReady })
 	if n := h.logs.FilterLoggerName("gateway").Len(); n > 10_000 {
 		t.Fatalf("logged %d gateway lines; the cap should keep it near 100/s", n)
 	}
@@ -447,10 +448,10 @@ func TestRealClosedOutput(t *testing.T) {
 	cfg := realConfig(t, "close-output", "ready")
 	cfg.Readiness = Readiness{Notify: true, Timeout: 10 * time.Second}
 	h := runReal(t, cfg, true)
-	st := h.waitFor("ready", func(st Status) bool { return st.State == StateReady })
+	st := h.waitFor("ready", func(st api.Gateway) bool { return st.State == api.GatewayReady })
 	time.Sleep(300 * time.Millisecond)
 	st2 := h.sup.Status()
-	if st2.State != StateReady || st2.PID != st.PID || st2.Restarts != 0 || st2.LastExit != nil {
+	if st2.State != api.GatewayReady || st2.PID != st.PID || st2.Restarts != 0 || st2.LastExit != nil {
 		t.Fatalf("after closing its output: %+v", st2)
 	}
 	if !alive(st.PID) {
@@ -463,7 +464,7 @@ func TestRealClosedOutput(t *testing.T) {
 func TestRealRestartFreshPID(t *testing.T) {
 	pids := filepath.Join(t.TempDir(), "pids")
 	h := runReal(t, realConfig(t, "pid-file="+pids), false)
-	h.waitFor("ready", func(st Status) bool { return st.State == StateReady })
+	h.waitFor("ready", func(st api.Gateway) bool { return st.State == api.GatewayReady })
 	seen := map[int]bool{}
 	for range 3 {
 		res, err := h.sup.Restart(context.Background())
@@ -492,12 +493,12 @@ func TestRealBackoffReset(t *testing.T) {
 	cfg.ResetAfter = 300 * time.Millisecond
 	cfg.CrashLoopFailures = 10
 	h := runReal(t, cfg, false)
-	h.waitFor("five failures", func(st Status) bool { return st.ConsecutiveFailures >= 5 })
+	h.waitFor("five failures", func(st api.Gateway) bool { return st.ConsecutiveFailures >= 5 })
 	os.Remove(crashing)
-	st := h.waitFor("the reset", func(st Status) bool { return st.State == StateReady && st.ConsecutiveFailures == 0 })
+	st := h.waitFor("the reset", func(st api.Gateway) bool { return st.State == api.GatewayReady && st.ConsecutiveFailures == 0 })
 	waits := h.logs.FilterMessage("gateway will be started again").Len()
 	syscall.Kill(st.PID, syscall.SIGKILL)
-	st2 := h.waitFor("the next gateway", func(s Status) bool { return s.State == StateReady && s.PID != st.PID })
+	st2 := h.waitFor("the next gateway", func(s api.Gateway) bool { return s.State == api.GatewayReady && s.PID != st.PID })
 	if st2.ConsecutiveFailures != 1 {
 		t.Fatalf("consecutive_failures %d after one crash, want 1", st2.ConsecutiveFailures)
 	}

@@ -21,6 +21,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/schedd/schedd/internal/api"
 	"github.com/schedd/schedd/internal/platform"
 )
 
@@ -37,14 +38,14 @@ type Supervisor struct {
 	starter Starter
 	groupOf func(pid int) (int, error)
 	rand    func() float64
-	onState func(Status)
+	onState func(api.Gateway)
 
 	notifyc chan platform.NotifyMessage
 	reqc    chan request
 	done    chan struct{}
 
 	mu     sync.Mutex // guards status and next; never held across anything that blocks
-	status Status
+	status api.Gateway
 	next   *Config // from Reconfigure, applied at the next start
 
 	// Owned by the Run goroutine.
@@ -72,7 +73,7 @@ func WithGroupOf(f func(pid int) (int, error)) Option { return func(sv *Supervis
 
 // OnStateChange registers f to be called, from the supervisor goroutine, with a snapshot
 // after every state change. f must not block.
-func OnStateChange(f func(Status)) Option { return func(sv *Supervisor) { sv.onState = f } }
+func OnStateChange(f func(api.Gateway)) Option { return func(sv *Supervisor) { sv.onState = f } }
 
 // New returns a supervisor for cfg with defaults filled in.
 func New(cfg Config, opts ...Option) (*Supervisor, error) {
@@ -115,7 +116,7 @@ func New(cfg Config, opts ...Option) (*Supervisor, error) {
 		notifyc: make(chan platform.NotifyMessage, 64),
 		reqc:    make(chan request),
 		done:    make(chan struct{}),
-		status:  Status{State: StateStopped},
+		status:  api.Gateway{State: api.GatewayStopped},
 	}
 	for _, o := range opts {
 		o(s)
@@ -124,7 +125,7 @@ func New(cfg Config, opts ...Option) (*Supervisor, error) {
 }
 
 // Status returns a snapshot of the gateway's state.
-func (s *Supervisor) Status() Status {
+func (s *Supervisor) Status() api.Gateway {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := s.status
@@ -292,7 +293,7 @@ func failRestarts(rs []request, why string) {
 
 // outcome is how one process lifetime ended.
 type outcome struct {
-	exit    Exit
+	exit    api.Exit
 	stopped bool      // ctx ended: do not start again
 	restart bool      // stopped for a restart: start again at once, not a failure
 	pending []request // restart requests still waiting for a ready gateway
@@ -309,10 +310,10 @@ func (s *Supervisor) runOnce(ctx context.Context, pending []request) outcome {
 	s.started++
 	prev := s.lastPID
 	if s.started > 1 {
-		s.update(func(st *Status) { st.Restarts++ })
+		s.update(func(st *api.Gateway) { st.Restarts++ })
 	}
-	s.update(func(st *Status) {
-		st.State = StateStarting
+	s.update(func(st *api.Gateway) {
+		st.State = api.GatewayStarting
 		st.PID = 0
 		st.StartedAt = time.Now()
 		st.ReadySince = time.Time{}
@@ -322,14 +323,14 @@ func (s *Supervisor) runOnce(ctx context.Context, pending []request) outcome {
 	})
 	proc, err := s.start()
 	if err != nil {
-		e := Exit{Reason: ReasonSpawnFailed, At: time.Now(), Error: err.Error()}
+		e := api.Exit{Reason: api.ExitSpawnFailed, At: time.Now(), Error: err.Error()}
 		s.log.Error("gateway could not be started", zap.Strings("command", s.cfg.Argv), zap.Error(err))
 		s.recordExit(e)
 		failRestarts(pending, "spawn failed: "+err.Error())
 		return outcome{exit: e}
 	}
 	pid := proc.PID()
-	s.update(func(st *Status) { st.PID = pid })
+	s.update(func(st *api.Gateway) { st.PID = pid })
 	s.log.Info("gateway started", zap.Int("pid", pid), zap.Strings("command", s.cfg.Argv))
 
 	l := &life{s: s, proc: proc, pid: pid, prevPID: prev, pending: pending}
@@ -370,8 +371,8 @@ func (s *Supervisor) start() (Proc, error) {
 // the crash loop. The first failure after a healthy run restarts at once; backoff starts
 // with the second consecutive failure. A spawn failure always waits, so a missing binary
 // never becomes a busy loop.
-func (s *Supervisor) nextDelay(e Exit) time.Duration {
-	if !e.failure() {
+func (s *Supervisor) nextDelay(e api.Exit) time.Duration {
+	if !failure(e) {
 		return 0
 	}
 	now := time.Now()
@@ -384,7 +385,7 @@ func (s *Supervisor) nextDelay(e Exit) time.Duration {
 	}
 	s.failures = append(kept, now)
 	n := 0
-	s.update(func(st *Status) { st.ConsecutiveFailures++; n = st.ConsecutiveFailures })
+	s.update(func(st *api.Gateway) { st.ConsecutiveFailures++; n = st.ConsecutiveFailures })
 	if !s.crashLoop && len(s.failures) >= s.cfg.CrashLoopFailures {
 		s.crashLoop = true
 		s.log.Error("gateway is crash looping; schedd keeps restarting it with backoff up to the cap",
@@ -392,7 +393,7 @@ func (s *Supervisor) nextDelay(e Exit) time.Duration {
 			zap.Duration("max_delay", s.cfg.Backoff.Max), zap.String("last_exit", string(e.Reason)))
 	}
 	switch {
-	case e.Reason == ReasonSpawnFailed:
+	case e.Reason == api.ExitSpawnFailed:
 		return s.cfg.Backoff.Delay(n, s.rand())
 	case n <= 1:
 		return 0
@@ -407,12 +408,12 @@ func (s *Supervisor) wait(ctx context.Context, d time.Duration, pending []reques
 	if d <= 0 {
 		return ctx.Err() == nil, pending
 	}
-	state := StateBackoff
+	state := api.GatewayBackoff
 	if s.crashLoop {
-		state = StateCrashLooping
+		state = api.GatewayCrashLooping
 	}
 	next := time.Now().Add(d)
-	s.update(func(st *Status) { st.State = state; st.PID = 0; st.NextStartAt = next })
+	s.update(func(st *api.Gateway) { st.State = state; st.PID = 0; st.NextStartAt = next })
 	s.log.Info("gateway will be started again", zap.Duration("in", d),
 		zap.Int("consecutive_failures", s.Status().ConsecutiveFailures), zap.String("state", string(state)))
 	t := time.NewTimer(d)
@@ -435,8 +436,8 @@ func (s *Supervisor) wait(ctx context.Context, d time.Duration, pending []reques
 }
 
 func (s *Supervisor) stopped() {
-	s.update(func(st *Status) {
-		st.State = StateStopped
+	s.update(func(st *api.Gateway) {
+		st.State = api.GatewayStopped
 		st.PID = 0
 		st.NextStartAt = time.Time{}
 		st.ReadySince = time.Time{}
@@ -444,7 +445,7 @@ func (s *Supervisor) stopped() {
 }
 
 // update changes the status under the lock and reports a state change.
-func (s *Supervisor) update(f func(*Status)) {
+func (s *Supervisor) update(f func(*api.Gateway)) {
 	s.mu.Lock()
 	before := s.status.State
 	f(&s.status)
@@ -456,8 +457,8 @@ func (s *Supervisor) update(f func(*Status)) {
 	}
 }
 
-func (s *Supervisor) recordExit(e Exit) {
-	s.update(func(st *Status) { st.LastExit = &e })
+func (s *Supervisor) recordExit(e api.Exit) {
+	s.update(func(st *api.Gateway) { st.LastExit = &e })
 }
 
 // healthy is called once the gateway has been ready for ResetAfter.
@@ -467,21 +468,21 @@ func (s *Supervisor) healthy() {
 	}
 	s.crashLoop = false
 	s.failures = s.failures[:0]
-	s.update(func(st *Status) { st.ConsecutiveFailures = 0 })
+	s.update(func(st *api.Gateway) { st.ConsecutiveFailures = 0 })
 }
 
 // describeExit turns a platform exit status into an Exit with the given default reason.
-func describeExit(ps platform.ExitStatus, pid int) Exit {
-	e := Exit{At: time.Now(), PID: pid}
+func describeExit(ps platform.ExitStatus, pid int) api.Exit {
+	e := api.Exit{At: time.Now(), PID: pid}
 	switch {
 	case ps.Signaled:
-		e.Reason = ReasonSignal
+		e.Reason = api.ExitSignal
 		e.Signal = ps.SignalName
 		if e.Signal == "" {
 			e.Signal = fmt.Sprintf("signal %d", ps.Signal)
 		}
 	default:
-		e.Reason = ReasonExit
+		e.Reason = api.ExitExited
 		code := ps.Code
 		e.Code = &code
 	}

@@ -9,6 +9,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/schedd/schedd/internal/api"
 	"github.com/schedd/schedd/internal/backoff"
 	"github.com/schedd/schedd/internal/platform"
 )
@@ -33,15 +34,15 @@ type harness struct {
 	cancel context.CancelFunc
 	done   chan error
 	t0     time.Time
-	states chan Status
+	states chan api.Gateway
 }
 
 func start(t *testing.T, cfg Config, fs *fakeStarter) *harness {
 	t.Helper()
-	h := &harness{t: t, fs: fs, done: make(chan error, 1), t0: time.Now(), states: make(chan Status, 1000)}
+	h := &harness{t: t, fs: fs, done: make(chan error, 1), t0: time.Now(), states: make(chan api.Gateway, 1000)}
 	sup, err := New(cfg, WithStarter(fs), WithRand(func() float64 { return 0 }),
 		WithGroupOf(func(pid int) (int, error) { return pid, nil }),
-		OnStateChange(func(st Status) { h.states <- st }))
+		OnStateChange(func(st api.Gateway) { h.states <- st }))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +73,7 @@ func (h *harness) sleepTo(d time.Duration) {
 	synctest.Wait()
 }
 
-func (h *harness) state() State { return h.sup.Status().State }
+func (h *harness) state() api.GatewayState { return h.sup.Status().State }
 
 // TestCrashLoopBackoffSchedule pins the crash restart timing (R-CHILD-02): the first crash
 // restarts at once, then 1, 2, 4, 8, 16, 32, 60, 60 s; crash_looping is entered at the
@@ -95,9 +96,9 @@ func TestCrashLoopBackoffSchedule(t *testing.T) {
 			if st.ConsecutiveFailures != i+1 {
 				t.Fatalf("after failure %d: consecutive_failures = %d", i+1, st.ConsecutiveFailures)
 			}
-			wantState := StateBackoff
+			wantState := api.GatewayBackoff
 			if i+1 >= 5 {
-				wantState = StateCrashLooping
+				wantState = api.GatewayCrashLooping
 			}
 			if i == 0 {
 				// The first failure restarts at once: already starting again.
@@ -118,7 +119,7 @@ func TestCrashLoopBackoffSchedule(t *testing.T) {
 		if !slices.Equal(starts, want) {
 			t.Fatalf("starts at %v s, want %v s", starts, want)
 		}
-		if e := h.sup.Status().LastExit; e == nil || e.Reason != ReasonExit || e.Code == nil || *e.Code != 1 {
+		if e := h.sup.Status().LastExit; e == nil || e.Reason != api.ExitExited || e.Code == nil || *e.Code != 1 {
 			t.Fatalf("last_exit = %+v, want exit code 1", e)
 		}
 	})
@@ -141,7 +142,7 @@ func TestBackoffResetAfterHealthyUptime(t *testing.T) {
 				synctest.Wait()
 			}
 		}
-		if s := h.state(); s != StateReady {
+		if s := h.state(); s != api.GatewayReady {
 			t.Fatalf("state %s, want ready", s)
 		}
 		p = fs.next(t)
@@ -162,13 +163,13 @@ func TestBackoffResetAfterHealthyUptime(t *testing.T) {
 		if !p2.startedAt.Equal(crashAt) {
 			t.Fatalf("restart after a healthy run took %v, want 0", p2.startedAt.Sub(crashAt))
 		}
-		if st := h.sup.Status(); st.ConsecutiveFailures != 1 || st.State != StateReady {
+		if st := h.sup.Status(); st.ConsecutiveFailures != 1 || st.State != api.GatewayReady {
 			t.Fatalf("status after one crash: %+v", st)
 		}
 		// The second consecutive failure waits the initial delay, not the old 16 s.
 		p2.exitCode(3)
 		synctest.Wait()
-		if st := h.sup.Status(); st.State != StateBackoff || time.Until(st.NextStartAt) != time.Second {
+		if st := h.sup.Status(); st.State != api.GatewayBackoff || time.Until(st.NextStartAt) != time.Second {
 			t.Fatalf("after the second failure: state %s, next start in %v; want backoff, 1s", st.State, time.Until(st.NextStartAt))
 		}
 	})
@@ -185,7 +186,7 @@ func TestRareCrashesNeverAccrue(t *testing.T) {
 			time.Sleep(time.Hour)
 			p.exitCode(1)
 			synctest.Wait()
-			if st := h.sup.Status(); st.ConsecutiveFailures != 1 || st.State == StateCrashLooping {
+			if st := h.sup.Status(); st.ConsecutiveFailures != 1 || st.State == api.GatewayCrashLooping {
 				t.Fatalf("status after a rare crash: %+v", st)
 			}
 		}
@@ -204,7 +205,7 @@ func TestSpawnFailureBacksOff(t *testing.T) {
 			<-fs.cmds
 			at = append(at, h.at())
 			st := h.sup.Status()
-			if st.LastExit == nil || st.LastExit.Reason != ReasonSpawnFailed || st.LastExit.Error != errFakeSpawn.Error() {
+			if st.LastExit == nil || st.LastExit.Reason != api.ExitSpawnFailed || st.LastExit.Error != errFakeSpawn.Error() {
 				t.Fatalf("last_exit = %+v, want spawn_failed with the error", st.LastExit)
 			}
 			time.Sleep(time.Until(st.NextStartAt))
@@ -250,7 +251,7 @@ func TestNeverReady(t *testing.T) {
 		cfg.StopTimeout = 5 * time.Second
 		h := start(t, cfg, fs)
 		p := fs.next(t)
-		if s := h.state(); s != StateStarting {
+		if s := h.state(); s != api.GatewayStarting {
 			t.Fatalf("state %s, want starting", s)
 		}
 		h.sleepTo(10*time.Second - time.Nanosecond)
@@ -258,7 +259,7 @@ func TestNeverReady(t *testing.T) {
 			t.Fatal("signalled before the readiness timeout")
 		}
 		h.sleepTo(10 * time.Second)
-		if s := h.state(); s != StateStopping {
+		if s := h.state(); s != api.GatewayStopping {
 			t.Fatalf("state at the timeout %s, want stopping", s)
 		}
 		h.sleepTo(15 * time.Second)
@@ -268,7 +269,7 @@ func TestNeverReady(t *testing.T) {
 			t.Fatalf("signals %v, want SIGTERM at 10s then SIGKILL at 15s", sigs)
 		}
 		st := h.sup.Status()
-		if st.LastExit == nil || st.LastExit.Reason != ReasonReadinessTimeout || st.ConsecutiveFailures != 1 {
+		if st.LastExit == nil || st.LastExit.Reason != api.ExitReadinessTimeout || st.ConsecutiveFailures != 1 {
 			t.Fatalf("status %+v, want last_exit readiness_timeout and one failure", st)
 		}
 		if st.ReadySince != (time.Time{}) {
@@ -289,14 +290,14 @@ func TestNotifyReady(t *testing.T) {
 		ctx := t.Context()
 		h.sup.HandleNotify(ctx, platform.NotifyMessage{PID: 99999, Fields: map[string]string{"READY": "1"}})
 		synctest.Wait()
-		if s := h.state(); s != StateStarting {
+		if s := h.state(); s != api.GatewayStarting {
 			t.Fatalf("a stranger's READY=1 made the state %s", s)
 		}
 		time.Sleep(3 * time.Second)
 		h.sup.HandleNotify(ctx, platform.NotifyMessage{PID: p.pid, Fields: map[string]string{"READY": "1", "STATUS": "listening", "X_SCHEDD_INFLIGHT": "4"}})
 		synctest.Wait()
 		st := h.sup.Status()
-		if st.State != StateReady || st.ReadySince.Sub(h.t0) != 3*time.Second || st.StatusText != "listening" || st.Inflight == nil || *st.Inflight != 4 {
+		if st.State != api.GatewayReady || st.ReadySince.Sub(h.t0) != 3*time.Second || st.StatusText != "listening" || st.Inflight == nil || *st.Inflight != 4 {
 			t.Fatalf("status %+v", st)
 		}
 	})
@@ -330,7 +331,7 @@ func TestStopIgnoringTERM(t *testing.T) {
 		}
 		h.done <- nil // for the cleanup
 		st := h.sup.Status()
-		if st.State != StateStopped || st.LastExit.Reason != ReasonKilledAfterTimeout || st.LastExit.Signal != "SIGKILL" {
+		if st.State != api.GatewayStopped || st.LastExit.Reason != api.ExitKilledAfterTimeout || st.LastExit.Signal != "SIGKILL" {
 			t.Fatalf("status %+v last_exit %+v", st, st.LastExit)
 		}
 		fs.none(t)
@@ -358,7 +359,7 @@ func TestSecondStopEscalates(t *testing.T) {
 		}
 		<-h.done
 		h.done <- nil
-		if e := h.sup.Status().LastExit; e.Reason != ReasonStop {
+		if e := h.sup.Status().LastExit; e.Reason != api.ExitStop {
 			t.Fatalf("last_exit %+v, want stop", e)
 		}
 		// Requests after Run returned fail cleanly.
@@ -378,12 +379,12 @@ func TestStopDuringBackoff(t *testing.T) {
 		synctest.Wait()
 		fs.next(t).exitCode(1)
 		synctest.Wait()
-		if s := h.state(); s != StateBackoff {
+		if s := h.state(); s != api.GatewayBackoff {
 			t.Fatalf("state %s, want backoff", s)
 		}
 		h.cancel()
 		synctest.Wait()
-		if s := h.state(); s != StateStopped {
+		if s := h.state(); s != api.GatewayStopped {
 			t.Fatalf("state %s, want stopped", s)
 		}
 		time.Sleep(time.Hour)
@@ -409,7 +410,7 @@ func TestStopDuringStartup(t *testing.T) {
 		time.Sleep(time.Hour)
 		synctest.Wait()
 		fs.none(t)
-		if st := h.sup.Status(); st.State != StateStopped || st.LastExit.Reason != ReasonStop {
+		if st := h.sup.Status(); st.State != api.GatewayStopped || st.LastExit.Reason != api.ExitStop {
 			t.Fatalf("status %+v", st)
 		}
 	})
@@ -450,7 +451,7 @@ func TestWatchdog(t *testing.T) {
 		if len(sigs) == 0 || sigs[0].at.Sub(last) != 20*time.Second {
 			t.Fatalf("signals %v, want SIGTERM 20s after the last ping", sigs)
 		}
-		if e := h.sup.Status().LastExit; e == nil || e.Reason != ReasonLivenessTimeout {
+		if e := h.sup.Status().LastExit; e == nil || e.Reason != api.ExitLivenessTimeout {
 			t.Fatalf("last_exit %+v, want liveness_timeout", e)
 		}
 	})
@@ -498,7 +499,7 @@ func TestLivenessProbe(t *testing.T) {
 		if sigs := p.sigs(); len(sigs) != 1 {
 			t.Fatalf("signals %v, want SIGTERM at 62s", sigs)
 		}
-		if e := h.sup.Status().LastExit; e == nil || e.Reason != ReasonLivenessTimeout {
+		if e := h.sup.Status().LastExit; e == nil || e.Reason != api.ExitLivenessTimeout {
 			t.Fatalf("last_exit %+v", e)
 		}
 	})
@@ -519,7 +520,7 @@ func TestRestart(t *testing.T) {
 			t.Fatalf("result %+v, old %d new %d", res, p.pid, p2.pid)
 		}
 		st := h.sup.Status()
-		if st.Restarts != 1 || st.ConsecutiveFailures != 0 || st.LastExit.Reason != ReasonRestart {
+		if st.Restarts != 1 || st.ConsecutiveFailures != 0 || st.LastExit.Reason != api.ExitRestart {
 			t.Fatalf("status %+v", st)
 		}
 	})
@@ -583,11 +584,11 @@ func TestStateChangesReported(t *testing.T) {
 		synctest.Wait()
 		h.cancel()
 		synctest.Wait()
-		var got []State
+		var got []api.GatewayState
 		for len(h.states) > 0 {
 			got = append(got, (<-h.states).State)
 		}
-		want := []State{StateStarting, StateReady, StateStarting, StateReady, StateBackoff, StateStopped}
+		want := []api.GatewayState{api.GatewayStarting, api.GatewayReady, api.GatewayStarting, api.GatewayReady, api.GatewayBackoff, api.GatewayStopped}
 		if !slices.Equal(got, want) {
 			t.Fatalf("states %v, want %v", got, want)
 		}
@@ -625,11 +626,11 @@ func TestReloadNotify(t *testing.T) {
 		if sigs := p.sigs(); len(sigs) != 1 || sigs[0].sig != syscall.SIGHUP {
 			t.Fatalf("signals %v, want SIGHUP", sigs)
 		}
-		if s := h.state(); s != StateStarting {
+		if s := h.state(); s != api.GatewayStarting {
 			t.Fatalf("state %s while reloading", s)
 		}
 		send("READY", "1") // stale: no RELOADING=1 yet
-		if s := h.state(); s != StateStarting {
+		if s := h.state(); s != api.GatewayStarting {
 			t.Fatal("READY=1 before RELOADING=1 ended the reload")
 		}
 		time.Sleep(time.Second)
@@ -640,7 +641,7 @@ func TestReloadNotify(t *testing.T) {
 			t.Fatalf("result %+v", res)
 		}
 		fs.none(t)
-		if st := h.sup.Status(); st.State != StateReady || st.Restarts != 0 {
+		if st := h.sup.Status(); st.State != api.GatewayReady || st.Restarts != 0 {
 			t.Fatalf("status %+v", st)
 		}
 	})

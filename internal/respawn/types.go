@@ -2,119 +2,22 @@ package respawn
 
 import (
 	"context"
-	"encoding/json"
 	"os"
 	"time"
 
+	"github.com/schedd/schedd/internal/api"
 	"github.com/schedd/schedd/internal/backoff"
 	"github.com/schedd/schedd/internal/platform"
 	"github.com/schedd/schedd/internal/probe"
 )
 
-// State is where the gateway is in its lifecycle. The values are part of the status contract.
-type State string
-
-// The gateway states of DESIGN.md.
-const (
-	StateStarting     State = "starting"      // spawned, waiting for readiness
-	StateReady        State = "ready"         // ready and watched for liveness
-	StateStopping     State = "stopping"      // stop signal sent, waiting for the group to exit
-	StateBackoff      State = "backoff"       // waiting before the next start after a failure
-	StateCrashLooping State = "crash_looping" // like backoff, after too many failures in the window
-	StateStopped      State = "stopped"       // not running and not going to be restarted
-)
-
-// ExitReason says why a gateway process ended. The values are part of the status contract.
-type ExitReason string
-
-// The last_exit.reason values of DESIGN.md.
-const (
-	ReasonExit               ExitReason = "exit"                 // exited on its own with a code
-	ReasonSignal             ExitReason = "signal"               // killed by a signal schedd did not send
-	ReasonSpawnFailed        ExitReason = "spawn_failed"         // could not be started at all
-	ReasonReadinessTimeout   ExitReason = "readiness_timeout"    // never became ready in time
-	ReasonLivenessTimeout    ExitReason = "liveness_timeout"     // stopped answering its liveness check
-	ReasonKilledAfterTimeout ExitReason = "killed_after_timeout" // ignored the stop signal and was killed
-	ReasonRestart            ExitReason = "restart"              // stopped for a requested restart
-	ReasonStop               ExitReason = "stop"                 // stopped because schedd stops
-)
-
-// Exit records how one gateway process ended.
-type Exit struct {
-	Reason ExitReason `json:"reason"`
-	Code   *int       `json:"code"`             // exit code, when it exited
-	Signal string     `json:"signal,omitempty"` // signal name, when a signal ended it
-	At     time.Time  `json:"at"`
-	PID    int        `json:"pid,omitempty"`
-	Error  string     `json:"error,omitempty"` // spawn error or probe failure that led to the exit
-}
-
-// failure reports whether this exit counts toward backoff and the crash loop.
-func (e Exit) failure() bool {
+// failure reports whether an exit counts toward backoff and the crash loop.
+func failure(e api.Exit) bool {
 	switch e.Reason {
-	case ReasonRestart, ReasonStop, ReasonKilledAfterTimeout:
+	case api.ExitRestart, api.ExitStop, api.ExitKilledAfterTimeout:
 		return false
 	}
 	return true
-}
-
-// Status is a snapshot of the supervisor, as `schedd status` shows it. In JSON every
-// field is always present; times that are not set (and a pid of 0) are null.
-type Status struct {
-	State               State     `json:"state"`
-	PID                 int       `json:"pid"`
-	StartedAt           time.Time `json:"started_at"`
-	ReadySince          time.Time `json:"ready_since"`
-	Restarts            int       `json:"restarts"`
-	ConsecutiveFailures int       `json:"consecutive_failures"`
-	NextStartAt         time.Time `json:"next_start_at"`
-	LastExit            *Exit     `json:"last_exit"`
-	StatusText          string    `json:"status_text"` // the gateway's own STATUS=
-	Inflight            *int      `json:"inflight"`    // the gateway's X_SCHEDD_INFLIGHT
-}
-
-// MarshalJSON writes unset times and a zero pid as null.
-func (s Status) MarshalJSON() ([]byte, error) {
-	opt := func(t time.Time) *time.Time {
-		if t.IsZero() {
-			return nil
-		}
-		return &t
-	}
-	var pid *int
-	if s.PID != 0 {
-		pid = &s.PID
-	}
-	return json.Marshal(struct {
-		State               State      `json:"state"`
-		PID                 *int       `json:"pid"`
-		StartedAt           *time.Time `json:"started_at"`
-		ReadySince          *time.Time `json:"ready_since"`
-		Restarts            int        `json:"restarts"`
-		ConsecutiveFailures int        `json:"consecutive_failures"`
-		NextStartAt         *time.Time `json:"next_start_at"`
-		LastExit            *Exit      `json:"last_exit"`
-		StatusText          string     `json:"status_text"`
-		Inflight            *int       `json:"inflight"`
-	}{s.State, pid, opt(s.StartedAt), opt(s.ReadySince), s.Restarts, s.ConsecutiveFailures,
-		opt(s.NextStartAt), s.LastExit, s.StatusText, s.Inflight})
-}
-
-// UnmarshalJSON reads what MarshalJSON writes.
-func (s *Status) UnmarshalJSON(b []byte) error {
-	type plain Status
-	var p struct {
-		plain
-		PID *int `json:"pid"`
-	}
-	if err := json.Unmarshal(b, &p); err != nil {
-		return err
-	}
-	*s = Status(p.plain)
-	if p.PID != nil {
-		s.PID = *p.PID
-	}
-	return nil
 }
 
 // Proc is a started gateway process; *platform.Process is the real one.

@@ -6,15 +6,16 @@ import (
 	"sync"
 	"time"
 
+	"github.com/schedd/schedd/internal/api"
 	"go.uber.org/zap"
 )
 
 // Hooks let the daemon tell its service manager and the operator what happens. They are
 // called from the coordinator goroutine and must not block.
 type Hooks struct {
-	OnPending func(Pending) // a pending restart changed (created, merged, deferring, probed)
-	OnBegin   func(Pending) // a restart begins (send RELOADING=1)
-	OnEnd     func(Result)  // a restart ended (send READY=1 when OK)
+	OnPending func(api.RestartPending) // a pending restart changed (created, merged, deferring, probed)
+	OnBegin   func(api.RestartPending) // a restart begins (send RELOADING=1)
+	OnEnd     func(api.RestartResult)  // a restart ended (send READY=1 when OK)
 }
 
 // Coordinator owns restart requests. Create it with New and call Run once.
@@ -29,7 +30,7 @@ type Coordinator struct {
 	done chan struct{}
 
 	mu     sync.Mutex // guards status only
-	status Status
+	status api.Restart
 }
 
 // New returns a coordinator that restarts through r.
@@ -45,7 +46,7 @@ func New(cfg Config, r Restarter, log *zap.Logger, hooks Hooks) *Coordinator {
 		reqc:   make(chan reqMsg),
 		cfgc:   make(chan Config),
 		done:   make(chan struct{}),
-		status: Status{Requests: map[Source]int64{}},
+		status: api.Restart{Requests: map[api.RestartSource]int64{}},
 	}
 }
 
@@ -79,7 +80,7 @@ func (c *Coordinator) Reconfigure(cfg Config) error {
 }
 
 // Status returns a snapshot for the status document.
-func (c *Coordinator) Status() Status {
+func (c *Coordinator) Status() api.Restart {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	st := c.status
@@ -87,8 +88,8 @@ func (c *Coordinator) Status() Status {
 		p := *st.Pending
 		st.Pending = &p
 	}
-	st.History = append([]Result(nil), st.History...)
-	st.Requests = make(map[Source]int64, len(c.status.Requests))
+	st.History = append([]api.RestartResult(nil), st.History...)
+	st.Requests = make(map[api.RestartSource]int64, len(c.status.Requests))
 	for k, v := range c.status.Requests {
 		st.Requests[k] = v
 	}
@@ -98,7 +99,7 @@ func (c *Coordinator) Status() Status {
 // pending is a restart waiting to run, owned by the Run goroutine.
 type pending struct {
 	reasons     []string
-	sources     []Source
+	sources     []api.RestartSource
 	requests    int
 	requestedAt time.Time
 	now         bool          // a request asked to skip delay, cooldown and deferral
@@ -114,10 +115,10 @@ type pending struct {
 	inflight      *int
 }
 
-func (p *pending) snapshot(followUp bool) Pending {
-	s := Pending{
+func (p *pending) snapshot(followUp bool) api.RestartPending {
+	s := api.RestartPending{
 		Reasons:     append([]string(nil), p.reasons...),
-		Sources:     append([]Source(nil), p.sources...),
+		Sources:     append([]api.RestartSource(nil), p.sources...),
 		Requests:    p.requests,
 		RequestedAt: p.requestedAt,
 		DueAt:       p.dueAt,
@@ -160,7 +161,7 @@ type probeResult struct {
 
 type runResult struct {
 	p     *pending
-	res   Result
+	res   api.RestartResult
 	begun time.Time
 }
 
@@ -424,12 +425,12 @@ func (s *run) execute(forced bool) {
 	s.running = true
 	begun := time.Now()
 	s.lastAt = begun
-	res := Result{
+	res := api.RestartResult{
 		Reasons:           p.reasons,
 		Reason:            strings.Join(p.reasons, "; "),
 		Sources:           p.sources,
 		Requests:          p.requests,
-		Method:            s.c.cfg.Method,
+		Method:            string(s.c.cfg.Method),
 		DelayMs:           p.delay.Milliseconds(),
 		Forced:            forced,
 		Coalesced:         p.requests > 1,
@@ -479,7 +480,7 @@ func (s *run) finished(rr runResult) {
 	c.status.Last = &res
 	c.status.History = append(c.status.History, res)
 	if n := len(c.status.History); n > historyLen {
-		c.status.History = append([]Result(nil), c.status.History[n-historyLen:]...)
+		c.status.History = append([]api.RestartResult(nil), c.status.History[n-historyLen:]...)
 	}
 	c.mu.Unlock()
 	for _, w := range rr.p.waiters {
@@ -516,7 +517,7 @@ func (s *run) cancelAll() {
 // publish updates the status snapshot and tells the hook about the pending restart.
 func (s *run) publish() {
 	c := s.c
-	var snap *Pending
+	var snap *api.RestartPending
 	switch {
 	case s.pend != nil:
 		p := s.pend.snapshot(false)

@@ -9,6 +9,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/schedd/schedd/internal/api"
 	"go.uber.org/goleak"
 )
 
@@ -88,13 +89,13 @@ type harness struct {
 	t0     time.Time
 	cancel context.CancelFunc
 	done   chan error
-	begins chan Pending
+	begins chan api.RestartPending
 }
 
 func newHarness(t *testing.T, cfg Config, r *fakeRestarter) *harness {
 	t.Helper()
-	h := &harness{t: t, r: r, t0: time.Now(), done: make(chan error, 1), begins: make(chan Pending, 100)}
-	h.c = New(cfg, r, nil, Hooks{OnBegin: func(p Pending) { h.begins <- p }})
+	h := &harness{t: t, r: r, t0: time.Now(), done: make(chan error, 1), begins: make(chan api.RestartPending, 100)}
+	h.c = New(cfg, r, nil, Hooks{OnBegin: func(p api.RestartPending) { h.begins <- p }})
 	ctx, cancel := context.WithCancel(context.Background())
 	h.cancel = cancel
 	go func() { h.done <- h.c.Run(ctx) }()
@@ -136,7 +137,7 @@ func dur(d time.Duration) *time.Duration { return &d }
 func TestDelay(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newHarness(t, Config{Delay: DefaultDelay}, &fakeRestarter{})
-		tk := h.c.Request(Request{Reason: "SIGUSR1", Source: SourceSignal})
+		tk := h.c.Request(Request{Reason: "SIGUSR1", Source: api.SourceSignal})
 		if tk.Coalesced || !tk.Pending.DueAt.Equal(h.t0.Add(2*time.Second)) {
 			t.Fatalf("ticket %+v", tk)
 		}
@@ -160,7 +161,7 @@ func TestDelayClamped(t *testing.T) {
 		t.Run(fmt.Sprint(tc.delay), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				h := newHarness(t, Config{Delay: DefaultDelay}, &fakeRestarter{})
-				h.c.Request(Request{Source: SourceCLI, Delay: dur(tc.delay)})
+				h.c.Request(Request{Source: api.SourceCLI, Delay: dur(tc.delay)})
 				if tc.want == 0 {
 					synctest.Wait()
 					if len(h.r.at()) != 1 {
@@ -179,10 +180,10 @@ func TestDelayClamped(t *testing.T) {
 func TestCooldown(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newHarness(t, Config{Delay: DefaultDelay, Cooldown: 30 * time.Second}, &fakeRestarter{})
-		h.c.Request(Request{Source: SourceSignal})
+		h.c.Request(Request{Source: api.SourceSignal})
 		h.expectAt(1, 2*time.Second)
 		time.Sleep(8 * time.Second) // t = 10 s
-		tk := h.c.Request(Request{Source: SourceSignal})
+		tk := h.c.Request(Request{Source: api.SourceSignal})
 		// 2 s delay + (2 s + 30 s − 10 s) of cooldown left = due at 34 s.
 		h.expectAt(2, 34*time.Second)
 		res, _ := tk.Wait(context.Background())
@@ -199,7 +200,7 @@ func TestCoalescing(t *testing.T) {
 		h := newHarness(t, Config{Delay: DefaultDelay}, &fakeRestarter{})
 		var tickets []Ticket
 		for i := range 5 {
-			tickets = append(tickets, h.c.Request(Request{Reason: fmt.Sprintf("config change %d", i), Source: SourceConfig}))
+			tickets = append(tickets, h.c.Request(Request{Reason: fmt.Sprintf("config change %d", i), Source: api.SourceConfig}))
 			time.Sleep(600 * time.Millisecond / 2)
 		}
 		h.expectAt(1, 2*time.Second)
@@ -217,7 +218,7 @@ func TestCoalescing(t *testing.T) {
 				t.Fatalf("ticket %d: %+v %v", i, res, err)
 			}
 		}
-		if got := h.c.Status().Requests[SourceConfig]; got != 5 {
+		if got := h.c.Status().Requests[api.SourceConfig]; got != 5 {
 			t.Fatalf("requests counted %d, want 5", got)
 		}
 	})
@@ -228,10 +229,10 @@ func TestCoalescing(t *testing.T) {
 func TestPullEarlier(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newHarness(t, Config{Delay: DefaultDelay}, &fakeRestarter{})
-		h.c.Request(Request{Source: SourceCLI, Delay: dur(10 * time.Second)})
+		h.c.Request(Request{Source: api.SourceCLI, Delay: dur(10 * time.Second)})
 		time.Sleep(2 * time.Second)
-		h.c.Request(Request{Source: SourceCLI, Delay: dur(time.Second)}) // due at 3 s
-		h.c.Request(Request{Source: SourceCLI, Delay: dur(50 * time.Second)})
+		h.c.Request(Request{Source: api.SourceCLI, Delay: dur(time.Second)}) // due at 3 s
+		h.c.Request(Request{Source: api.SourceCLI, Delay: dur(50 * time.Second)})
 		h.expectAt(1, 3*time.Second)
 	})
 }
@@ -242,7 +243,7 @@ func TestDeferralPollBoundary(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		idle := &fakeCounter{n: 3}
 		h := newHarness(t, Config{Delay: DefaultDelay, Idle: idle}, &fakeRestarter{})
-		tk := h.c.Request(Request{Reason: "deploy", Source: SourceCLI})
+		tk := h.c.Request(Request{Reason: "deploy", Source: api.SourceCLI})
 		time.Sleep(2 * time.Second) // due: deferral starts
 		synctest.Wait()
 		st := h.c.Status()
@@ -269,7 +270,7 @@ func TestMaxWaitForces(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		idle := &fakeCounter{n: 1}
 		h := newHarness(t, Config{Delay: DefaultDelay, Idle: idle, MaxWait: 5 * time.Second}, &fakeRestarter{})
-		tk := h.c.Request(Request{Source: SourceSignal})
+		tk := h.c.Request(Request{Source: api.SourceSignal})
 		h.expectAt(1, 7*time.Second)
 		res, _ := tk.Wait(context.Background())
 		if !res.Forced || res.DeferredMs != 5000 || res.Mode != ModeDeferred {
@@ -282,7 +283,7 @@ func TestMaxWaitForces(t *testing.T) {
 func TestMaxWaitPerRequest(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newHarness(t, Config{Delay: DefaultDelay, Idle: &fakeCounter{n: 1}}, &fakeRestarter{})
-		h.c.Request(Request{Source: SourceCLI, MaxWait: time.Second})
+		h.c.Request(Request{Source: api.SourceCLI, MaxWait: time.Second})
 		h.expectAt(1, 3*time.Second)
 	})
 }
@@ -293,7 +294,7 @@ func TestHungProbe(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		idle := &fakeCounter{hang: true}
 		h := newHarness(t, Config{Delay: DefaultDelay, Idle: idle, MaxWait: 2900 * time.Millisecond, ProbeTimeout: 700 * time.Millisecond}, &fakeRestarter{})
-		tk := h.c.Request(Request{Source: SourceSignal})
+		tk := h.c.Request(Request{Source: api.SourceSignal})
 		h.expectAt(1, 4900*time.Millisecond)
 		if res, _ := tk.Wait(context.Background()); !res.Forced {
 			t.Fatalf("result %+v", res)
@@ -311,7 +312,7 @@ func TestProbeErrorIsBusy(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		idle := &fakeCounter{err: errors.New("connection refused")}
 		h := newHarness(t, Config{Delay: DefaultDelay, Idle: idle, MaxWait: 2 * time.Second}, &fakeRestarter{})
-		h.c.Request(Request{Source: SourceSignal})
+		h.c.Request(Request{Source: api.SourceSignal})
 		h.expectAt(1, 4*time.Second)
 	})
 }
@@ -321,10 +322,10 @@ func TestNow(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		idle := &fakeCounter{n: 5}
 		h := newHarness(t, Config{Delay: DefaultDelay, Idle: idle, Cooldown: 30 * time.Second}, &fakeRestarter{})
-		h.c.Request(Request{Source: SourceCLI, Now: true})
+		h.c.Request(Request{Source: api.SourceCLI, Now: true})
 		synctest.Wait()
 		time.Sleep(time.Second)
-		tk := h.c.Request(Request{Source: SourceCLI, Now: true})
+		tk := h.c.Request(Request{Source: api.SourceCLI, Now: true})
 		synctest.Wait()
 		if got := h.rel(); len(got) != 2 || got[0] != 0 || got[1] != time.Second {
 			t.Fatalf("restarts at %v, want 0s and 1s", got)
@@ -339,13 +340,13 @@ func TestNow(t *testing.T) {
 func TestNowEndsDeferral(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newHarness(t, Config{Delay: DefaultDelay, Idle: &fakeCounter{n: 2}}, &fakeRestarter{})
-		h.c.Request(Request{Source: SourceSignal})
+		h.c.Request(Request{Source: api.SourceSignal})
 		time.Sleep(10 * time.Second)
 		synctest.Wait()
 		if len(h.r.at()) != 0 {
 			t.Fatal("restarted while busy")
 		}
-		h.c.Request(Request{Source: SourceCLI, Now: true})
+		h.c.Request(Request{Source: api.SourceCLI, Now: true})
 		synctest.Wait()
 		if got := h.rel(); len(got) != 1 || got[0] != 10*time.Second {
 			t.Fatalf("restarts at %v", got)
@@ -358,12 +359,12 @@ func TestNowEndsDeferral(t *testing.T) {
 func TestFollowUp(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newHarness(t, Config{Delay: DefaultDelay, Cooldown: 30 * time.Second}, &fakeRestarter{took: 5 * time.Second})
-		first := h.c.Request(Request{Source: SourceSignal})
+		first := h.c.Request(Request{Source: api.SourceSignal})
 		h.expectAt(1, 2*time.Second)
 		time.Sleep(time.Second) // t = 3 s, the restart runs until 7 s
 		var later []Ticket
 		for range 10 {
-			later = append(later, h.c.Request(Request{Source: SourceSignal}))
+			later = append(later, h.c.Request(Request{Source: api.SourceSignal}))
 		}
 		if st := h.c.Status(); !st.InProgress || st.Pending == nil || !st.Pending.FollowUp || st.Pending.Requests != 10 {
 			t.Fatalf("status %+v pending %+v", st, st.Pending)
@@ -390,9 +391,9 @@ func TestFollowUp(t *testing.T) {
 func TestStorm(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newHarness(t, Config{Delay: DefaultDelay, Cooldown: 30 * time.Second}, &fakeRestarter{took: 500 * time.Millisecond})
-		h.c.Request(Request{Source: SourceSignal, Now: true})
+		h.c.Request(Request{Source: api.SourceSignal, Now: true})
 		for range 1000 {
-			h.c.Request(Request{Source: SourceSignal})
+			h.c.Request(Request{Source: api.SourceSignal})
 			time.Sleep(time.Millisecond)
 		}
 		time.Sleep(time.Hour)
@@ -401,8 +402,8 @@ func TestStorm(t *testing.T) {
 		if n := len(h.r.at()); n != 2 {
 			t.Fatalf("%d restarts, want 2", n)
 		}
-		if st.Requests[SourceSignal] != 1001 || st.Last.Requests != 1000 {
-			t.Fatalf("counted %d requests, last served %d", st.Requests[SourceSignal], st.Last.Requests)
+		if st.Requests[api.SourceSignal] != 1001 || st.Last.Requests != 1000 {
+			t.Fatalf("counted %d requests, last served %d", st.Requests[api.SourceSignal], st.Last.Requests)
 		}
 	})
 }
@@ -412,7 +413,7 @@ func TestStorm(t *testing.T) {
 func TestStopCancelsPending(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newHarness(t, Config{Delay: DefaultDelay, Idle: &fakeCounter{n: 1}}, &fakeRestarter{})
-		tk := h.c.Request(Request{Source: SourceSignal})
+		tk := h.c.Request(Request{Source: api.SourceSignal})
 		time.Sleep(5 * time.Second)
 		h.cancel()
 		if _, err := tk.Wait(context.Background()); !errors.Is(err, ErrStopping) {
@@ -424,7 +425,7 @@ func TestStopCancelsPending(t *testing.T) {
 			t.Fatal("a restart ran after the stop")
 		}
 		// Requests after the stop are answered, not hung.
-		if _, err := h.c.Request(Request{Source: SourceCLI}).Wait(context.Background()); !errors.Is(err, ErrStopping) {
+		if _, err := h.c.Request(Request{Source: api.SourceCLI}).Wait(context.Background()); !errors.Is(err, ErrStopping) {
 			t.Fatalf("request after stop: %v", err)
 		}
 	})
@@ -434,7 +435,7 @@ func TestStopCancelsPending(t *testing.T) {
 func TestFailedRestart(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newHarness(t, Config{Delay: DefaultDelay}, &fakeRestarter{fail: true})
-		res, err := h.c.Request(Request{Source: SourceCLI, Now: true}).Wait(context.Background())
+		res, err := h.c.Request(Request{Source: api.SourceCLI, Now: true}).Wait(context.Background())
 		if err != nil || res.OK || res.Error == "" {
 			t.Fatalf("result %+v %v", res, err)
 		}
@@ -449,7 +450,7 @@ func TestHistory(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newHarness(t, Config{Delay: DefaultDelay}, &fakeRestarter{})
 		for i := range 25 {
-			h.c.Request(Request{Reason: fmt.Sprint(i), Source: SourceCLI, Now: true}).Wait(context.Background())
+			h.c.Request(Request{Reason: fmt.Sprint(i), Source: api.SourceCLI, Now: true}).Wait(context.Background())
 		}
 		st := h.c.Status()
 		if len(st.History) != 20 || st.History[0].Reason != "5" || st.Last.Reason != "24" {
@@ -465,11 +466,11 @@ func TestReasonCleaned(t *testing.T) {
 		for i := range long {
 			long[i] = 'x'
 		}
-		tk := h.c.Request(Request{Reason: "  a\nb " + string(long), Source: SourceCLI})
+		tk := h.c.Request(Request{Reason: "  a\nb " + string(long), Source: api.SourceCLI})
 		if r := tk.Pending.Reasons[0]; len(r) != MaxReasonLen || r[:3] != "a b" {
 			t.Fatalf("reason %q", r)
 		}
-		if r := h.c.Request(Request{Source: SourceSignal}).Pending.Reasons[1]; r != "signal" {
+		if r := h.c.Request(Request{Source: api.SourceSignal}).Pending.Reasons[1]; r != "signal" {
 			t.Fatalf("empty reason became %q", r)
 		}
 	})

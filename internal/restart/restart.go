@@ -15,23 +15,14 @@ import (
 	"errors"
 	"strings"
 	"time"
-)
 
-// Source says where a restart request came from.
-type Source string
-
-// The request sources.
-const (
-	SourceSignal Source = "signal" // SIGUSR1
-	SourceCLI    Source = "cli"    // schedd restart
-	SourceAPI    Source = "api"    // POST /v1/restart from another client
-	SourceConfig Source = "config" // a reloaded config changed the gateway
+	"github.com/schedd/schedd/internal/api"
 )
 
 // Limits and defaults, as upstream has them.
 const (
 	DefaultDelay        = 2 * time.Second
-	MaxDelay            = 60 * time.Second
+	MaxDelay            = api.MaxRestartDelay
 	DefaultCooldown     = 30 * time.Second
 	DefaultPoll         = 500 * time.Millisecond
 	MinPoll             = 10 * time.Millisecond
@@ -56,7 +47,7 @@ const (
 // Request asks for a restart.
 type Request struct {
 	Reason string
-	Source Source
+	Source api.RestartSource
 	// Delay overrides the configured delay (clamped to 0..60 s); nil uses it.
 	Delay *time.Duration
 	// Now skips the delay, the cooldown and the idle deferral.
@@ -128,27 +119,6 @@ func cleanReason(s string) string {
 	return s
 }
 
-// Result records one restart; it is status's `restart.last`.
-type Result struct {
-	OK                bool      `json:"ok"`
-	PID               int       `json:"pid"`
-	PreviousPID       int       `json:"previous_pid"`
-	Reason            string    `json:"reason"`  // the merged reasons, "; "-separated
-	Reasons           []string  `json:"reasons"` // each request's reason
-	Sources           []Source  `json:"sources"`
-	Requests          int       `json:"requests"` // how many requests this restart served
-	Mode              string    `json:"mode"`     // immediate|scheduled|deferred
-	Method            Method    `json:"method"`
-	DelayMs           int64     `json:"delay_ms"`            // the requested delay that was waited
-	DeferredMs        int64     `json:"deferred_ms"`         // time spent waiting for idle
-	Forced            bool      `json:"forced"`              // max_wait ran out before the gateway was idle
-	Coalesced         bool      `json:"coalesced"`           // more than one request merged into it
-	CooldownMsApplied int64     `json:"cooldown_ms_applied"` // extra delay from the cooldown
-	At                time.Time `json:"at"`                  // when the restart began
-	DurationMs        int64     `json:"duration_ms"`         // from begin to ready (or failure)
-	Error             string    `json:"error,omitempty"`
-}
-
 // The Result modes.
 const (
 	ModeImmediate = "immediate" // Now: no delay, cooldown or deferral
@@ -156,46 +126,24 @@ const (
 	ModeDeferred  = "deferred"  // waited for the gateway to be idle
 )
 
-// Pending describes the restart waiting to run; it is status's `restart.pending`.
-type Pending struct {
-	Reasons       []string   `json:"reasons"`
-	Sources       []Source   `json:"sources"`
-	Requests      int        `json:"requests"`
-	RequestedAt   time.Time  `json:"requested_at"`   // the first request
-	DueAt         time.Time  `json:"due_at"`         // when the delay (and cooldown) ends
-	DeferredSince *time.Time `json:"deferred_since"` // waiting for idle since
-	Inflight      *int       `json:"inflight"`       // the last idle check's answer
-	DeadlineAt    *time.Time `json:"deadline_at"`    // forced at
-	FollowUp      bool       `json:"follow_up"`      // waits for the running restart
-}
-
-// Status is the `restart` block of the status document.
-type Status struct {
-	Pending    *Pending         `json:"pending"`
-	InProgress bool             `json:"in_progress"`
-	Last       *Result          `json:"last"`
-	History    []Result         `json:"history"` // the last 20, oldest first
-	Requests   map[Source]int64 `json:"requests"`
-}
-
 // Ticket is the answer to a request.
 type Ticket struct {
-	Coalesced bool    `json:"coalesced"` // merged into a restart already pending (or running's follow-up)
-	Pending   Pending `json:"pending"`   // the restart it belongs to, as of the reply
+	Coalesced bool               `json:"coalesced"` // merged into a restart already pending (or running's follow-up)
+	Pending   api.RestartPending `json:"pending"`   // the restart it belongs to, as of the reply
 	done      <-chan outcome
 }
 
 type outcome struct {
-	res Result
+	res api.RestartResult
 	err error
 }
 
 // Wait blocks until the ticket's restart has run (or schedd stops) and returns its result.
-func (t Ticket) Wait(ctx context.Context) (Result, error) {
+func (t Ticket) Wait(ctx context.Context) (api.RestartResult, error) {
 	select {
 	case o := <-t.done:
 		return o.res, o.err
 	case <-ctx.Done():
-		return Result{}, ctx.Err()
+		return api.RestartResult{}, ctx.Err()
 	}
 }

@@ -1,6 +1,6 @@
 //go:build unix && !darwin
 
-package dirs
+package platform
 
 import (
 	"errors"
@@ -40,7 +40,7 @@ func TestDefaultDirs(t *testing.T) {
 	if got := stateDir(dirEnv{getenv: env(nil), home: noHome}); got == "" {
 		t.Error("no state dir without a home")
 	}
-	if State() == "" || Runtime() == "" {
+	if DefaultStateDir() == "" || DefaultRuntimeDir() == "" {
 		t.Error("empty default dirs")
 	}
 }

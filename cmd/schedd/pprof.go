@@ -15,7 +15,8 @@ import (
 	"runtime"
 )
 
-func init() {
+// serveProfiles is called by `schedd run` before the daemon starts.
+func serveProfiles() {
 	addr := os.Getenv("SCHEDD_PPROF_ADDR")
 	if addr == "" {
 		return

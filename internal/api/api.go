@@ -1,31 +1,24 @@
-// Package control is schedd's local control API: HTTP/1.1 and JSON over a unix socket
-// that only its owner may use. The daemon serves it; every CLI command is a client of
-// exactly this API.
-package control
+// Package api is the vocabulary of schedd's control API: the requests, the replies, the
+// status document and the error shape, as they travel as JSON. The daemon's features fill
+// these types and the CLI reads them; the package imports nothing of schedd's, so a client
+// needs nothing else to speak to a daemon. Field names are snake_case and stable.
+package api
 
-import (
-	"time"
-
-	"github.com/schedd/schedd/internal/heartbeat"
-	"github.com/schedd/schedd/internal/recovery"
-	"github.com/schedd/schedd/internal/respawn"
-	"github.com/schedd/schedd/internal/restart"
-)
+import "time"
 
 // Status is the reply of GET /v1/status and the output of `schedd status --json`.
-// Field names are snake_case and stable.
 type Status struct {
-	Schedd  Schedd          `json:"schedd"`
-	Gateway respawn.Status  `json:"gateway"`
-	Restart *restart.Status `json:"restart"`
+	Schedd  Daemon   `json:"schedd"`
+	Gateway Gateway  `json:"gateway"`
+	Restart *Restart `json:"restart"`
 	// Heartbeat is the heartbeat switch and every configured agent's schedule.
-	Heartbeat *heartbeat.Status `json:"heartbeat"`
+	Heartbeat *Heartbeat `json:"heartbeat"`
 	// Deliveries is the durable delivery queue: counts, the last recovery pass, the store.
-	Deliveries *recovery.Status `json:"deliveries"`
+	Deliveries *Deliveries `json:"deliveries"`
 }
 
-// Schedd describes the daemon itself.
-type Schedd struct {
+// Daemon describes schedd itself: the `schedd` block of the status.
+type Daemon struct {
 	PID            int       `json:"pid"`
 	Version        string    `json:"version"`
 	StartedAt      time.Time `json:"started_at"`
@@ -38,17 +31,17 @@ type Schedd struct {
 
 // ErrorBody is the shape of every error reply: {"error": {"code": "...", "message": "..."}}.
 type ErrorBody struct {
-	Error APIError `json:"error"`
+	Error Error `json:"error"`
 }
 
-// APIError is one error reply. It is also what the client returns for a non-2xx reply.
-type APIError struct {
+// Error is one error reply. It is also what the client returns for a non-2xx reply.
+type Error struct {
 	Status  int    `json:"-"`
 	Code    string `json:"code"`
 	Message string `json:"message"`
 }
 
-func (e *APIError) Error() string { return e.Message + " (" + e.Code + ")" }
+func (e *Error) Error() string { return e.Message + " (" + e.Code + ")" }
 
 // Error codes.
 const (
@@ -60,4 +53,9 @@ const (
 	CodeInternal         = "internal"
 	CodeTimeout          = "timeout"
 	CodeConflict         = "conflict"
+
+	CodePayloadTooLarge = "payload_too_large" // 413: a delivery's payload is over deliveries.max_payload
+	CodeQueueFull       = "queue_full"        // 503: deliveries.max_entries live entries are stored
+	CodeDiskFull        = "disk_full"         // 507: the store's disk is full
+	CodeStorage         = "storage_error"     // 500: the store could not commit
 )

@@ -1,8 +1,11 @@
 //go:build unix && !darwin
 
-package dirs
+package platform
 
-import "os"
+import (
+	"os"
+	"path/filepath"
+)
 
 func isRoot() bool { return os.Geteuid() == 0 }
 
@@ -11,9 +14,9 @@ func stateDir(e dirEnv) string {
 		return "/var/lib/schedd"
 	}
 	if x := e.absEnv("XDG_STATE_HOME"); x != "" {
-		return join(x, "schedd")
+		return filepath.Join(x, "schedd")
 	}
-	return join(e.homeOr(), ".local", "state", "schedd")
+	return filepath.Join(e.homeOr(), ".local", "state", "schedd")
 }
 
 func runtimeDir(e dirEnv) string {
@@ -21,7 +24,7 @@ func runtimeDir(e dirEnv) string {
 		return "/run/schedd"
 	}
 	if x := e.absEnv("XDG_RUNTIME_DIR"); x != "" {
-		return join(x, "schedd")
+		return filepath.Join(x, "schedd")
 	}
 	return stateDir(e)
 }

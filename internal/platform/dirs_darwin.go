@@ -1,8 +1,11 @@
 //go:build darwin
 
-package dirs
+package platform
 
-import "os"
+import (
+	"os"
+	"path/filepath"
+)
 
 func isRoot() bool { return os.Geteuid() == 0 }
 
@@ -10,7 +13,7 @@ func stateDir(e dirEnv) string {
 	if e.root {
 		return "/Library/Application Support/schedd"
 	}
-	return join(e.homeOr(), "Library", "Application Support", "schedd")
+	return filepath.Join(e.homeOr(), "Library", "Application Support", "schedd")
 }
 
 func runtimeDir(e dirEnv) string {

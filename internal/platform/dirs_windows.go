@@ -1,6 +1,6 @@
 //go:build windows
 
-package dirs
+package platform
 
 import (
 	"path/filepath"
@@ -19,5 +19,3 @@ func stateDir(e dirEnv) string {
 }
 
 func runtimeDir(e dirEnv) string { return stateDir(e) }
-
-func isAbs(path string) bool { return filepath.IsAbs(path) }

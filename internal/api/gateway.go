@@ -1,0 +1,113 @@
+package api
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// GatewayState is where the gateway is in its lifecycle.
+type GatewayState string
+
+// The gateway states.
+const (
+	GatewayStarting     GatewayState = "starting"      // spawned, waiting for readiness
+	GatewayReady        GatewayState = "ready"         // ready and watched for liveness
+	GatewayStopping     GatewayState = "stopping"      // stop signal sent, waiting for the group to exit
+	GatewayBackoff      GatewayState = "backoff"       // waiting before the next start after a failure
+	GatewayCrashLooping GatewayState = "crash_looping" // like backoff, after too many failures in the window
+	GatewayStopped      GatewayState = "stopped"       // not running and not going to be restarted
+)
+
+// ExitReason says why a gateway process ended.
+type ExitReason string
+
+// The last_exit.reason values.
+const (
+	ExitExited             ExitReason = "exit"                 // exited on its own with a code
+	ExitSignal             ExitReason = "signal"               // killed by a signal schedd did not send
+	ExitSpawnFailed        ExitReason = "spawn_failed"         // could not be started at all
+	ExitReadinessTimeout   ExitReason = "readiness_timeout"    // never became ready in time
+	ExitLivenessTimeout    ExitReason = "liveness_timeout"     // stopped answering its liveness check
+	ExitKilledAfterTimeout ExitReason = "killed_after_timeout" // ignored the stop signal and was killed
+	ExitRestart            ExitReason = "restart"              // stopped for a requested restart
+	ExitStop               ExitReason = "stop"                 // stopped because schedd stops
+)
+
+// Exit records how one gateway process ended.
+type Exit struct {
+	Reason ExitReason `json:"reason"`
+	Code   *int       `json:"code"`             // exit code, when it exited
+	Signal string     `json:"signal,omitempty"` // signal name, when a signal ended it
+	At     time.Time  `json:"at"`
+	PID    int        `json:"pid,omitempty"`
+	Error  string     `json:"error,omitempty"` // spawn error or probe failure that led to the exit
+}
+
+// Gateway is the supervisor's snapshot, the `gateway` block of the status. In JSON every
+// field is always present; times that are not set (and a pid of 0) are null.
+type Gateway struct {
+	State               GatewayState `json:"state"`
+	PID                 int          `json:"pid"`
+	StartedAt           time.Time    `json:"started_at"`
+	ReadySince          time.Time    `json:"ready_since"`
+	Restarts            int          `json:"restarts"`
+	ConsecutiveFailures int          `json:"consecutive_failures"`
+	NextStartAt         time.Time    `json:"next_start_at"`
+	LastExit            *Exit        `json:"last_exit"`
+	StatusText          string       `json:"status_text"` // the gateway's own STATUS=
+	Inflight            *int         `json:"inflight"`    // the gateway's X_SCHEDD_INFLIGHT
+}
+
+// gatewayJSON is Gateway as it is written: unset times and a zero pid are null.
+type gatewayJSON struct {
+	State               GatewayState `json:"state"`
+	PID                 *int         `json:"pid"`
+	StartedAt           *time.Time   `json:"started_at"`
+	ReadySince          *time.Time   `json:"ready_since"`
+	Restarts            int          `json:"restarts"`
+	ConsecutiveFailures int          `json:"consecutive_failures"`
+	NextStartAt         *time.Time   `json:"next_start_at"`
+	LastExit            *Exit        `json:"last_exit"`
+	StatusText          string       `json:"status_text"`
+	Inflight            *int         `json:"inflight"`
+}
+
+// MarshalJSON writes unset times and a zero pid as null.
+func (g Gateway) MarshalJSON() ([]byte, error) {
+	j := gatewayJSON{State: g.State, StartedAt: optTime(g.StartedAt), ReadySince: optTime(g.ReadySince),
+		Restarts: g.Restarts, ConsecutiveFailures: g.ConsecutiveFailures, NextStartAt: optTime(g.NextStartAt),
+		LastExit: g.LastExit, StatusText: g.StatusText, Inflight: g.Inflight}
+	if g.PID != 0 {
+		j.PID = &g.PID
+	}
+	return json.Marshal(j)
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (g *Gateway) UnmarshalJSON(b []byte) error {
+	var j gatewayJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	*g = Gateway{State: j.State, StartedAt: derefTime(j.StartedAt), ReadySince: derefTime(j.ReadySince),
+		Restarts: j.Restarts, ConsecutiveFailures: j.ConsecutiveFailures, NextStartAt: derefTime(j.NextStartAt),
+		LastExit: j.LastExit, StatusText: j.StatusText, Inflight: j.Inflight}
+	if j.PID != nil {
+		g.PID = *j.PID
+	}
+	return nil
+}
+
+func optTime(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}
+
+func derefTime(t *time.Time) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return *t
+}
