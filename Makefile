@@ -6,6 +6,8 @@ LDFLAGS     := -s -w -X main.version=$(VERSION)
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 BIN         := bin
 DEMO_DIR    := .demo
+DEMO_CONFIG := examples/demo.yaml
+DEMO_SOCKET := $(CURDIR)/$(DEMO_DIR)/schedd.sock
 
 .DEFAULT_GOAL := help
 
@@ -80,10 +82,16 @@ package: ## Build the .deb and .rpm into dist/ with nfpm (PKG_ARCH, PKG_VERSION)
 ci: fmt-check vet staticcheck tidy-check test cross verify-units ## Everything CI checks
 
 .PHONY: demo
-demo: build ## Supervise the example gateway with no config file (^C stops)
-	@echo "schedd supervises bin/example-gateway on http://127.0.0.1:8089"
-	@echo "In another terminal: bin/schedd status   (kill the gateway's pid and watch it come back)"
-	$(BIN)/schedd run --state-dir $(DEMO_DIR) -- $(BIN)/example-gateway
+demo: build ## Supervise the example gateway, with heartbeats and a delivery (^C stops)
+	@echo "schedd supervises bin/example-gateway on http://127.0.0.1:8089 ($(DEMO_CONFIG)):"
+	@echo "a heartbeat every 10s, and one delivery once the daemon answers. In another terminal:"
+	@echo "  export SCHEDD_SOCKET=$(DEMO_SOCKET); bin/schedd status"
+	@# The delivery is enqueued once the control socket answers (at most 10 s from now).
+	@(for i in $$(seq 100); do \
+	  if $(BIN)/schedd status --socket $(DEMO_SOCKET) >/dev/null 2>&1; then \
+	    exec $(BIN)/schedd deliveries enqueue --socket $(DEMO_SOCKET) --sink demo --data 'hello from make demo'; \
+	  fi; sleep 0.1; done) &
+	$(BIN)/schedd run --config $(DEMO_CONFIG)
 
 .PHONY: clean
 clean: ## Remove build output and demo state

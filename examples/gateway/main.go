@@ -1,9 +1,12 @@
 // Command gateway is a small example gateway for trying schedd: an HTTP server that tells
 // its supervisor when it is ready, what it is doing and how much work it has in flight,
-// using the sd_notify protocol that schedd (and systemd) understand.
+// using the sd_notify protocol that schedd (and systemd) understand. It also takes
+// schedd's heartbeat pulses (POST /hooks/heartbeat) and durable deliveries
+// (POST /hooks/deliver), and logs each one.
 //
 //	go build -o bin/ ./examples/gateway
 //	schedd run -- bin/gateway --listen 127.0.0.1:8089
+//	schedd run --config examples/demo.yaml   # what `make demo` runs
 //
 // Environment knobs for demos:
 //
@@ -13,9 +16,11 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log"
 	"net"
 	"net/http"
@@ -52,6 +57,10 @@ func main() {
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, `{"ok":true,"inFlight":%d}`+"\n", inflight.Load())
 	})
+	// schedd's own calls are not counted in flight: they would make the gateway look busy
+	// to the heartbeat gate and to a restart waiting for idle.
+	mux.HandleFunc("POST /hooks/heartbeat", heartbeat)
+	mux.HandleFunc("POST /hooks/deliver", deliver)
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
 		log.Fatalf("listen: %v", err)
@@ -100,6 +109,41 @@ func main() {
 			return
 		}
 	}
+}
+
+// pulse is the part of schedd's heartbeat pulse this gateway logs.
+type pulse struct {
+	AgentID     string    `json:"agent_id"`
+	Reason      string    `json:"reason"`
+	ScheduledAt time.Time `json:"scheduled_at"`
+	Attempt     int       `json:"attempt"`
+}
+
+// heartbeat takes one pulse. A real gateway would run the agent's heartbeat turn here; the
+// reply is the event schedd records: ok-token means "ran, nothing to report".
+func heartbeat(w http.ResponseWriter, r *http.Request) {
+	var p pulse
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10)).Decode(&p); err != nil {
+		http.Error(w, "bad pulse: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	log.Printf("got a heartbeat pulse: agent %s, reason %s, attempt %d, slot %s",
+		p.AgentID, p.Reason, p.Attempt, p.ScheduledAt.Local().Format("15:04:05.000"))
+	w.Header().Set("Content-Type", "application/json")
+	io.WriteString(w, `{"status":"ok-token","preview":"HEARTBEAT_OK"}`+"\n")
+}
+
+// deliver takes one delivery. schedd sends again what it cannot know was received, with
+// the same Idempotency-Key: a real receiver acts once per key. A 2xx reply marks the
+// delivery delivered; a 5xx would have it retried.
+func deliver(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 1<<20))
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusRequestEntityTooLarge)
+		return
+	}
+	log.Printf("got a delivery: key %s, %d bytes: %q", r.Header.Get("Idempotency-Key"), len(body), body[:min(len(body), 200)])
+	w.WriteHeader(http.StatusNoContent)
 }
 
 // notify sends one sd_notify message to $NOTIFY_SOCKET, if there is one.
