@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/schedd/schedd/internal/api"
 	"github.com/schedd/schedd/internal/config"
 	"github.com/schedd/schedd/internal/heartbeat"
-	"github.com/schedd/schedd/internal/respawn"
 )
 
 // The demo config `make demo` runs, and the address of the example gateway in it.
@@ -80,7 +80,7 @@ func TestDemoE2E(t *testing.T) {
 	}
 	// The state dir and socket come from the flags (a temp dir), the gateway after "--".
 	d := startDaemon(t, daemonOpts{dir: dir, args: []string{"--config", writeConfig(t, yaml), "--", gateway, "--listen", addr}})
-	d.waitFor("ready", func(g respawn.Status) bool { return g.State == respawn.StateReady })
+	d.waitFor("ready", func(g api.Gateway) bool { return g.State == api.GatewayReady })
 
 	code, out, errOut := cli("deliveries", "enqueue", "--socket", d.socket, "--sink", "demo", "--data", "hello from the demo")
 	id, key, ok := strings.Cut(strings.TrimPrefix(out, "delivery "), " stored for demo (key ")
@@ -96,8 +96,8 @@ func TestDemoE2E(t *testing.T) {
 		`"agent": "main", "reason": "interval", "reason_kind": "interval", "status": "ran"`) {
 		t.Fatalf("no interval pulse logged by the gateway and by schedd:\n%s", d.out.String())
 	}
-	a := waitAgent(t, d, "main", func(a heartbeat.AgentStatus) bool { return a.Last != nil && a.Event != nil })
-	if a.Last.Status != heartbeat.StatusRan || a.Event.Status != heartbeat.EventOKToken || a.Event.Indicator != "ok" {
+	a := waitAgent(t, d, "main", func(a api.AgentStatus) bool { return a.Last != nil && a.Event != nil })
+	if a.Last.Status != api.RunRan || a.Event.Status != heartbeat.EventOKToken || a.Event.Indicator != "ok" {
 		t.Errorf("agent main: last %+v, event %+v; want ran with an ok-token event", a.Last, a.Event)
 	}
 	code, out, _ = cli("deliveries", "list", "--socket", d.socket)
