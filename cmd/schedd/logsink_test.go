@@ -2,7 +2,7 @@ package main
 
 import (
 	"bytes"
-	"fmt"
+	"encoding/json"
 	"strings"
 	"sync"
 	"testing"
@@ -34,117 +34,53 @@ func (w *countingBuffer) read() (string, int) {
 	return w.b.String(), w.writes
 }
 
-// TestLogSinkBatches: a line after a quiet spell is written at once; lines that follow
-// wait until a later one finds the oldest of them 100 ms old, or at most 250 ms when none
-// comes; with nothing waiting no timer is armed, so the bubble is idle.
-func TestLogSinkBatches(t *testing.T) {
+// TestLoggerBuffers: the daemon's logger holds info lines back and writes them together
+// within the flush interval; a warning goes out at once with what waits before it; stop
+// writes the rest and ends the flush goroutine (the bubble fails if it is left running).
+func TestLoggerBuffers(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var w countingBuffer
-		s := newLogSink(&w, 100*time.Millisecond, 250*time.Millisecond, 1<<10)
-		start := time.Now()
-		at := func(d time.Duration, line string) {
-			t.Helper()
-			time.Sleep(d - time.Since(start))
-			if line != "" {
-				_, _ = s.Write([]byte(line))
-			}
-			synctest.Wait()
-		}
-		expect := func(want string, writes int) {
-			t.Helper()
-			if got, n := w.read(); got != want || n != writes {
-				t.Fatalf("at %v: %q in %d writes, want %q in %d", time.Since(start), got, n, want, writes)
-			}
-		}
-		at(0, "a\n")
-		expect("a\n", 1) // after a quiet spell: at once
-		at(10*time.Millisecond, "b\n")
-		at(60*time.Millisecond, "c\n")
-		at(109*time.Millisecond, "d\n")
-		expect("a\n", 1)
-		at(110*time.Millisecond, "e\n") // b is 100 ms old: all that waits goes out
-		expect("a\nb\nc\nd\ne\n", 2)
-		at(150*time.Millisecond, "f\n")
-		at(399*time.Millisecond, "")
-		expect("a\nb\nc\nd\ne\n", 2)
-		at(400*time.Millisecond, "") // nothing followed f: the timer writes it 250 ms on
-		expect("a\nb\nc\nd\ne\nf\n", 3)
-		at(450*time.Millisecond, "g\n") // 50 ms after a write: waits
-		expect("a\nb\nc\nd\ne\nf\n", 3)
-		if err := s.Sync(); err != nil {
+		cmd := newRunCmd(&globals{})
+		cmd.SetErr(&w)
+		if err := cmd.Flags().Set("log-format", "json"); err != nil {
 			t.Fatal(err)
 		}
-		expect("a\nb\nc\nd\ne\nf\ng\n", 4)
-		at(time.Hour, "") // no flush is pending: nothing more is written
-		expect("a\nb\nc\nd\ne\nf\ng\n", 4)
-		at(time.Hour+time.Millisecond, "h\n")
-		expect("a\nb\nc\nd\ne\nf\ng\nh\n", 5)
-	})
-}
-
-// TestLogSinkFull: a full buffer is written at once; lines keep their order under
-// concurrent writers.
-func TestLogSinkFull(t *testing.T) {
-	var w countingBuffer
-	s := newLogSink(&w, time.Hour, time.Hour, 256)
-	var wg sync.WaitGroup
-	for g := range 4 {
-		wg.Go(func() {
-			for i := range 100 {
-				_, _ = fmt.Fprintf(s, "g%d %03d\n", g, i)
-			}
-		})
-	}
-	wg.Wait()
-	if _, n := w.read(); n == 0 {
-		t.Fatal("a full buffer was not written")
-	}
-	if err := s.Sync(); err != nil {
-		t.Fatal(err)
-	}
-	got, _ := w.read()
-	last := map[string]string{}
-	for line := range strings.Lines(got) {
-		g, i, _ := strings.Cut(strings.TrimSpace(line), " ")
-		if i <= last[g] {
-			t.Fatalf("line %q after %q", line, last[g])
+		start := time.Now()
+		log, _, stop, err := newLogger(cmd, config.Log{})
+		if err != nil {
+			t.Fatal(err)
 		}
-		last[g] = i
-	}
-	if len(strings.Split(strings.TrimSpace(got), "\n")) != 400 {
-		t.Fatalf("%d lines", len(strings.Split(got, "\n")))
-	}
-}
+		// expect: the messages written so far, in order, and in how many writes.
+		expect := func(want string, writes int) {
+			t.Helper()
+			synctest.Wait()
+			got, n := w.read()
+			var msgs []string
+			for line := range strings.Lines(got) {
+				var e struct{ Msg string }
+				if err := json.Unmarshal([]byte(line), &e); err != nil {
+					t.Fatalf("line %q: %v", line, err)
+				}
+				msgs = append(msgs, e.Msg)
+			}
+			if strings.Join(msgs, " ") != want || n != writes {
+				t.Fatalf("after %v: %q in %d writes, want %q in %d", time.Since(start), msgs, n, want, writes)
+			}
+		}
 
-// TestLoggerWritesWarningsAtOnce: the daemon's logger holds info lines back for the
-// flush delay but writes a warning (and what waits before it) at once.
-func TestLoggerWritesWarningsAtOnce(t *testing.T) {
-	var w countingBuffer
-	cmd := newRunCmd(&globals{})
-	cmd.SetErr(&w)
-	if err := cmd.Flags().Set("log-format", "json"); err != nil {
-		t.Fatal(err)
-	}
-	log, _, err := newLogger(cmd, config.Log{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer log.Sync()
-	log.Info("first")
-	log.Warn("second", zap.Int("n", 2))
-	got, _ := w.read()
-	if !strings.Contains(got, `"msg":"first"`) || !strings.Contains(got, `"msg":"second"`) ||
-		strings.Index(got, "first") > strings.Index(got, "second") {
-		t.Fatalf("after a warning: %q", got)
-	}
-	log.Info("third")
-	if got, _ := w.read(); strings.Contains(got, "third") {
-		t.Fatalf("an info line was not held back: %q", got)
-	}
-	if err := log.Sync(); err != nil {
-		t.Fatal(err)
-	}
-	if got, _ := w.read(); !strings.Contains(got, "third") {
-		t.Fatalf("after Sync: %q", got)
-	}
+		log.Info("a")
+		log.Info("b")
+		time.Sleep(logFlushInterval - time.Millisecond)
+		expect("", 0) // held back
+		time.Sleep(time.Millisecond)
+		expect("a b", 1) // together, within the interval
+
+		log.Info("c")
+		log.Warn("d", zap.Int("n", 2))
+		expect("a b c d", 2) // at once, in order
+
+		log.Info("e")
+		stop()
+		expect("a b c d e", 3)
+	})
 }

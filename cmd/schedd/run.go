@@ -71,11 +71,11 @@ func (o *runOptions) run(cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return err
 	}
-	log, level, err := newLogger(cmd, cfg.Log)
+	log, level, stopLog, err := newLogger(cmd, cfg.Log)
 	if err != nil {
 		return withCode(exitConfig, err)
 	}
-	defer log.Sync()
+	defer stopLog()
 	if err := daemon.AwaitPredecessor(log); err != nil { // a successor of `schedd restart --daemon`
 		return ignorePredecessorKept(err)
 	}
@@ -179,9 +179,9 @@ func serviceManager(flag string) (string, error) {
 }
 
 // newLogger builds the daemon's logger from the config and the flags, writing to stderr
-// through a short buffer.
+// through a short buffer (see newLogSink); stop writes out what waits.
 // The level is returned so a config reload can change it (unless --log-level fixed it).
-func newLogger(cmd *cobra.Command, lc config.Log) (*zap.Logger, *zap.AtomicLevel, error) {
+func newLogger(cmd *cobra.Command, lc config.Log) (*zap.Logger, *zap.AtomicLevel, func(), error) {
 	format, level := lc.Format, lc.Level
 	if f := cmd.Flags().Lookup("log-format"); f != nil && f.Changed {
 		format = f.Value.String()
@@ -195,7 +195,7 @@ func newLogger(cmd *cobra.Command, lc config.Log) (*zap.Logger, *zap.AtomicLevel
 	}
 	lvl, err := zap.ParseAtomicLevel(level)
 	if err != nil {
-		return nil, nil, fmt.Errorf("log level %q: want debug, info, warn or error", level)
+		return nil, nil, nil, fmt.Errorf("log level %q: want debug, info, warn or error", level)
 	}
 	var enc zapcore.Encoder
 	switch format {
@@ -209,20 +209,13 @@ func newLogger(cmd *cobra.Command, lc config.Log) (*zap.Logger, *zap.AtomicLevel
 		ec.CallerKey, ec.StacktraceKey = "", ""
 		enc = zapcore.NewConsoleEncoder(ec)
 	default:
-		return nil, nil, fmt.Errorf("log format %q: want console or json", format)
+		return nil, nil, nil, fmt.Errorf("log format %q: want console or json", format)
 	}
-	// Lines are written in batches, at most every logFlushEvery and at the latest after
-	// logFlushMax (see logSink); a warning or an error is written at once, with what waits
-	// before it, and Sync (at exit) writes the rest.
-	sink := newLogSink(cmd.ErrOrStderr(), logFlushEvery, logFlushMax, logBufferSize)
-	core := zapcore.RegisterHooks(zapcore.NewCore(enc, sink, lvl), func(e zapcore.Entry) error {
-		if e.Level >= zapcore.WarnLevel {
-			return sink.flush()
-		}
-		return nil
-	})
+	sink := newLogSink(cmd.ErrOrStderr())
+	log := zap.New(syncOnWarn(zapcore.NewCore(enc, sink, lvl), sink))
+	stop := func() { _ = sink.Stop() } // at exit, a failed write has no one to tell
 	if fixed {
-		return zap.New(core), nil, nil
+		return log, nil, stop, nil
 	}
-	return zap.New(core), &lvl, nil
+	return log, &lvl, stop, nil
 }
