@@ -71,11 +71,11 @@ func (o *runOptions) run(cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return err
 	}
-	log, level, stopLog, err := newLogger(cmd, cfg.Log)
+	log, level, err := newLogger(cmd, cfg.Log)
 	if err != nil {
 		return withCode(exitConfig, err)
 	}
-	defer stopLog()
+	defer log.Sync()
 	if err := daemon.AwaitPredecessor(log); err != nil { // a successor of `schedd restart --daemon`
 		return ignorePredecessorKept(err)
 	}
@@ -178,10 +178,9 @@ func serviceManager(flag string) (string, error) {
 	return "", usageError{fmt.Errorf("--service-manager %q: want auto, none, systemd, launchd or schtasks", flag)}
 }
 
-// newLogger builds the daemon's logger from the config and the flags, writing to stderr
-// through a short buffer (see newLogSink); stop writes out what waits.
+// newLogger builds the daemon's logger from the config and the flags, writing to stderr.
 // The level is returned so a config reload can change it (unless --log-level fixed it).
-func newLogger(cmd *cobra.Command, lc config.Log) (*zap.Logger, *zap.AtomicLevel, func(), error) {
+func newLogger(cmd *cobra.Command, lc config.Log) (*zap.Logger, *zap.AtomicLevel, error) {
 	format, level := lc.Format, lc.Level
 	if f := cmd.Flags().Lookup("log-format"); f != nil && f.Changed {
 		format = f.Value.String()
@@ -195,7 +194,7 @@ func newLogger(cmd *cobra.Command, lc config.Log) (*zap.Logger, *zap.AtomicLevel
 	}
 	lvl, err := zap.ParseAtomicLevel(level)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("log level %q: want debug, info, warn or error", level)
+		return nil, nil, fmt.Errorf("log level %q: want debug, info, warn or error", level)
 	}
 	var enc zapcore.Encoder
 	switch format {
@@ -209,13 +208,14 @@ func newLogger(cmd *cobra.Command, lc config.Log) (*zap.Logger, *zap.AtomicLevel
 		ec.CallerKey, ec.StacktraceKey = "", ""
 		enc = zapcore.NewConsoleEncoder(ec)
 	default:
-		return nil, nil, nil, fmt.Errorf("log format %q: want console or json", format)
+		return nil, nil, fmt.Errorf("log format %q: want console or json", format)
 	}
-	sink := newLogSink(cmd.ErrOrStderr())
-	log := zap.New(syncOnWarn(zapcore.NewCore(enc, sink, lvl), sink))
-	stop := func() { _ = sink.Stop() } // at exit, a failed write has no one to tell
+	// Each line is written at once, in one write: nothing waits, so nothing is lost at exit
+	// or on SIGKILL, and no timer is needed to bound a wait. (A buffer's flush timer would
+	// wake the idle daemon several times a second.)
+	core := zapcore.NewCore(enc, zapcore.Lock(zapcore.AddSync(cmd.ErrOrStderr())), lvl)
 	if fixed {
-		return log, nil, stop, nil
+		return zap.New(core), nil, nil
 	}
-	return log, &lvl, stop, nil
+	return zap.New(core), &lvl, nil
 }
