@@ -179,8 +179,7 @@ func serviceManager(flag string) (string, error) {
 	return "", usageError{fmt.Errorf("--service-manager %q: want auto, none, systemd, launchd or schtasks", flag)}
 }
 
-// newLogger builds the daemon's logger from the config and the flags, writing to stderr
-// through a short buffer.
+// newLogger builds the daemon's logger from the config and the flags, writing to stderr.
 // The level is returned so a config reload can change it (unless --log-level fixed it).
 func newLogger(cmd *cobra.Command, lc config.Log) (*zap.Logger, *zap.AtomicLevel, error) {
 	format, level := lc.Format, lc.Level
@@ -212,16 +211,10 @@ func newLogger(cmd *cobra.Command, lc config.Log) (*zap.Logger, *zap.AtomicLevel
 	default:
 		return nil, nil, fmt.Errorf("log format %q: want console or json", format)
 	}
-	// Lines are written in batches, at most every logFlushEvery and at the latest after
-	// logFlushMax (see logSink); a warning or an error is written at once, with what waits
-	// before it, and Sync (at exit) writes the rest.
-	sink := newLogSink(cmd.ErrOrStderr(), logFlushEvery, logFlushMax, logBufferSize)
-	core := zapcore.RegisterHooks(zapcore.NewCore(enc, sink, lvl), func(e zapcore.Entry) error {
-		if e.Level >= zapcore.WarnLevel {
-			return sink.flush()
-		}
-		return nil
-	})
+	// Each line is written at once, in one write: nothing waits, so nothing is lost at exit
+	// or on SIGKILL, and no timer is needed to bound a wait. (A buffer's flush timer would
+	// wake the idle daemon several times a second.)
+	core := zapcore.NewCore(enc, zapcore.Lock(zapcore.AddSync(cmd.ErrOrStderr())), lvl)
 	if fixed {
 		return zap.New(core), nil, nil
 	}

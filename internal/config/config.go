@@ -5,8 +5,12 @@
 // is allowed), sizes take bytes or a unit ("1MiB"), and unknown keys are errors (except
 // top-level "x-" keys, a place for YAML anchors). Parse applies defaults to absent keys
 // only; a key given as null (`key:` or `key: ~`) counts as absent, except a kind key
-// (`notify:`), which selects that kind. Probes, targets, sinks and cron actions name exactly
-// one kind. Validate adds what is needed to run, such as a gateway command.
+// (`notify:`), which selects that kind. Probes, targets and sinks name exactly one kind.
+// Validate adds what is needed to run, such as a gateway command.
+//
+// Not supported yet: cron, metrics.listen, deliveries.store.postgres and control.group are in
+// the schema for features to come, but nothing reads them; a file that sets one is refused
+// with the key and its position, so that no setting is accepted and then ignored.
 //
 // Problems come back as Errors, all at once and sorted by position; cmd maps them to exit
 // code 78 so that a broken config never restart-loops under a service manager (R-INIT-01).
@@ -15,7 +19,7 @@
 // directory of the config file when it is parsed (see Parse). deliveries.store.sqlite.path is
 // the exception: a relative store path is relative to the state dir, which cmd resolves.
 //
-// Secrets: header values, gateway.env values and deliveries.store.postgres.dsn never appear
+// Secrets: header values, gateway.env values (and deliveries.store.postgres.dsn) never appear
 // in error messages ("value hidden"), and Redacted returns a copy safe to print.
 package config
 
@@ -31,16 +35,16 @@ type Config struct {
 	Restart    Restart    `yaml:"restart"`
 	Heartbeat  Heartbeat  `yaml:"heartbeat"`
 	Deliveries Deliveries `yaml:"deliveries"`
-	Cron       []CronJob  `yaml:"cron"`
+	Cron       []CronJob  `yaml:"cron"` // not supported yet: refused unless empty
 	Control    Control    `yaml:"control"`
-	Metrics    Metrics    `yaml:"metrics"`
+	Metrics    Metrics    `yaml:"metrics"` // not supported yet: refused unless empty
 	Log        Log        `yaml:"log"`
 	// StateDir holds schedd's durable state. "" means the platform default, which cmd fills.
 	StateDir string `yaml:"state_dir"`
 	// Path is the file the configuration came from ("" = built-in defaults).
 	Path string `yaml:"-"`
 
-	// pos maps a dotted field path ("gateway.stop.timeout", "cron[0].name") to the
+	// pos maps a dotted field path ("gateway.stop.timeout", "heartbeat.agents[0].id") to the
 	// position of its value in the file, so that Validate can point at it.
 	pos map[string]position
 }
@@ -355,7 +359,7 @@ type Deliveries struct {
 // Store names exactly one store kind.
 type Store struct {
 	SQLite   *SQLiteStore   `yaml:"sqlite,omitempty"`
-	Postgres *PostgresStore `yaml:"postgres,omitempty"`
+	Postgres *PostgresStore `yaml:"postgres,omitempty"` // not supported yet: refused
 }
 
 // Kind reports "sqlite", "postgres" or "" (unset).
@@ -377,7 +381,7 @@ type SQLiteStore struct {
 	Synchronous string `yaml:"synchronous"`
 }
 
-// PostgresStore is a shared store for fleets.
+// PostgresStore is a shared store for fleets (not supported yet).
 type PostgresStore struct {
 	DSN string `yaml:"dsn" schedd:"secret"` // required; a secret
 }
@@ -430,11 +434,11 @@ type GatewaySink struct {
 	BaseURL string `yaml:"base_url" schedd:"url"`
 }
 
-// CronJob runs Action on Schedule.
+// CronJob runs Action on Schedule (not supported yet: see Config.Cron).
 type CronJob struct {
 	// Name is unique: letters, digits, '.', '_', '-'.
 	Name string `yaml:"name"`
-	// Schedule is a cron expression, parsed by the cron package.
+	// Schedule is a cron expression (not checked while cron jobs are refused).
 	Schedule string `yaml:"schedule"`
 	// Timezone is an IANA zone; "" = the host zone.
 	Timezone string     `yaml:"timezone"`
@@ -466,7 +470,7 @@ type HeartbeatWakeAction struct {
 	// Agent is the agent id; "" = the default agent. Must be listed in heartbeat.agents
 	// when that list is not empty.
 	Agent string `yaml:"agent"`
-	// Reason is the wake reason. Default "cron:<job name>".
+	// Reason is the wake reason.
 	Reason string `yaml:"reason"`
 }
 
@@ -480,7 +484,8 @@ type DeliverAction struct {
 type Control struct {
 	// Socket is the unix socket path. "" = the platform default, which cmd fills.
 	Socket string `yaml:"socket"`
-	// Group, when set, makes the socket 0660 with this group; otherwise 0600.
+	// Group would make the socket 0660 for this group. Not supported yet: the socket is
+	// always 0600 and only its owner may connect; a non-empty value is refused.
 	Group string `yaml:"group"`
 	// MaxBody caps a request body in bytes. Default 2 MiB; at least deliveries.max_payload.
 	MaxBody int `yaml:"max_body"`
@@ -488,9 +493,9 @@ type Control struct {
 	RequestTimeout Duration `yaml:"request_timeout"`
 }
 
-// Metrics is the Prometheus endpoint.
+// Metrics is the Prometheus endpoint (not supported yet).
 type Metrics struct {
-	Listen string `yaml:"listen"` // host:port; "" = off (default)
+	Listen string `yaml:"listen"` // host:port; "" = off (default); any other value is refused
 }
 
 // Log configures schedd's own logs.

@@ -19,7 +19,7 @@ const (
 	DefaultRestartSignal      = "SIGHUP"
 	DefaultHeartbeatEvery     = "30m"
 	DefaultHTTPTimeout        = 10 * time.Second // http targets and sinks, gateway sinks
-	DefaultExecTimeout        = 30 * time.Second // exec targets, sinks and cron actions
+	DefaultExecTimeout        = 30 * time.Second // exec targets and sinks
 	DefaultHTTPMethod         = "POST"
 	DefaultSQLitePath         = "schedd.db"
 	DefaultMaxLinesPerSecond  = 1000
@@ -47,7 +47,6 @@ const (
 //	            replay_spacing 250ms; max_retry_after 1h; workers 16; no ttl;
 //	            delivered_retention 720h; dead_retention 0 (forever); no sinks
 //	control:    platform socket; max_body 2MiB; request_timeout 30s
-//	metrics:    off
 //	log:        console, info
 func Default() *Config {
 	c := &Config{}
@@ -171,17 +170,6 @@ func applyDefaults(c *Config) {
 		}
 		if s.Gateway != nil {
 			c.defDur(p+".gateway.timeout", &s.Gateway.Timeout, DefaultHTTPTimeout)
-		}
-	}
-
-	for i := range c.Cron {
-		j := &c.Cron[i]
-		p := index("cron", i) + ".action"
-		if a := j.Action.HeartbeatWake; a != nil {
-			c.defStr(p+".heartbeat_wake.reason", &a.Reason, "cron:"+j.Name)
-		}
-		if a := j.Action.Exec; a != nil {
-			c.defDur(p+".exec.timeout", &a.Timeout, DefaultExecTimeout)
 		}
 	}
 

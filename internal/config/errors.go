@@ -15,7 +15,7 @@ type Error struct {
 	File   string // the config file; "" when unknown
 	Line   int
 	Column int
-	Field  string // dotted path, "gateway.stop.timeout", "cron[0].name"; "" for the file itself
+	Field  string // dotted path, "gateway.stop.timeout", "heartbeat.agents[0].id"; "" = the file
 	Msg    string
 }
 

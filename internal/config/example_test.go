@@ -57,24 +57,54 @@ func uncomment(s string) string {
 	return re.ReplaceAllString(s, "$1$2$3")
 }
 
-// schemaKeys lists "Type.key" for every yaml key of every struct type reachable from t.
-func schemaKeys(t reflect.Type, seen map[reflect.Type]bool, out map[string]bool) {
+// schemaKeys lists "Type.key" for every yaml key of every struct type reachable from t,
+// leaving out the keys in skip, what is only reachable through them, and a section none of
+// whose keys is left. It reports whether t is a value or a section with a key left.
+func schemaKeys(t reflect.Type, skip map[string]bool, seen map[reflect.Type]bool, out map[string]bool) bool {
 	switch t.Kind() {
 	case reflect.Pointer, reflect.Slice, reflect.Map:
-		schemaKeys(t.Elem(), seen, out)
-		return
+		return schemaKeys(t.Elem(), skip, seen, out)
 	case reflect.Struct:
 	default:
-		return
+		return true
 	}
-	if t == durationType || seen[t] {
-		return
+	fields := infoOf(t).fields
+	if t == durationType || seen[t] || len(fields) == 0 {
+		return true
 	}
 	seen[t] = true
-	for _, f := range infoOf(t).fields {
-		out[t.Name()+"."+f.key] = true
-		schemaKeys(t.Field(f.index).Type, seen, out)
+	left := false
+	for _, f := range fields {
+		key := t.Name() + "." + f.key
+		if skip[key] || !schemaKeys(t.Field(f.index).Type, skip, seen, out) {
+			continue
+		}
+		out[key], left = true, true
 	}
+	return left
+}
+
+// notYetKeys lists "Type.key" for the paths of notYet.
+func notYetKeys(t *testing.T) map[string]bool {
+	out := map[string]bool{}
+	for _, n := range notYet {
+		typ := reflect.TypeFor[Config]()
+		parts := strings.Split(n.path, ".")
+		for i, key := range parts {
+			for typ.Kind() == reflect.Pointer {
+				typ = typ.Elem()
+			}
+			f, ok := infoOf(typ).byKey[key]
+			if !ok {
+				t.Fatalf("notYet path %s: no key %s in %s", n.path, key, typ.Name())
+			}
+			if i == len(parts)-1 {
+				out[typ.Name()+"."+key] = true
+			}
+			typ = typ.Field(f.index).Type
+		}
+	}
+	return out
 }
 
 // exampleKeys lists "Type.key" for the keys document n gives, walking it along type t.
@@ -103,7 +133,8 @@ func exampleKeys(n *yaml.Node, t reflect.Type, out map[string]bool) {
 }
 
 // TestExampleCoversSchema: every key of every type in the schema appears in the example,
-// active or commented out, so the example cannot drift from the schema.
+// active or commented out, so the example cannot drift from the schema; the keys not
+// supported yet do not appear in it.
 func TestExampleCoversSchema(t *testing.T) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal([]byte(uncomment(Example())), &doc); err != nil {
@@ -112,16 +143,26 @@ func TestExampleCoversSchema(t *testing.T) {
 	got := map[string]bool{}
 	exampleKeys(doc.Content[0], reflect.TypeFor[Config](), got)
 	want := map[string]bool{}
-	schemaKeys(reflect.TypeFor[Config](), map[reflect.Type]bool{}, want)
-	var missing []string
+	skip := notYetKeys(t)
+	schemaKeys(reflect.TypeFor[Config](), skip, map[reflect.Type]bool{}, want)
+	var missing, unsupported []string
 	for k := range want {
 		if !got[k] {
 			missing = append(missing, k)
 		}
 	}
+	for k := range got {
+		if !want[k] {
+			unsupported = append(unsupported, k)
+		}
+	}
 	slices.Sort(missing)
+	slices.Sort(unsupported)
 	if len(missing) > 0 {
 		t.Errorf("Example() does not mention these keys (Type.key):\n  %s", strings.Join(missing, "\n  "))
+	}
+	if len(unsupported) > 0 {
+		t.Errorf("Example() shows keys that are not supported yet (Type.key):\n  %s", strings.Join(unsupported, "\n  "))
 	}
 	if len(want) < 100 {
 		t.Errorf("the schema walk found only %d keys; is it broken?", len(want))

@@ -52,10 +52,10 @@ func TestParseErrors(t *testing.T) {
 			"f.yaml:2:46: gateway.liveness.http.every: unknown key (timing keys go beside the probe kind: gateway.liveness.every)"},
 		{"unknown key without hint", "log: {colour: red}\n",
 			"f.yaml:1:7: log.colour: unknown key (known keys: format, level)"},
-		{"unknown key in list element", "cron:\n  - {name: a, schedule: x, action: {exec: {command: [x]}}, timzone: UTC}\n",
-			"f.yaml:2:60: cron[0].timzone: unknown key (did you mean `timezone`?)"},
-		{"short unknown key lists the known ones", "cron:\n  - {name: a, schedule: x, action: {exec: {command: [x]}}, tz: UTC}\n",
-			"f.yaml:2:60: cron[0].tz: unknown key (known keys: name, schedule, timezone, action)"},
+		{"unknown key in list element", "heartbeat:\n  agents:\n    - {id: a, evry: 5m}\n",
+			"f.yaml:3:15: heartbeat.agents[0].evry: unknown key (did you mean `every`?)"},
+		{"short unknown key lists the known ones", "deliveries:\n  sinks: {s: {exec: {command: [x], tc: [75]}}}\n",
+			"f.yaml:2:36: deliveries.sinks.s.exec.tc: unknown key (known keys: command, timeout, transient_codes)"},
 		{"unknown key in map value", "deliveries:\n  sinks:\n    a: {http: {url: 'http://x', timout: 1s}}\n",
 			"f.yaml:3:33: deliveries.sinks.a.http.timout: unknown key (did you mean `timeout`?)"},
 
@@ -171,12 +171,8 @@ func TestParseErrors(t *testing.T) {
 			"f.yaml:1:33: deliveries.permanent_errors[0]: invalid regular expression: error parsing regexp: missing closing ): `(`"},
 		{"max_body below max_payload", "deliveries: {max_payload: 4MiB}\n",
 			"f.yaml:1:27: deliveries.max_payload: must not exceed control.max_body (2097152 bytes), got 4194304 bytes; raise control.max_body too"},
-		{"bad metrics listen", "metrics: {listen: 'localhost:http'}\n",
-			"f.yaml:1:19: metrics.listen: must be host:port with a numeric port, got \"localhost:http\""},
 		{"bad synchronous", "deliveries:\n  store: {sqlite: {synchronous: OFF}}\n",
 			"f.yaml:2:33: deliveries.store.sqlite.synchronous: must be FULL or NORMAL, got \"OFF\""},
-		{"two stores", "deliveries:\n  store: {sqlite: {}, postgres: {dsn: x}}\n",
-			"f.yaml:2:33: deliveries.store.postgres: names two store kinds (sqlite and postgres); use exactly one"},
 		{"bad transient code", "deliveries:\n  sinks: {s: {exec: {command: [x], transient_codes: [0, 75]}}}\n",
 			"f.yaml:2:54: deliveries.sinks.s.exec.transient_codes[0]: must be an exit code from 1 to 255, got 0"},
 
@@ -201,20 +197,7 @@ func TestParseErrors(t *testing.T) {
 		{"default account for an agent without a channel", "heartbeat:\n  defaults: {account: w}\n  agents: [{id: a, channel: tg}, {id: b}]\n",
 			"f.yaml:2:23: heartbeat.defaults.account: needs a channel: heartbeat.agents[1] has none (set channel there or in heartbeat.defaults)"},
 
-		// Cron and references.
-		{"duplicate cron names", "cron:\n  - {name: a, schedule: '@daily', action: {exec: {command: [x]}}}\n  - {name: a, schedule: '@daily', action: {exec: {command: [x]}}}\n",
-			"f.yaml:3:12: cron[1].name: duplicate cron job name \"a\" (first used at cron[0])"},
-		{"unknown sink", "deliveries:\n  sinks: {webhook: {http: {url: 'http://h/'}}}\ncron:\n  - {name: a, schedule: '@daily', action: {deliver: {sink: webhok}}}\n",
-			"f.yaml:4:60: cron[0].action.deliver.sink: unknown sink \"webhok\" (did you mean `webhook`?)"},
-		{"unknown sink without sinks", "cron:\n  - {name: a, schedule: '@daily', action: {deliver: {sink: s}}}\n",
-			"f.yaml:2:60: cron[0].action.deliver.sink: unknown sink \"s\" (deliveries.sinks is empty)"},
-		{"unknown agent", "heartbeat: {agents: [{id: main}]}\ncron:\n  - {name: a, schedule: '@daily', action: {heartbeat_wake: {agent: ops}}}\n",
-			"f.yaml:3:68: cron[0].action.heartbeat_wake.agent: unknown agent \"ops\" (heartbeat.agents has: main)"},
-		{"cron without action", "cron:\n  - {name: a, schedule: '@daily', action: {}}\n",
-			"f.yaml:2:43: cron[0].action: names no action (use one of: heartbeat_wake, exec, deliver)"},
-		{"cron without schedule, bad name", "cron:\n  - {name: 'a b', action: {exec: {command: [x]}}}\n",
-			"f.yaml:2:5: cron[0].schedule: is required (a cron expression like \"0 7 * * *\")\n" +
-				"f.yaml:2:12: cron[0].name: invalid cron job name \"a b\" (use letters, digits, '.', '_' and '-')"},
+		// References.
 		{"gateway sink needs a base url", "deliveries:\n  sinks: {gw: {gateway: {path: /hook}}}\n",
 			"f.yaml:2:25: deliveries.sinks.gw.gateway.base_url: is required: neither gateway.readiness nor gateway.liveness is an http probe to take it from"},
 		{"bad sink name", "deliveries:\n  sinks: {'a/b': {exec: {command: [x]}}}\n",
@@ -251,5 +234,48 @@ gateway2: {}
 	}, "\n")
 	if got := parseErr(t, src); got != want {
 		t.Errorf("got:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// TestNotSupportedYet: a setting that asks for a feature this version does not have is
+// refused with its key and position, whatever else is wrong with it; an empty one passes.
+func TestNotSupportedYet(t *testing.T) {
+	const (
+		cronMsg     = "cron: not supported yet (cron jobs are not implemented in this version); remove the section"
+		metricsMsg  = "metrics.listen: not supported yet (the metrics endpoint is not implemented in this version); remove the metrics section"
+		postgresMsg = "deliveries.store.postgres: not supported yet (the Postgres store is not implemented in this version); use sqlite"
+		groupMsg    = "control.group: not supported yet (the control socket is always 0600, for its owner only); remove the key"
+	)
+	for _, tt := range []struct {
+		name, src, want string
+	}{
+		{"cron", cmd + "cron:\n  - {name: a, schedule: '0 7 * * *', action: {exec: {command: [x]}}}\n", "f.yaml:3:3: " + cronMsg},
+		{"cron with a bad expression", cmd + "cron:\n  - {name: 'a b', schedule: 'every day', action: {}}\n", "f.yaml:3:3: " + cronMsg},
+		{"cron as a flow list", cmd + "cron: [{name: a}]\n", "f.yaml:2:7: " + cronMsg},
+		{"metrics.listen", cmd + "metrics:\n  listen: 127.0.0.1:9477\n", "f.yaml:3:11: " + metricsMsg},
+		{"metrics.listen not host:port", cmd + "metrics: {listen: 'localhost:http'}\n", "f.yaml:2:19: " + metricsMsg},
+		{"postgres", cmd + "deliveries:\n  store:\n    postgres: {dsn: 'postgres://db/schedd'}\n", "f.yaml:4:15: " + postgresMsg},
+		{"postgres without a dsn", cmd + "deliveries: {store: {postgres: }}\n", "f.yaml:2:32: " + postgresMsg},
+		{"postgres beside sqlite", cmd + "deliveries: {store: {sqlite: {}, postgres: {dsn: x}}}\n", "f.yaml:2:44: " + postgresMsg},
+		{"control.group", cmd + "control: {group: schedd}\n", "f.yaml:2:18: " + groupMsg},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := parseErr(t, tt.src); got != tt.want {
+				t.Errorf("Parse(%q):\n got: %s\nwant: %s", tt.src, got, tt.want)
+			}
+		})
+	}
+	// Empty values ask for nothing.
+	mustParse(t, cmd+"cron: []\nmetrics: {listen: \"\"}\ncontrol: {group: \"\"}\n")
+	// A config built in code is refused the same way, without a position.
+	c := Default()
+	c.Gateway.Command = []string{"gw"}
+	c.Cron = []CronJob{{Name: "x"}}
+	c.Metrics.Listen = ":9477"
+	c.Deliveries.Store = Store{Postgres: &PostgresStore{DSN: "postgres://db"}}
+	c.Control.Group = "schedd"
+	want := strings.Join([]string{cronMsg, metricsMsg, postgresMsg, groupMsg}, "\n")
+	if err := c.Validate(); err == nil || err.Error() != want {
+		t.Errorf("Validate:\n got: %v\nwant: %s", err, want)
 	}
 }

@@ -365,11 +365,6 @@ func (d *Daemon) stateChanged(st api.Gateway) {
 		d.notify("READY=1")
 		if first {
 			d.log.Info("told the service manager schedd is ready")
-			// Start-up is over: what it alone needed of the binary's pages need not stay
-			// mapped while the daemon idles.
-			if _, err := platform.ReleaseImagePages(); err != nil {
-				d.log.Debug("release start-up pages", zap.Error(err))
-			}
 		}
 	}
 }

@@ -9,9 +9,10 @@
 //	| pending again at last_attempt + schedule[failures] (jittered down, Retry-After floor)
 //	| pending unchanged (sink not ready, shutdown mid-send: nothing charged)
 //
-// Eligibility (P6): an entry with k recorded failures is due at lastAttemptAt + RetryDelay(k)
-// (k = 0: at once). max_retries is the number of failed attempts after which the entry is
-// dead-lettered: with the default 5, an entry that keeps failing is attempted 5 times.
+// Eligibility (P6): an entry with k recorded failures is due at lastAttemptAt +
+// schedule[min(k, len-1)] (k = 0: at once; see NextAttemptAt). max_retries is the number of
+// failed attempts after which the entry is dead-lettered: with the default 5, an entry that
+// keeps failing is attempted 5 times.
 //
 // An entry found sending under an older boot epoch was interrupted mid-send: it may have
 // reached its destination. It is resent at once with the same idempotency key

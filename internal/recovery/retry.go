@@ -1,11 +1,12 @@
 package recovery
 
 import (
-	"math"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/schedd/schedd/internal/backoff"
 )
 
 // DefaultSchedule is upstream's retry table (BACKOFF_MS); the last value repeats.
@@ -13,46 +14,17 @@ func DefaultSchedule() []time.Duration {
 	return []time.Duration{5 * time.Second, 25 * time.Second, 2 * time.Minute, 10 * time.Minute}
 }
 
-// RetryDelay is the wait before the next attempt of an entry with the given number of
-// recorded failures, before jitter (P6):
-//
-//	failures 0  → 0 (a first attempt, or the replay of an interrupted send, goes at once)
-//	failures k  → schedule[min(k, len-1)]
-//
-// so with the default table a first failure waits 25 s, then 2 m, then 10 m for every later
-// one: upstream's eligibility (computeBackoffMs(retryCount+1)). schedule[0] is the slot of
-// zero failures and so is not waited in practice; it is kept for parity with upstream's table.
-func RetryDelay(schedule []time.Duration, failures int) time.Duration {
-	if failures <= 0 || len(schedule) == 0 {
-		return 0
-	}
-	return max(schedule[min(failures, len(schedule)-1)], 0)
-}
-
-// Jitter shortens d by downward jitter: d·(1 − j·u), with j and u clamped to [0, 1], so the
-// table value stays an upper bound and j = 0 gives d exactly.
-func Jitter(d time.Duration, j, u float64) time.Duration {
-	cut := clamp01(j) * clamp01(u)
-	if cut == 0 || d <= 0 {
-		return d
-	}
-	return min(time.Duration(float64(d)*(1-cut)), d)
-}
-
-func clamp01(f float64) float64 {
-	if math.IsNaN(f) || f < 0 {
-		return 0
-	}
-	return min(f, 1)
-}
-
 // NextAttemptAt is when an entry may be attempted again after a transient failure that
-// brought it to failures recorded failures, its last attempt having started at lastAttempt:
-// lastAttempt + Jitter(RetryDelay(schedule, failures)), and never before now + retryAfter
-// (clamped to retryAfterMax) when the destination gave a Retry-After (P8).
-func NextAttemptAt(schedule []time.Duration, failures int, lastAttempt, now time.Time, jitter, u float64,
+// brought it to failures (≥ 1) recorded failures, its last attempt having started at
+// lastAttempt: lastAttempt plus the table's wait, jittered down, and never before now +
+// retryAfter (clamped to retryAfterMax) when the destination gave a Retry-After (P8).
+//
+// The wait after k failures is the table's wait after k+1 (P6): upstream's eligibility,
+// computeBackoffMs(retryCount+1). With the default table a first failure waits 25 s, then
+// 2 m, then 10 m for every later one; its first entry, 5 s, is never waited.
+func NextAttemptAt(schedule backoff.Schedule, failures int, lastAttempt, now time.Time, jitter, u float64,
 	retryAfter, retryAfterMax time.Duration) time.Time {
-	at := lastAttempt.Add(Jitter(RetryDelay(schedule, failures), jitter, u))
+	at := lastAttempt.Add(schedule.Jittered(failures+1, jitter, u))
 	if retryAfter > 0 {
 		if retryAfterMax > 0 {
 			retryAfter = min(retryAfter, retryAfterMax)

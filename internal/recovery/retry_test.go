@@ -1,57 +1,37 @@
 package recovery
 
 import (
-	"math"
 	"net/http"
 	"testing"
 	"time"
 )
 
-// P6 golden: the delay after k failures is table[min(k, 3)]; upstream's computeBackoffMs(rc+1).
-func TestRetryDelayGolden_P6(t *testing.T) {
-	sched := DefaultSchedule()
+// P6 golden: with jitter off, the wait after k failures is table[min(k, 3)]; upstream's
+// computeBackoffMs(retryCount+1).
+func TestNextAttemptAtGolden_P6(t *testing.T) {
+	last := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	wait := func(sched []time.Duration, failures int) time.Duration {
+		return NextAttemptAt(sched, failures, last, last, 0, 0, 0, 0).Sub(last)
+	}
 	upstream := func(rc int) time.Duration { // computeBackoffMs(retryCount + 1), UPSTREAM.md §4.4
 		n := rc + 1
-		if rc == 0 {
-			return 0 // retryCount 0: eligible at once (first replay after a crash)
-		}
 		ms := []time.Duration{5 * time.Second, 25 * time.Second, 2 * time.Minute, 10 * time.Minute}
 		return ms[min(n-1, 3)]
 	}
-	want := []time.Duration{0, 25 * time.Second, 2 * time.Minute, 10 * time.Minute, 10 * time.Minute, 10 * time.Minute}
-	for k, w := range want {
-		if got := RetryDelay(sched, k); got != w || got != upstream(k) {
-			t.Errorf("RetryDelay(%d) = %v, want %v (upstream %v)", k, got, w, upstream(k))
+	want := []time.Duration{1: 25 * time.Second, 2: 2 * time.Minute, 3: 10 * time.Minute, 4: 10 * time.Minute, 5: 10 * time.Minute}
+	for k := 1; k < len(want); k++ {
+		if got := wait(DefaultSchedule(), k); got != want[k] || got != upstream(k) {
+			t.Errorf("wait after %d failures = %v, want %v (upstream %v)", k, got, want[k], upstream(k))
 		}
 	}
-	if got := RetryDelay(sched, 1_000_000); got != 10*time.Minute {
-		t.Errorf("RetryDelay(1e6) = %v", got)
+	if got := wait(DefaultSchedule(), 1_000_000); got != 10*time.Minute {
+		t.Errorf("wait after 1e6 failures = %v", got)
 	}
-	if got := RetryDelay(nil, 3); got != 0 {
+	if got := wait(nil, 3); got != 0 {
 		t.Errorf("empty table: %v", got)
 	}
-	if got := RetryDelay([]time.Duration{time.Minute}, 4); got != time.Minute {
+	if got := wait([]time.Duration{time.Minute}, 4); got != time.Minute {
 		t.Errorf("one-entry table: %v", got)
-	}
-}
-
-func TestJitterDownward(t *testing.T) {
-	d := 25 * time.Second
-	for _, tc := range []struct {
-		j, u float64
-		want time.Duration
-	}{
-		{0, 0.7, d}, {0.2, 0, d}, {0.2, 0.5, 22500 * time.Millisecond}, {1, 0.5, d / 2},
-		{2, 0.5, d / 2}, {-1, 0.5, d}, {math.NaN(), 0.5, d}, {0.2, math.NaN(), d},
-	} {
-		if got := Jitter(d, tc.j, tc.u); got != tc.want {
-			t.Errorf("Jitter(%v, %v, %v) = %v, want %v", d, tc.j, tc.u, got, tc.want)
-		}
-	}
-	for u := 0.0; u < 1; u += 0.01 {
-		if got := Jitter(d, 0.2, u); got > d || got < d*8/10 {
-			t.Fatalf("Jitter(u=%v) = %v outside [0.8d, d]", u, got)
-		}
 	}
 }
 
