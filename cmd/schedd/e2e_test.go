@@ -257,6 +257,9 @@ func TestE2EKillAndComeBack(t *testing.T) {
 	if st.Gateway.Restarts != 1 || st.Gateway.LastExit == nil || st.Gateway.LastExit.Signal != "SIGKILL" {
 		t.Fatalf("after the kill: %+v", st.Gateway)
 	}
+	if strings.Contains(d.out.String(), "told the service manager") {
+		t.Errorf("with no service manager, the log says one was told:\n%s", d.out.String())
+	}
 	second := st.Gateway.PID
 	syscall.Kill(second, syscall.SIGKILL)
 	st = d.waitFor("backoff", func(g api.Gateway) bool { return g.State == api.GatewayBackoff })
@@ -422,6 +425,9 @@ func TestE2ENotifySocket(t *testing.T) {
 	}
 	if !slices.Contains(m, fmt.Sprintf("STATUS=gateway ready (pid %d)", st.Gateway.PID)) || !slices.Contains(m, "WATCHDOG=1") {
 		t.Fatalf("want STATUS=gateway ready and WATCHDOG=1; got %q", m)
+	}
+	if !d.waitLog("told the service manager schedd is ready") {
+		t.Error("the log does not say READY=1 was sent")
 	}
 	// A restart of the gateway is not a second READY=1.
 	syscall.Kill(st.Gateway.PID, syscall.SIGKILL)

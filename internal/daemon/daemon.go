@@ -362,17 +362,20 @@ func (d *Daemon) stateChanged(st api.Gateway) {
 	first := false
 	d.readyOnce.Do(func() { first = true })
 	if first || d.restarting.CompareAndSwap(true, false) {
-		d.notify("READY=1")
-		if first {
+		if d.notify("READY=1") && first {
 			d.log.Info("told the service manager schedd is ready")
 		}
 	}
 }
 
-func (d *Daemon) notify(state string) {
-	if _, err := d.opts.Notifier.Notify(state); err != nil {
+// notify sends state to the service manager; false when there is none to tell (no
+// NOTIFY_SOCKET) or the send failed.
+func (d *Daemon) notify(state string) bool {
+	sent, err := d.opts.Notifier.Notify(state)
+	if err != nil {
 		d.log.Warn("notify service manager", zap.String("state", state), zap.Error(err))
 	}
+	return sent && err == nil
 }
 
 // statusLine is the one-line STATUS= text for a gateway state.

@@ -32,6 +32,18 @@ type Counter interface {
 	Inflight(ctx context.Context) (int, error)
 }
 
+// sameHostClient follows redirects on the probed host only: a probe's headers may carry a
+// token, and a redirect must not hand them to another host.
+var sameHostClient = &http.Client{CheckRedirect: func(req *http.Request, via []*http.Request) error {
+	if len(via) >= 10 {
+		return errors.New("stopped after 10 redirects")
+	}
+	if req.URL.Host != via[0].URL.Host {
+		return fmt.Errorf("redirected to another host (%s): not followed", req.URL.Host)
+	}
+	return nil
+}}
+
 // maxBody caps how much of an HTTP probe's reply is read.
 const maxBody = 1 << 20
 
@@ -95,7 +107,7 @@ func (p HTTP) get(ctx context.Context) ([]byte, error) {
 	}
 	c := p.Client
 	if c == nil {
-		c = http.DefaultClient
+		c = sameHostClient
 	}
 	resp, err := c.Do(req)
 	if err != nil {

@@ -96,6 +96,33 @@ func TestHTTPSendsHeaders(t *testing.T) {
 	}
 }
 
+// TestHTTPRedirects: a redirect on the probed host is followed; one to another host is not,
+// so the probe's headers (a token, say) never reach it.
+func TestHTTPRedirects(t *testing.T) {
+	other, got := serve(t, 200, "")
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/here":
+			http.Redirect(w, r, "/ok", http.StatusFound)
+		case "/away":
+			http.Redirect(w, r, other+"/ok", http.StatusFound)
+		default:
+			w.WriteHeader(http.StatusOK)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	if err := check(t, HTTP{URL: srv.URL + "/here"}); err != nil {
+		t.Fatalf("a redirect on the same host: %v", err)
+	}
+	err := check(t, HTTP{URL: srv.URL + "/away", Headers: map[string]string{"X-Token": "secret"}})
+	if err == nil || !strings.Contains(err.Error(), "another host") {
+		t.Fatalf("a redirect to another host: %v, want a failure saying so", err)
+	}
+	if got.Get("X-Token") != "" {
+		t.Fatal("the token reached the other host")
+	}
+}
+
 func TestHTTPPointer(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
