@@ -87,13 +87,16 @@ func SeekActive(start time.Time, interval time.Duration, active func(time.Time) 
 	return start
 }
 
-// advanceDue is the next due time after a run (or a skip that advances): an interval run
-// moves to the next phase slot after now, any other reason to now + interval (it counts as
-// a fresh run). The result is moved past quiet hours.
+// advanceDue is the next due time after a run (or a skip that advances): any reason but
+// interval to now + interval (it counts as a fresh run); an interval run to the first slot
+// more than half an interval after now. For a run on its slot that is the next slot; for
+// an interval run that came an interval after a manual one, off the slots, it is not the
+// slot a moment later, so two runs are never less than half an interval apart unless a
+// wake asks. The result is moved past quiet hours.
 func advanceDue(now time.Time, kind ReasonKind, interval, phase time.Duration, active func(time.Time) bool) time.Time {
 	next := now.Add(interval)
 	if kind == KindInterval {
-		next = NextSlot(now, interval, phase)
+		next = NextSlot(now.Add(interval/2), interval, phase)
 	}
 	return SeekActive(next, interval, active)
 }

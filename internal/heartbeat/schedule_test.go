@@ -89,8 +89,18 @@ func TestSeekActive(t *testing.T) {
 func TestAdvanceDue(t *testing.T) {
 	now := utc("2026-05-01T10:10:00Z")
 	always := Window{}.Within
-	if got := advanceDue(now, KindInterval, time.Hour, 15*time.Minute, always); !got.Equal(utc("2026-05-01T10:15:00Z")) {
-		t.Errorf("interval advance: %v", got)
+	// An interval run 5 min before a slot (an interval after a manual run, off the slots):
+	// not that slot, which would run the agent twice within minutes.
+	if got := advanceDue(now, KindInterval, time.Hour, 15*time.Minute, always); !got.Equal(utc("2026-05-01T11:15:00Z")) {
+		t.Errorf("interval advance: %v, want the slot after the near one", got)
+	}
+	// An interval run on its slot (or late by less than half an interval): the next slot.
+	if got := advanceDue(utc("2026-05-01T10:15:00.004Z"), KindInterval, time.Hour, 15*time.Minute, always); !got.Equal(utc("2026-05-01T11:15:00Z")) {
+		t.Errorf("interval advance on the slot: %v", got)
+	}
+	// 40 min before a slot: that slot (more than half an interval away).
+	if got := advanceDue(utc("2026-05-01T10:35:00Z"), KindInterval, time.Hour, 15*time.Minute, always); !got.Equal(utc("2026-05-01T11:15:00Z")) {
+		t.Errorf("interval advance 40 min before a slot: %v", got)
 	}
 	if got := advanceDue(now, KindManual, time.Hour, 15*time.Minute, always); !got.Equal(utc("2026-05-01T11:10:00Z")) {
 		t.Errorf("manual advance: %v, want now + interval", got)

@@ -164,6 +164,33 @@ func TestServiceManualWakeWithinCoalescingWindow(t *testing.T) {
 	})
 }
 
+// TestServiceManualWakeBeforeSlot: a manual run 10 s before a slot makes the agent due an
+// interval later, 10 s before a later slot, off the slots. The interval run there is not
+// followed by that slot 10 s later: the agent is due at the slot after it, so two runs
+// are never within half an interval of each other unless a wake asks.
+func TestServiceManualWakeBeforeSlot(t *testing.T) {
+	serviceTest(t, baseConfig(), harnessOpts{}, func(t *testing.T, h *harness) {
+		first := slot(testSeed, "main", time.Minute)
+		h.sleepTo(first + 50*time.Second)
+		h.wantPulses(1)
+		if err := h.svc.Wake(WakeRequest{AgentID: "main", Reason: "manual"}); err != nil {
+			t.Fatal(err)
+		}
+		h.sleepTo(first + 110*time.Second + 250*time.Millisecond)
+		got := h.wantPulses(3)
+		if got[1].p.ReasonKind != KindManual || got[2].p.ReasonKind != KindInterval {
+			t.Fatalf("pulses %+v, want a manual run, then an interval run", got)
+		}
+		if want := h.start.Add(first + 180*time.Second); !h.agent("main").NextDueAt.Equal(want) {
+			t.Fatalf("after the interval run next_due_at %v, want %v (not the slot 9.75 s later)", h.agent("main").NextDueAt, want)
+		}
+		h.sleepTo(first + 180*time.Second)
+		if got := h.wantPulses(4); got[3].at-got[2].at < 30*time.Second {
+			t.Fatalf("interval runs at %v and %v are less than half an interval apart", got[2].at, got[3].at)
+		}
+	})
+}
+
 func TestServiceFiveWakesGiveOnePulse(t *testing.T) {
 	serviceTest(t, baseConfig(), harnessOpts{}, func(t *testing.T, h *harness) {
 		for i := range 5 {
