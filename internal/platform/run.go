@@ -20,6 +20,10 @@ type RunSpec struct {
 	// MaxOutput caps each of Stdout and Stderr; <= 0 means 64 KiB. Output past the cap is
 	// read and discarded, so the child never blocks on a full pipe.
 	MaxOutput int
+	// StopGrace, when > 0, makes the end of ctx stop the command as the gateway is stopped:
+	// SIGTERM to the whole group, SIGKILL to the group StopGrace later if it is still there
+	// (Windows: the Job is terminated at once). 0 keeps the immediate SIGKILL.
+	StopGrace time.Duration
 }
 
 // RunResult is what a finished command left behind.
@@ -77,6 +81,7 @@ func RunCommand(ctx context.Context, spec RunSpec) (RunResult, error) {
 		return res, err
 	}
 	defer group.close()
+	stopGrace := group.graceful(spec.StopGrace)
 
 	unlock := lockSpawnThread()
 	defer unlock()
@@ -89,6 +94,7 @@ func RunCommand(ctx context.Context, spec RunSpec) (RunResult, error) {
 		return res, err
 	}
 	werr := cmd.Wait()
+	stopGrace()
 	group.killRest()
 	if cmd.ProcessState != nil {
 		res.Status = processStateStatus(cmd.ProcessState)
