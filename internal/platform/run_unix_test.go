@@ -75,21 +75,7 @@ func TestRunCommandContextKillsGroup(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	// Cancel once the grandchild has written its pid: everything is running by then.
-	go func() {
-		tick := time.NewTicker(5 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-				if _, err := os.Stat(pidfile); err == nil {
-					cancel()
-					return
-				}
-			}
-		}
-	}()
+	cancelOnFile(ctx, cancel, pidfile)
 	res, err := RunCommand(ctx, RunSpec{
 		Argv: helperArgv("fork", "stay", "pidfile", pidfile, "sleep"),
 		Env:  helperEnviron(nil),
