@@ -1,0 +1,384 @@
+package cron
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/schedd/schedd/internal/api"
+	"github.com/schedd/schedd/internal/cron/schedule"
+)
+
+const (
+	// maxSleep caps every sleep while something is scheduled, so that a wall-clock jump or
+	// a suspend is noticed within it: due instants are wall instants, timers run on the
+	// monotonic clock. With nothing scheduled the loop has no timer at all.
+	maxSleep = 30 * time.Second
+	// missedAfter is how late a slot may be seen and still count as on time; later, it was
+	// missed (schedd was down, the host slept, the clock jumped) and the missed policy
+	// applies.
+	missedAfter = time.Minute
+	// countLimit bounds how many missed slots are counted, for the record (as Kubernetes'
+	// 100): past it the count says "at least".
+	countLimit = 100
+	// clockStepBack is how far the wall clock may step back between two passes before
+	// pending retries are pulled in.
+	clockStepBack = 2 * time.Second
+)
+
+// Run schedules and runs the jobs until ctx ends, then lets running tasks finish for
+// Config.Drain, cancels the rest (they are retried after the restart), commits and closes
+// the store. Queued tasks stay queued in the store and run after the restart. It may be
+// called once; it returns nil on a clean stop and an error wrapping ErrStore when the store
+// could not commit.
+func (s *Service) Run(ctx context.Context) error {
+	s.mu.Lock()
+	if s.phase != phaseNew {
+		s.mu.Unlock()
+		return ErrRunning
+	}
+	s.phase = phaseRunning
+	s.mu.Unlock()
+	defer s.stopped()
+
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
+	err := s.turn(nil)
+	for err == nil {
+		s.arm(timer)
+		var reqs []*request
+		select {
+		case <-ctx.Done():
+			return s.drain(s.cfg.Drain)
+		case <-timer.C:
+			s.tick()
+		case r := <-s.results:
+			s.finish(r)
+			s.takeResults()
+		case r := <-s.reqs:
+			if ferr := r.fn(); ferr != nil {
+				r.done <- ferr
+			} else {
+				reqs = append(reqs, r)
+			}
+		}
+		err = s.turn(reqs)
+	}
+	s.log.Error("cron stops: its store failed", zap.Error(err))
+	_ = s.drain(0)
+	return err
+}
+
+// turn takes over the tasks found in the store, starts what can start, commits, and then
+// answers the requests with the commit's result.
+func (s *Service) turn(reqs []*request) error {
+	if len(s.recoverQ) > 0 {
+		s.recover()
+	}
+	s.dispatch()
+	err := s.flush()
+	for _, r := range reqs {
+		r.done <- err
+	}
+	return err
+}
+
+// takeResults takes the results that are already there, so that they commit together.
+func (s *Service) takeResults() {
+	for {
+		select {
+		case r := <-s.results:
+			s.finish(r)
+		default:
+			return
+		}
+	}
+}
+
+// arm sets the timer for the next wake, at most maxSleep away, or stops it when nothing is
+// scheduled: an idle daemon is never woken by cron.
+func (s *Service) arm(timer *time.Timer) {
+	if len(s.due) == 0 {
+		timer.Stop()
+		return
+	}
+	now := s.wall()
+	s.watchClock(now)
+	timer.Reset(max(min(s.due[0].wake.Sub(now), maxSleep), 0))
+}
+
+// tick handles every job whose wake time has come.
+func (s *Service) tick() {
+	now := s.wall()
+	s.watchClock(now)
+	for len(s.due) > 0 && !s.due[0].wake.After(now) {
+		j := s.due[0]
+		if !j.next.IsZero() && !j.next.Add(j.offset).After(now) {
+			s.onSlots(j, now)
+		}
+		if r := j.row.retry; r != nil && !r.at.After(now) {
+			s.runRetry(j, now)
+		}
+		s.reschedule(j) // past now: the slot and the retry were consumed
+	}
+}
+
+// onSlots handles a job's slots that are due by now: usually one, on time; after downtime
+// or a jump of the clock, possibly many. Whatever their number, at most one run comes of
+// them, and the last of them is persisted as handled.
+func (s *Service) onSlots(j *jobState, now time.Time) {
+	sc := j.def.Schedule
+	upTo := now.Add(-j.offset) // a slot is due once slot+offset <= now
+	first, newest, n := j.next, j.next, 1
+	if nx := step(sc, newest); nx.IsZero() || nx.After(upTo) {
+		j.next = nx
+	} else {
+		newest = newestUpTo(sc, nx, upTo)
+		n = countSlots(sc, j.row.lastSlot, upTo)
+		j.next = step(sc, newest)
+	}
+	j.row.lastSlot = newest
+	s.markJob(j)
+	onTime := now.Sub(newest.Add(j.offset)) <= missedAfter
+	missed := n - 1
+	if !onTime {
+		missed = n
+	}
+	// The run to come (or the missed slots) stands for the job's work now: an older retry is
+	// moot.
+	s.dropRetry(j, api.ReasonSuperseded, now)
+	if missed == 0 {
+		s.admitSlot(j, api.KindScheduled, newest, now)
+		return
+	}
+	last := newest
+	if onTime {
+		last = first // the slot before the newest one is not known; the first missed one is
+	}
+	count := fmt.Sprint(missed)
+	if n >= countLimit {
+		count = "at least " + count
+	}
+	s.log.Warn("cron job missed runs", zap.String("job", j.def.Name), zap.String("missed", count),
+		zap.Time("since", first), zap.String("policy", string(j.def.Missed)))
+	if j.def.Missed == MissedSkip {
+		t := s.newTask(j, api.KindCatchUp, slotKey(j.def.Name, last), 1, last, last.Add(j.offset), now)
+		t.err = fmt.Sprintf("%s missed runs, the first for slot %s", count, first.Format(time.RFC3339))
+		s.end(t, api.TaskSkipped, api.ReasonMissed, now)
+		if onTime {
+			s.admitSlot(j, api.KindScheduled, newest, now)
+		}
+		return
+	}
+	s.admitSlot(j, api.KindCatchUp, newest, now)
+}
+
+// newestUpTo is the last slot of sc at or before upTo, given that from is one: found by
+// looking back from upTo in doubling windows, without walking every missed slot.
+func newestUpTo(sc schedule.Schedule, from, upTo time.Time) time.Time {
+	for w := time.Minute; ; w *= 2 {
+		lo := upTo.Add(-w)
+		if !lo.After(from) {
+			return walkUpTo(sc, from, upTo)
+		}
+		if s := step(sc, lo); !s.IsZero() && !s.After(upTo) {
+			return walkUpTo(sc, s, upTo)
+		}
+	}
+}
+
+// walkUpTo follows the slots from s while they are at or before upTo.
+func walkUpTo(sc schedule.Schedule, s, upTo time.Time) time.Time {
+	for {
+		n := step(sc, s)
+		if n.IsZero() || n.After(upTo) {
+			return s
+		}
+		s = n
+	}
+}
+
+// countSlots counts the slots in (after, upTo], up to countLimit.
+func countSlots(sc schedule.Schedule, after, upTo time.Time) int {
+	n := 0
+	for s := step(sc, after); !s.IsZero() && !s.After(upTo) && n < countLimit; s = step(sc, s) {
+		n++
+	}
+	return max(n, 1)
+}
+
+// watchClock notices the wall clock stepping back: a pending retry would then wait longer
+// than its wait, so it is pulled in to now plus its wait. Slots need nothing: they are wall
+// instants, and one handled is never run again.
+func (s *Service) watchClock(now time.Time) {
+	back := s.lastWall.Sub(now) // hugely negative at the first pass
+	s.lastWall = now
+	if back <= clockStepBack {
+		return
+	}
+	s.log.Warn("wall clock stepped back", zap.Duration("step", back))
+	for _, j := range s.jobs {
+		if r := j.row.retry; r != nil && r.at.After(now.Add(r.wait)) {
+			r.at = now.Add(r.wait)
+			s.markJob(j)
+			s.reschedule(j)
+		}
+	}
+}
+
+// recover takes over the tasks the store held as active: a running one was cut off by a
+// crash and is lost (a transient failure, retried per the job's policy); a queued one never
+// started and is queued again, attempt unchanged.
+func (s *Service) recover() {
+	now := s.wall()
+	for _, t := range s.recoverQ {
+		s.tasks[t.id] = t
+		j := s.jobs[t.job]
+		if j != nil {
+			j.active[t.id] = t
+		}
+		switch {
+		case t.state == api.TaskRunning:
+			o := outcome{state: api.TaskLost, class: Transient, err: "schedd stopped while the task was running"}
+			t.apply(o)
+			s.end(t, api.TaskLost, "", now)
+			s.log.Warn("cron task lost", zap.String("job", t.job), zap.Int64("task", t.id), zap.Int("attempt", t.attempt))
+			if j != nil {
+				s.failed(j, t, o)
+			}
+		case j == nil || j.removed:
+			s.end(t, api.TaskCancelled, api.ReasonRemoved, now)
+		default:
+			s.admit(j, t, now)
+		}
+	}
+	s.recoverQ = nil
+}
+
+// flush commits what changed, then starts the tasks that were dispatched and tells the
+// waiters of the tasks that ended. A task is started only once its running state is
+// committed, so a crash leaves it running in the store and it is found lost.
+func (s *Service) flush() error {
+	b := batch{prunes: s.prunes}
+	for _, t := range s.dirtyT {
+		t.dirty = false
+		b.tasks = append(b.tasks, t)
+	}
+	for _, j := range s.dirtyJ {
+		j.dirty = false
+		r := j.row
+		b.jobs = append(b.jobs, &r)
+	}
+	toStart, ended := s.toStart, s.ended
+	s.dirtyT, s.dirtyJ, s.toStart, s.ended, s.prunes = nil, nil, nil, nil, map[string]int{}
+	if !b.empty() {
+		if s.st == nil {
+			return fmt.Errorf("%w: not open", ErrStore)
+		}
+		dups, pruned, err := s.st.commit(context.Background(), &b, s.wall())
+		if err != nil {
+			// Not committed as running: they must not start.
+			for _, t := range toStart {
+				s.running--
+				s.jobs[t.job].running--
+				t.cancel(nil)
+			}
+			return err
+		}
+		dup := make(map[*task]bool, len(dups))
+		for _, t := range dups {
+			dup[t] = true
+		}
+		for _, t := range b.tasks {
+			t.stored = t.stored || !dup[t]
+		}
+		for _, t := range dups {
+			s.log.Warn("cron run already recorded: not run again", zap.String("job", t.job),
+				zap.String("run_key", t.runKey), zap.Int("attempt", t.attempt))
+			s.forget(t)
+		}
+		for name, n := range pruned {
+			if j := s.jobs[name]; j != nil {
+				j.stored -= n
+			}
+		}
+	}
+	for _, t := range toStart {
+		if t.stored && t.state == api.TaskRunning {
+			s.launch(t)
+		}
+	}
+	for _, t := range ended {
+		for _, ch := range s.waiters[t.id] {
+			ch <- t.API()
+		}
+		delete(s.waiters, t.id)
+	}
+	return nil
+}
+
+// wait registers a waiter for the end of the task id.
+func (s *Service) wait(id int64) chan api.Task {
+	ch := make(chan api.Task, 1)
+	s.waiters[id] = append(s.waiters[id], ch)
+	return ch
+}
+
+// drain stops: no more dispatch, running tasks get grace to end, then their runs are
+// cancelled; every result is committed.
+func (s *Service) drain(grace time.Duration) error {
+	close(s.stopping)
+	var deadline <-chan time.Time
+	if grace > 0 {
+		t := time.NewTimer(grace)
+		defer t.Stop()
+		deadline = t.C
+	} else {
+		s.stopTasks(errStopping)
+	}
+	var errs []error
+	for s.running > 0 {
+		select {
+		case r := <-s.results:
+			s.finish(r)
+			s.takeResults()
+		case <-deadline:
+			s.stopTasks(errStopping)
+			deadline = nil
+		case r := <-s.reqs:
+			if r.readOnly {
+				r.done <- r.fn()
+			} else {
+				r.done <- ErrStopped
+			}
+		}
+		if err := s.flush(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	s.stopTasks(errStopping)
+	return errors.Join(errs...)
+}
+
+// stopped ends Run: waiters are released and the store is closed; reads of the state are
+// served from here on.
+func (s *Service) stopped() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.phase = phaseStopped
+	defer close(s.done)
+	for id, chs := range s.waiters {
+		for _, ch := range chs {
+			close(ch)
+		}
+		delete(s.waiters, id)
+	}
+	s.closeStore()
+	if s.ownClient {
+		s.deps.HTTPClient.CloseIdleConnections()
+	}
+}

@@ -1,0 +1,419 @@
+package cron
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/schedd/schedd/internal/api"
+	"github.com/schedd/schedd/internal/cron/schedule"
+)
+
+// Errors of the service.
+var (
+	ErrRunning    = errors.New("cron service already ran")
+	ErrStopped    = errors.New("cron service stopped")
+	ErrUnknownJob = errors.New("unknown cron job")
+	// ErrNotActive: the task has already ended (Cancel).
+	ErrNotActive = errors.New("task has already ended")
+	// ErrNoStore: no job is configured, so the task store is not open.
+	ErrNoStore = errors.New("no cron job is configured")
+)
+
+// Defaults of Config.
+const (
+	DefaultWorkers   = 4
+	DefaultQueueSize = 1000
+	DefaultAgingStep = 10 * time.Second
+	DefaultDrain     = 10 * time.Second
+	maxAgingStep     = time.Hour
+)
+
+// Config configures the service. Zero values take the defaults.
+type Config struct {
+	Jobs []Job
+	// Workers is how many tasks run at once (default DefaultWorkers); it applies from New.
+	Workers int
+	// QueueSize bounds the tasks waiting for a worker (default DefaultQueueSize); a task
+	// that finds it full is recorded as skipped with reason queue_full.
+	QueueSize int
+	// AgingStep is how long a waiting task waits to gain one priority level (default
+	// DefaultAgingStep, at most an hour).
+	AgingStep time.Duration
+	// Drain is how long Run waits, once its ctx ended, for running tasks before it cancels
+	// them (default DefaultDrain).
+	Drain time.Duration
+	// StateDir holds the task store, DBName; it is opened when a job is configured.
+	StateDir string
+	// Now is the wall clock (default time.Now). Due instants are wall instants.
+	Now    func() time.Time
+	Logger *zap.Logger
+	// Deps are what actions need from the rest of schedd.
+	Deps Deps
+
+	// offset replaces schedule.Offset, in tests.
+	offset func(name string, jitter time.Duration) time.Duration
+}
+
+// Service runs the cron jobs: it turns their due slots into tasks, queues them by priority
+// and runs them on a bounded pool of workers, persisting every task in the task store.
+//
+// One goroutine owns all of its state: the loop in Run. Every other method hands its work
+// to the loop and waits for it to be committed; before Run they do the work themselves, and
+// after Run only reads are served.
+type Service struct {
+	cfg       Config
+	log       *zap.Logger
+	deps      Deps
+	ownClient bool
+	now       func() time.Time
+	offsetOf  func(string, time.Duration) time.Duration
+	path      string
+
+	reqs     chan *request
+	results  chan result
+	stopping chan struct{} // closed when Run starts to stop
+	done     chan struct{} // closed when Run has returned
+
+	mu    sync.Mutex // guards phase; held by a caller that works on the state itself
+	phase int
+
+	readStore atomic.Pointer[store] // for the API's reads
+
+	// Owned by the loop (or by a caller holding mu while the loop does not run).
+	st        *store
+	jobs      map[string]*jobState
+	order     []*jobState
+	rows      map[string]*jobRow // persisted state of jobs not configured (now)
+	recoverQ  []*task            // tasks found active in the store, taken over at Run
+	q         *queue
+	due       dueHeap
+	tasks     map[int64]*task // active tasks by id
+	running   int
+	nextID    int64
+	queueFull int64
+	dirtyT    []*task
+	dirtyJ    []*jobState
+	prunes    map[string]int
+	toStart   []*task
+	ended     []*task
+	waiters   map[int64][]chan api.Task
+	lastWall  time.Time
+	taskCtx   context.Context
+	stopTasks context.CancelCauseFunc
+}
+
+const (
+	phaseNew = iota
+	phaseRunning
+	phaseStopped
+)
+
+// New builds the service and, when a job is configured, opens the task store and loads the
+// persisted state. It starts nothing; call Run.
+func New(cfg Config) (*Service, error) {
+	if cfg.Workers <= 0 {
+		cfg.Workers = DefaultWorkers
+	}
+	if cfg.QueueSize <= 0 {
+		cfg.QueueSize = DefaultQueueSize
+	}
+	if cfg.AgingStep <= 0 {
+		cfg.AgingStep = DefaultAgingStep
+	}
+	if cfg.AgingStep > maxAgingStep {
+		return nil, fmt.Errorf("cron: aging step %v is over %v", cfg.AgingStep, maxAgingStep)
+	}
+	if cfg.Drain <= 0 {
+		cfg.Drain = DefaultDrain
+	}
+	s := &Service{
+		cfg: cfg, log: cfg.Logger, deps: cfg.Deps, now: cfg.Now, offsetOf: cfg.offset,
+		reqs: make(chan *request), results: make(chan result, cfg.Workers), stopping: make(chan struct{}), done: make(chan struct{}),
+		jobs: map[string]*jobState{}, rows: map[string]*jobRow{}, q: newQueue(cfg.AgingStep, time.Now()),
+		tasks: map[int64]*task{}, prunes: map[string]int{}, waiters: map[int64][]chan api.Task{}, nextID: 1,
+	}
+	if s.log == nil {
+		s.log = zap.NewNop()
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if s.offsetOf == nil {
+		s.offsetOf = schedule.Offset
+	}
+	if s.deps.HTTPClient == nil {
+		s.deps.HTTPClient, s.ownClient = newHTTPClient(), true
+	}
+	if cfg.StateDir != "" {
+		s.path = filepath.Join(cfg.StateDir, DBName)
+	}
+	s.taskCtx, s.stopTasks = context.WithCancelCause(context.Background())
+	jobs, err := prepare(cfg.Jobs, &s.deps)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.apply(jobs); err != nil {
+		s.closeStore()
+		return nil, err
+	}
+	return s, nil
+}
+
+// request is work handed to the loop; done gets its error, or the commit's.
+type request struct {
+	fn       func() error
+	readOnly bool
+	done     chan error
+}
+
+// call runs fn on the service's state: in the loop while Run runs, else itself. fn's
+// changes are committed before call returns. Once Run has returned only read-only calls are
+// served.
+func (s *Service) call(ctx context.Context, readOnly bool, fn func() error) error {
+	s.mu.Lock()
+	if s.phase != phaseRunning {
+		defer s.mu.Unlock()
+		if s.phase == phaseStopped && !readOnly {
+			return ErrStopped
+		}
+		if err := fn(); err != nil {
+			return err
+		}
+		if readOnly {
+			return nil
+		}
+		return s.flush()
+	}
+	s.mu.Unlock()
+	r := &request{fn: fn, readOnly: readOnly, done: make(chan error, 1)}
+	select {
+	case s.reqs <- r:
+	case <-s.done:
+		return s.call(ctx, readOnly, fn) // Run has returned
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case err := <-r.done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Update replaces the jobs without a restart (SIGHUP): new jobs start, removed ones stop
+// (their queued tasks are cancelled, running ones finish), changed ones run their new
+// definition from their next task on. Every job keeps its history and state by name; a job
+// whose schedule changed starts from now, without catching up. An invalid set of jobs is
+// refused whole and the old one stays.
+func (s *Service) Update(ctx context.Context, jobs []Job) error {
+	prepared, err := prepare(jobs, &s.deps)
+	if err != nil {
+		return err
+	}
+	return s.call(ctx, false, func() error { return s.apply(prepared) })
+}
+
+// RunNow queues a manual run of the job, enabled or not, under its concurrency policy, and
+// returns its task as committed: running when a worker was free, else queued, or skipped
+// when it could not be queued. With wait it returns the task once it has ended (or ctx
+// ended).
+func (s *Service) RunNow(ctx context.Context, name string, wait bool) (api.Task, error) {
+	var t *task
+	var ch chan api.Task
+	err := s.call(ctx, false, func() error {
+		j := s.jobs[name]
+		if j == nil || j.removed {
+			return fmt.Errorf("%w: %q", ErrUnknownJob, name)
+		}
+		now := s.wall()
+		t = s.newTask(j, api.KindManual, manualKey(name), 1, time.Time{}, now, now)
+		s.admit(j, t, now)
+		if wait && t.active() {
+			ch = s.wait(t.id)
+		}
+		return nil
+	})
+	if err != nil {
+		return api.Task{}, err
+	}
+	if ch == nil {
+		return t.API(), nil
+	}
+	return s.awaitTask(ctx, t.id, ch)
+}
+
+// awaitTask waits for the task to end.
+func (s *Service) awaitTask(ctx context.Context, id int64, ch chan api.Task) (api.Task, error) {
+	select {
+	case a, ok := <-ch:
+		if !ok {
+			t, err := s.Task(context.WithoutCancel(ctx), id)
+			if err == nil {
+				err = ErrStopped
+			}
+			return t, err
+		}
+		return a, nil
+	case <-ctx.Done():
+		t, _ := s.Task(context.WithoutCancel(ctx), id)
+		return t, ctx.Err()
+	}
+}
+
+// SetEnabled switches a job on or off and persists the switch, which wins over the
+// config's. Enabling resets the consecutive failures and starts the schedule from now;
+// disabling drops a pending retry (recorded as skipped). changed is false when the job
+// already was so.
+func (s *Service) SetEnabled(ctx context.Context, name string, on bool) (changed bool, err error) {
+	err = s.call(ctx, false, func() error {
+		j := s.jobs[name]
+		if j == nil || j.removed {
+			return fmt.Errorf("%w: %q", ErrUnknownJob, name)
+		}
+		changed = s.setEnabled(j, on, "")
+		return nil
+	})
+	if err == nil && changed {
+		s.log.Info("cron job switched", zap.String("job", name), zap.Bool("enabled", on))
+	}
+	return changed, err
+}
+
+// Cancel cancels a queued or running task and returns it once it has ended. A task that had
+// already ended is returned with ErrNotActive.
+func (s *Service) Cancel(ctx context.Context, id int64) (api.Task, error) {
+	var ch chan api.Task
+	var ended *api.Task
+	err := s.call(ctx, false, func() error {
+		t := s.tasks[id]
+		if t == nil {
+			return nil
+		}
+		if t.state == api.TaskRunning {
+			ch = s.wait(id)
+			t.cancel(errCancelled)
+			return nil
+		}
+		s.dequeue(t)
+		s.end(t, api.TaskCancelled, api.ReasonRequested, s.wall())
+		a := t.API()
+		ended = &a
+		return nil
+	})
+	switch {
+	case err != nil:
+		return api.Task{}, err
+	case ended != nil:
+		return *ended, nil
+	case ch != nil:
+		return s.awaitTask(ctx, id, ch)
+	}
+	t, err := s.Task(ctx, id)
+	if err != nil {
+		return api.Task{}, err
+	}
+	return t, ErrNotActive
+}
+
+// Task returns one task from the store.
+func (s *Service) Task(ctx context.Context, id int64) (api.Task, error) {
+	st, err := s.reader()
+	if err != nil {
+		return api.Task{}, err
+	}
+	if st == nil {
+		return api.Task{}, fmt.Errorf("%w: %d", ErrUnknownTask, id)
+	}
+	t, err := st.task(ctx, id)
+	if err != nil {
+		return api.Task{}, err
+	}
+	return t.API(), nil
+}
+
+// Tasks lists tasks from the store, newest first.
+func (s *Service) Tasks(ctx context.Context, f TaskFilter) (api.TaskList, error) {
+	if f.State != "" && !f.State.Valid() {
+		return api.TaskList{}, fmt.Errorf("unknown task state %q", f.State)
+	}
+	if f.Limit <= 0 || f.Limit > 1000 {
+		f.Limit = 100
+	}
+	list := api.TaskList{Tasks: []api.Task{}}
+	st, err := s.reader()
+	if err != nil || st == nil {
+		return list, err
+	}
+	ts, err := st.tasks(ctx, f)
+	if err != nil {
+		return list, err
+	}
+	for _, t := range ts {
+		list.Tasks = append(list.Tasks, t.API())
+	}
+	if len(ts) == f.Limit {
+		list.NextCursor = ts[len(ts)-1].id
+	}
+	return list, nil
+}
+
+// reader is the store for the API's reads: nil while none is open; closed once Run has
+// returned.
+func (s *Service) reader() (*store, error) {
+	select {
+	case <-s.done:
+		return nil, ErrStopped
+	default:
+		return s.readStore.Load(), nil
+	}
+}
+
+// wall is the current wall-clock time without a monotonic reading: due instants are wall
+// instants, so comparisons must use the wall clock.
+func (s *Service) wall() time.Time { return s.now().Round(0).UTC() }
+
+// ensureStore opens the task store if it is not open yet.
+func (s *Service) ensureStore() error {
+	if s.st != nil {
+		return nil
+	}
+	if s.path == "" {
+		return errors.New("cron: no state dir for the task store")
+	}
+	st, err := openStore(context.Background(), s.path)
+	if err != nil {
+		return err
+	}
+	snap, err := st.loadState(context.Background())
+	if err != nil {
+		st.close()
+		return fmt.Errorf("load cron store %s: %w", s.path, err)
+	}
+	s.st = st
+	s.readStore.Store(st)
+	for name, r := range snap.jobs {
+		s.rows[name] = r
+	}
+	s.recoverQ = snap.active
+	s.nextID = max(s.nextID, snap.nextID)
+	s.log.Info("cron store open", zap.String("path", s.path), zap.Int("schema_version", SchemaVersion),
+		zap.Int("jobs", len(snap.jobs)), zap.Int("active_tasks", len(snap.active)))
+	return nil
+}
+
+func (s *Service) closeStore() {
+	if s.st == nil {
+		return
+	}
+	if err := s.st.close(); err != nil {
+		s.log.Warn("cron store close", zap.Error(err))
+	}
+}

@@ -1,0 +1,226 @@
+package cron
+
+import (
+	"container/heap"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/schedd/schedd/internal/api"
+	"github.com/schedd/schedd/internal/cron/schedule"
+)
+
+// jobState is a configured job with its persisted state and its active tasks.
+type jobState struct {
+	def     Job
+	offset  time.Duration
+	row     jobRow    // what is persisted
+	next    time.Time // the next slot after row.lastSlot (without the offset); zero: none
+	active  map[int64]*task
+	running int
+	held    *task // replace: a task waiting for the job's running ones to end
+	last    *api.CronLast
+	stored  int // the job's rows in the tasks table
+	removed bool
+	dirty   bool
+
+	wake    time.Time // when the loop must look at the job: next slot or retry
+	heapIdx int
+	idx     int // in the config: jobs due together are queued in config order
+}
+
+// enabled is the persisted switch, else the config's.
+func (j *jobState) enabled() bool {
+	if j.row.enabled != nil {
+		return *j.row.enabled
+	}
+	return !j.def.Disabled
+}
+
+// minRefireGap is how far apart two slots of a job are at least when its schedule returns an
+// instant that is not after the one asked about (P26): such a schedule cannot make a job
+// spin.
+const minRefireGap = 2 * time.Second
+
+// step is the slot after t.
+func step(sc schedule.Schedule, t time.Time) time.Time {
+	n, ok := sc.Next(t)
+	if !ok {
+		return time.Time{}
+	}
+	if !n.After(t) {
+		n = t.Add(minRefireGap)
+	}
+	return n.UTC()
+}
+
+// apply makes jobs (prepared) the configured set. Jobs keep their state by name.
+func (s *Service) apply(jobs []Job) error {
+	if len(jobs) > 0 {
+		if err := s.ensureStore(); err != nil {
+			return err
+		}
+	}
+	now := s.wall()
+	order := make([]*jobState, 0, len(jobs))
+	keep := make(map[string]bool, len(jobs))
+	for i, def := range jobs {
+		j := s.jobs[def.Name]
+		if j == nil {
+			j = &jobState{heapIdx: -1, active: map[int64]*task{}, row: jobRow{name: def.Name}}
+			if r := s.rows[def.Name]; r != nil {
+				delete(s.rows, def.Name)
+				j.row, j.last, j.stored = *r, r.last, r.stored
+			}
+			s.jobs[def.Name] = j
+		}
+		j.def, j.removed, j.idx = def, false, i
+		j.offset = 0
+		if def.Jitter > 0 {
+			j.offset = s.offsetOf(def.Name, def.Jitter)
+		}
+		sched := def.Schedule.String()
+		if j.row.schedule != sched || j.row.lastSlot.IsZero() {
+			if j.row.schedule != "" && j.row.schedule != sched {
+				s.log.Info("cron job schedule changed: it starts from now, without catching up",
+					zap.String("job", def.Name), zap.String("was", j.row.schedule), zap.String("schedule", sched))
+			}
+			// Persisted at once: a first slot missed while schedd is down is caught up.
+			j.row.schedule, j.row.lastSlot = sched, now
+			s.markJob(j)
+		}
+		j.next = step(def.Schedule, j.row.lastSlot)
+		s.reschedule(j)
+		keep[def.Name] = true
+		order = append(order, j)
+	}
+	for name, j := range s.jobs {
+		if !keep[name] && !j.removed {
+			s.remove(j, now)
+		}
+	}
+	s.order = order
+	return nil
+}
+
+// remove stops a job that is no longer configured: its queued tasks are cancelled, its
+// pending retry is dropped, its running tasks finish. Its state stays for a later return.
+func (s *Service) remove(j *jobState, now time.Time) {
+	j.removed = true
+	s.reschedule(j)
+	s.dropRetry(j, api.ReasonRemoved, now)
+	for _, t := range j.active {
+		if t.state == api.TaskQueued {
+			s.dequeue(t)
+			s.end(t, api.TaskCancelled, api.ReasonRemoved, now)
+		}
+	}
+	s.forgetIfIdle(j)
+	s.log.Info("cron job removed", zap.String("job", j.def.Name))
+}
+
+// forgetIfIdle drops a removed job without active tasks; its row waits for its return.
+func (s *Service) forgetIfIdle(j *jobState) {
+	if !j.removed || len(j.active) > 0 {
+		return
+	}
+	delete(s.jobs, j.def.Name)
+	r := j.row
+	r.last, r.stored = j.last, j.stored
+	s.rows[j.def.Name] = &r
+}
+
+// setEnabled switches j and reports whether that changed it. reason is set when the
+// service disables a job by itself.
+func (s *Service) setEnabled(j *jobState, on bool, reason string) bool {
+	was := j.enabled()
+	now := s.wall()
+	j.row.enabled = &on
+	j.row.disabledReason = reason
+	if on {
+		j.row.failures = 0
+		if !was {
+			// Slots that passed while it was off are not caught up.
+			if now.After(j.row.lastSlot) {
+				j.row.lastSlot = now
+			}
+			j.next = step(j.def.Schedule, j.row.lastSlot)
+		}
+	} else {
+		s.dropRetry(j, api.ReasonDisabled, now)
+	}
+	s.markJob(j)
+	s.reschedule(j)
+	return was != on
+}
+
+// reschedule puts j in the due heap at its next slot or retry, whichever comes first, or
+// takes it out when neither is pending.
+func (s *Service) reschedule(j *jobState) {
+	var w time.Time
+	if !j.removed && j.enabled() {
+		if !j.next.IsZero() {
+			w = j.next.Add(j.offset)
+		}
+		if r := j.row.retry; r != nil && (w.IsZero() || r.at.Before(w)) {
+			w = r.at
+		}
+	}
+	j.wake = w
+	if w.IsZero() {
+		if j.heapIdx >= 0 {
+			heap.Remove(&s.due, j.heapIdx)
+		}
+		return
+	}
+	if j.heapIdx >= 0 {
+		heap.Fix(&s.due, j.heapIdx)
+	} else {
+		heap.Push(&s.due, j)
+	}
+}
+
+func (s *Service) markJob(j *jobState) {
+	if !j.dirty {
+		j.dirty = true
+		s.dirtyJ = append(s.dirtyJ, j)
+	}
+}
+
+func (s *Service) markTask(t *task) {
+	if !t.dirty {
+		t.dirty = true
+		s.dirtyT = append(s.dirtyT, t)
+	}
+}
+
+// dueHeap orders the scheduled jobs by wake time, with container/heap.
+type dueHeap []*jobState
+
+func (h dueHeap) Len() int { return len(h) }
+func (h dueHeap) Less(i, j int) bool {
+	if c := h[i].wake.Compare(h[j].wake); c != 0 {
+		return c < 0
+	}
+	return h[i].idx < h[j].idx
+}
+func (h dueHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].heapIdx, h[j].heapIdx = i, j
+}
+
+func (h *dueHeap) Push(x any) {
+	j := x.(*jobState)
+	j.heapIdx = len(*h)
+	*h = append(*h, j)
+}
+
+func (h *dueHeap) Pop() any {
+	old := *h
+	n := len(old) - 1
+	j := old[n]
+	old[n] = nil
+	*h = old[:n]
+	j.heapIdx = -1
+	return j
+}
