@@ -142,8 +142,9 @@ func TestPermanentFailureNotRetried(t *testing.T) {
 	})
 }
 
-// After DisableAfter failures in a row the job is disabled: logged once at error level,
-// shown in the status with a reason; SetEnabled(true) turns it back on with a fresh count.
+// P27's disable: after DisableAfter failures in a row the job is disabled, logged once at
+// error level, shown in the status with a reason; SetEnabled(true) turns it back on with a
+// fresh count.
 func TestDisableAfterFailures(t *testing.T) {
 	bubble(t, func(t *testing.T, dir string) {
 		a := &fakeAction{}
