@@ -82,23 +82,24 @@ func procCPU(pid int) (time.Duration, error) {
 }
 
 // cpuMeter measures the CPU time of this process and of the server over a run.
-type cpuMeter struct{ self, server time.Duration }
+type cpuMeter struct {
+	self, server       time.Duration
+	selfErr, serverErr error
+}
 
 func startCPU() cpuMeter {
 	var m cpuMeter
-	m.self, _ = procCPU(0)
-	if ServerPID > 0 {
-		m.server, _ = procCPU(ServerPID)
-	}
+	m.self, m.selfErr = procCPU(0)
+	m.server, m.serverErr = procCPU(ServerPID)
 	return m
 }
 
 // per returns the CPU time each used since m, in µs per operation (0 if unknown).
 func (m cpuMeter) per(n int) (client, server float64) {
-	if t, err := procCPU(0); err == nil && m.self > 0 {
+	if t, err := procCPU(0); err == nil && m.selfErr == nil {
 		client = float64((t - m.self).Microseconds()) / float64(n)
 	}
-	if t, err := procCPU(ServerPID); ServerPID > 0 && err == nil && m.server > 0 {
+	if t, err := procCPU(ServerPID); ServerPID > 0 && err == nil && m.serverErr == nil {
 		server = float64((t - m.server).Microseconds()) / float64(n)
 	}
 	return client, server
