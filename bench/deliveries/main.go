@@ -248,31 +248,26 @@ func prefillCmd(args []string) error {
 	if *dueAt > 0 {
 		notBefore = time.UnixMilli(*dueAt)
 	}
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	var firstErr atomic.Value
 	start := time.Now()
-	for range 64 { // concurrent producers share group commits
-		wg.Go(func() {
-			for {
-				i := next.Add(1)
-				if i > int64(*n) {
-					return
-				}
-				_, _, err := s.Enqueue(context.Background(), queue.NewEntry{Sink: *sink, Key: fmt.Sprint("pre-", i), Payload: payload, NotBefore: notBefore})
-				if err != nil {
-					firstErr.CompareAndSwap(nil, err)
-					return
-				}
+	for i := 0; i < *n; i += api.MaxBatch { // one commit per batch
+		ns := make([]queue.NewEntry, 0, api.MaxBatch)
+		for j := i; j < min(i+api.MaxBatch, *n); j++ {
+			ns = append(ns, queue.NewEntry{Sink: *sink, Key: fmt.Sprint("pre-", j), Payload: payload, NotBefore: notBefore})
+		}
+		res, err := s.EnqueueBatch(context.Background(), ns)
+		if err != nil {
+			s.Close()
+			return err
+		}
+		for _, r := range res {
+			if r.Err != nil {
+				s.Close()
+				return r.Err
 			}
-		})
+		}
 	}
-	wg.Wait()
 	el := time.Since(start)
 	if err := s.Close(); err != nil {
-		return err
-	}
-	if err, _ := firstErr.Load().(error); err != nil {
 		return err
 	}
 	return load.Emit(map[string]any{"bench": "prefill", "n": *n, "per_s": float64(*n) / el.Seconds()})
@@ -411,6 +406,9 @@ func summaryCmd(args []string) error {
 		Batch        int            `json:"batch"`
 		ClientCPU    float64        `json:"client_cpu_us"`
 		ServerCPU    float64        `json:"server_cpu_us"`
+		When         string         `json:"when"`
+		Load1        float64        `json:"load1"`
+		Load5        float64        `json:"load5"`
 	}
 	var rs []result
 	for _, line := range bytes.Split(data, []byte("\n")) {
@@ -434,11 +432,16 @@ func summaryCmd(args []string) error {
 		return "MISSED"
 	}
 	w := os.Stdout
+	for _, r := range rs {
+		if r.Bench == "loadavg" {
+			fmt.Fprintf(w, "load average at the %s: %.2f (1 min), %.2f (5 min)\n", r.When, r.Load1, r.Load5)
+		}
+	}
 	fsyncR, _ := find("append+fdatasync", 0)
 	limit, _ := find("sqlite row per transaction (WAL, FULL)", 0)
-	fmt.Fprintf(w, "%-46s %10s  %s\n", "measure", "figure", "target")
-	fmt.Fprintf(w, "%-46s %8.0f/s  (p50 %.0f us, p99 %.0f us)\n", "limit: append+fdatasync per record", fsyncR.PerS, fsyncR.Latency.P50us, fsyncR.Latency.P99us)
-	fmt.Fprintf(w, "%-46s %8.0f/s  (p50 %.0f us, p99 %.0f us)\n", "limit: SQLite row per transaction, WAL/FULL", limit.PerS, limit.Latency.P50us, limit.Latency.P99us)
+	fmt.Fprintf(w, "%-52s %10s  %s\n", "measure", "figure", "target")
+	fmt.Fprintf(w, "%-52s %8.0f/s  (p50 %.0f us, p99 %.0f us)\n", "limit: append+fdatasync per record", fsyncR.PerS, fsyncR.Latency.P50us, fsyncR.Latency.P99us)
+	fmt.Fprintf(w, "%-52s %8.0f/s  (p50 %.0f us, p99 %.0f us)\n", "limit: SQLite row per transaction, WAL/FULL", limit.PerS, limit.Latency.P50us, limit.Latency.P99us)
 	one, _ := find("durable enqueue via the control API", 1)
 	many, _ := find("durable enqueue via the control API", 16)
 	for _, c := range []struct {
@@ -454,32 +457,35 @@ func summaryCmd(args []string) error {
 			continue
 		}
 		x := c.r.PerS / a.PerS
-		fmt.Fprintf(w, "%-46s %8.0f/s  (p50 %.0f us, p99 %.0f us; cpu/entry: redis %.0f us, client %.0f us)\n",
+		fmt.Fprintf(w, "%-52s %8.0f/s  (p50 %.0f us, p99 %.0f us; cpu/entry: redis %.0f us, client %.0f us)\n",
 			fmt.Sprintf("asynq on redis, appendfsync always, %d client(s)", c.asynq),
 			a.PerS, a.Latency.P50us, a.Latency.P99us, a.ServerCPU, a.ClientCPU)
-		fmt.Fprintf(w, "%-46s %8.0f/s  %.2fx asynq's; >= %.1fx: %s (p50 %.0f us, p99 %.0f us; cpu/entry: schedd %.0f us, client %.0f us)\n",
+		fmt.Fprintf(w, "%-52s %8.0f/s  %.2fx asynq's; >= %.1fx: %s (p50 %.0f us, p99 %.0f us; cpu/entry: schedd %.0f us, client %.0f us)\n",
 			fmt.Sprintf("schedd enqueue via the control API, %d client(s)", c.asynq), c.r.PerS, x, c.factor, verdict(x >= c.factor),
 			c.r.Latency.P50us, c.r.Latency.P99us, c.r.ServerCPU, c.r.ClientCPU)
 	}
 	if r, ok := find("durable enqueue via the control API, batches", 16); ok && many.PerS > 0 {
 		x := r.PerS / many.PerS
-		fmt.Fprintf(w, "%-46s %8.0f/s  %.1fx one entry per request; >= 5x: %s (%d per request; p50 %.1f ms, p99 %.1f ms a request; cpu/entry: schedd %.1f us, client %.1f us)\n",
+		fmt.Fprintf(w, "%-52s %8.0f/s  %.1fx one entry per request; >= 5x: %s (%d per request; p50 %.1f ms, p99 %.1f ms a request; cpu/entry: schedd %.1f us, client %.1f us)\n",
 			"schedd batches via the control API, 16 clients", r.PerS, x, verdict(x >= 5), r.Batch,
 			r.Latency.P50us/1e3, r.Latency.P99us/1e3, r.ServerCPU, r.ClientCPU)
 	}
-	if r, ok := find("round trip without the store", 1); ok {
-		fmt.Fprintf(w, "%-46s %8.0f/s  (p50 %.0f us, p99 %.0f us)\n", "same request, unknown sink (no store), 1 client", r.PerS,
-			r.Latency.P50us, r.Latency.P99us)
+	for _, c := range []int{1, 16} {
+		if r, ok := find("round trip without the store", c); ok {
+			fmt.Fprintf(w, "%-52s %8.0f/s  (p50 %.0f us, p99 %.0f us; cpu/request: schedd %.0f us, client %.0f us)\n",
+				fmt.Sprintf("same request, unknown sink (no store), %d client(s)", c), r.PerS,
+				r.Latency.P50us, r.Latency.P99us, r.ServerCPU, r.ClientCPU)
+		}
 	}
 	if r, ok := find("deliveries to a no-op HTTP sink", 0); ok {
-		fmt.Fprintf(w, "%-46s %8.0f/s  >= 5000/s: %s\n", "delivery to a no-op HTTP sink, 16 workers", r.PerS, verdict(r.PerS >= 5000))
+		fmt.Fprintf(w, "%-52s %8.0f/s  >= 5000/s: %s\n", "delivery to a no-op HTTP sink, 16 workers", r.PerS, verdict(r.PerS >= 5000))
 	}
 	if r, ok := find("startup timeline", 0); ok {
-		fmt.Fprintf(w, "%-46s %8.0f ms  <= 1000 ms: %s (serving at %.0f ms, recovery pass done at %.0f ms)\n",
+		fmt.Fprintf(w, "%-52s %8.0f ms  <= 1000 ms: %s (serving at %.0f ms, recovery pass done at %.0f ms)\n",
 			fmt.Sprintf("start to %.0f pending armed", r.ArmedEntries), r.ArmedMS, verdict(r.ArmedMS <= 1000), r.StartedMS, r.RecoveryMS)
 	}
 	if r, ok := find("rss with pending entries", 0); ok {
-		fmt.Fprintf(w, "%-46s %8.1f MB  <= 60 MB: %s (peak %.1f MB)\n",
+		fmt.Fprintf(w, "%-52s %8.1f MB  <= 60 MB: %s (peak %.1f MB)\n",
 			fmt.Sprintf("RSS with %d pending", r.Entries), r.RSS, verdict(r.RSS <= 60), r.PeakRSS)
 	}
 	return nil

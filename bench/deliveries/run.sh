@@ -133,6 +133,13 @@ wait_log() {
 	die "no \"$2\" in $OUT/$1.log"
 }
 
+# loadavg WHEN: the load average, as a result line (figures taken while it was high, from
+# other work on the machine, are to be taken again).
+loadavg() {
+	awk -v when="$1" '{printf "{\"bench\":\"loadavg\",\"when\":\"%s\",\"load1\":%s,\"load5\":%s}\n", when, $1, $2}' /proc/loadavg >>"$RESULTS"
+}
+loadavg start
+
 # ---------------------------------------------------------------------------------------
 log "1/4 the disk's limits"
 "$DLBENCH" fsync -dir "$WORK" -n "$N_FSYNC" >>"$RESULTS"
@@ -183,6 +190,7 @@ done
 # The same request to a sink that is not configured: answered (400) before the store, so
 # this is the round trip of the HTTP path alone.
 "$DLBENCH" enqueue -socket "$SD_SOCK" -server-pid "$SD_PID" -clients 1 -n "$N_ONE" -prefix bare -sink nosuch -expect 400 >>"$RESULTS"
+"$DLBENCH" enqueue -socket "$SD_SOCK" -server-pid "$SD_PID" -clients 16 -n "$N_MANY" -prefix bare16 -sink nosuch -expect 400 >>"$RESULTS"
 # schedd and asynq take turns, one client then 16, then schedd's batches.
 "$ASYNQBENCH" -addr "127.0.0.1:$REDIS_PORT" -server-pid "$REDIS_PID" -clients 1 -n "$N_ONE" -prefix one >>"$RESULTS"
 profiled one "$DLBENCH" enqueue -socket "$SD_SOCK" -server-pid "$SD_PID" -clients 1 -n "$N_ONE" -prefix one >>"$RESULTS"
@@ -194,6 +202,7 @@ wait "$REDIS_PID" || true
 stop_schedd
 
 if [[ -n $ONLY_ENQUEUE ]]; then
+	loadavg end
 	log "done: $OUT"
 	"$DLBENCH" summary -results "$RESULTS" | tee "$OUT/summary.txt"
 	exit 0
@@ -247,5 +256,6 @@ awk -v n="$N_PENDING" -v rss="$rss" -v hwm="$hwm" \
 	'BEGIN { printf "{\"bench\":\"rss with pending entries\",\"entries\":%d,\"rss_mb\":%.1f,\"peak_rss_mb\":%.1f}\n", n, rss / 1024, hwm / 1024 }' >>"$RESULTS"
 stop_schedd
 
+loadavg end
 log "done: $OUT"
 "$DLBENCH" summary -results "$RESULTS" | tee "$OUT/summary.txt"
