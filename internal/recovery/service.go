@@ -274,10 +274,14 @@ func (p *policy) newEntry(r Request, now time.Time) (queue.NewEntry, error) {
 	return n, nil
 }
 
-// enqueued logs and arms an entry the store just created.
+// enqueued logs and arms an entry the store just created. The line is at debug level: the
+// producer has the entry's id from the reply, and the log says at info what schedd does
+// with it (sending, delivered, failed, dead), not every entry it was given.
 func (s *Service) enqueued(e queue.Entry) {
-	s.log.Info("delivery enqueued", zap.Int64("id", e.ID), zap.String("sink", e.Sink), zap.String("idempotency_key", e.Key),
-		zap.Int("priority", e.Priority), zap.Int("payload_size", e.PayloadSize))
+	if ce := s.log.Check(zap.DebugLevel, "delivery enqueued"); ce != nil {
+		ce.Write(zap.Int64("id", e.ID), zap.String("sink", e.Sink), zap.String("idempotency_key", e.Key),
+			zap.Int("priority", e.Priority), zap.Int("payload_size", e.PayloadSize))
+	}
 	s.rt.armEntry(e)
 }
 
