@@ -105,24 +105,13 @@ func TestEnqueueBatchAPI(t *testing.T) {
 	}
 
 	// The bounds of a batch, and a body that is not an array of requests.
-	for _, tc := range []struct {
-		name   string
-		body   any
-		status int
-		code   string
-		msg    string
-	}{
+	postErrors(t, cl, []postError{
 		{"empty", []api.DeliveryRequest{}, 400, api.CodeBadRequest, "the array of deliveries is empty"},
 		{"over the cap", make([]api.DeliveryRequest, api.MaxBatch+1), 413, api.CodeTooLarge,
 			"1001 deliveries in one request: a batch holds at most 1000 (and its body at most 2097152 bytes, control.max_body); nothing was stored"},
 		{"unknown field", []map[string]any{{"sink": "hook", "payload": "x"}}, 400, api.CodeBadRequest, `unknown field "payload"`},
 		{"not requests", []int{1}, 400, api.CodeBadRequest, "invalid JSON body"},
-	} {
-		err := cl.Do(ctx, http.MethodPost, "/v1/deliveries", tc.body, nil)
-		if ae := apiError(t, err); ae.Status != tc.status || ae.Code != tc.code || !strings.Contains(ae.Message, tc.msg) {
-			t.Errorf("%s: %d %s %q, want %d %s with %q", tc.name, ae.Status, ae.Code, ae.Message, tc.status, tc.code, tc.msg)
-		}
-	}
+	})
 }
 
 // A batch is stored in one commit of the store; the queue's bound holds within it (the

@@ -155,6 +155,27 @@ func (dd *deliveryDaemon) waitFor(t *testing.T, id int64, what string, cond func
 
 func ptr[T any](v T) *T { return &v }
 
+// postError is a body that POST /v1/deliveries refuses, with the status, code and a part
+// of the message of its reply.
+type postError struct {
+	name   string
+	body   any
+	status int
+	code   string
+	msg    string
+}
+
+// postErrors posts each body and checks the error reply.
+func postErrors(t *testing.T, cl *control.Client, cases []postError) {
+	t.Helper()
+	for _, tc := range cases {
+		err := cl.Do(t.Context(), http.MethodPost, "/v1/deliveries", tc.body, nil)
+		if ae := apiError(t, err); ae.Status != tc.status || ae.Code != tc.code || !strings.Contains(ae.Message, tc.msg) {
+			t.Errorf("%s: %d %s %q, want %d %s with %q", tc.name, ae.Status, ae.Code, ae.Message, tc.status, tc.code, tc.msg)
+		}
+	}
+}
+
 // The delivery endpoints end to end on a real store: enqueue (201, then 200 for the same
 // key: P11), delivery with the idempotency key, the errors with their statuses and field
 // names, list, show, drop, retry, purge, recover --dry-run and the status block. Header
@@ -192,13 +213,7 @@ func TestDeliveriesAPI(t *testing.T) {
 		t.Fatalf("a reply shows a header value: %s", raw)
 	}
 
-	for _, tc := range []struct {
-		name   string
-		body   any
-		status int
-		code   string
-		msg    string
-	}{
+	postErrors(t, cl, []postError{
 		{"no sink", api.DeliveryRequest{Data: ptr("x")}, 400, "bad_request", "sink: is required (a name from deliveries.sinks: down, hook, reject)"},
 		{"unknown sink", api.DeliveryRequest{Sink: "hoook"}, 400, "bad_request", `sink: no sink "hoook" is configured`},
 		{"both payloads", api.DeliveryRequest{Sink: "hook", Data: ptr("a"), DataBase64: ptr("YQ==")}, 400, "bad_request", "data, data_base64: give one"},
@@ -210,12 +225,7 @@ func TestDeliveriesAPI(t *testing.T) {
 		{"key taken", api.DeliveryRequest{Sink: "hook", Key: "order-1", Data: ptr("other")}, 409, "conflict", `idempotency_key: "order-1" belongs to delivery 1`},
 		{"too large", api.DeliveryRequest{Sink: "hook", Data: ptr(strings.Repeat("x", 1025))}, 413, api.CodePayloadTooLarge,
 			"data: the payload of 1025 bytes is over deliveries.max_payload (1024 bytes); nothing was stored"},
-	} {
-		err := cl.Do(ctx, http.MethodPost, "/v1/deliveries", tc.body, nil)
-		if ae := apiError(t, err); ae.Status != tc.status || ae.Code != tc.code || !strings.Contains(ae.Message, tc.msg) {
-			t.Errorf("%s: %d %s %q, want %d %s with %q", tc.name, ae.Status, ae.Code, ae.Message, tc.status, tc.code, tc.msg)
-		}
-	}
+	})
 
 	// A permanent error dead-letters with its reason; retry brings it back to pending.
 	var dead api.EnqueueReply
