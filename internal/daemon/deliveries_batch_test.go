@@ -56,9 +56,7 @@ func serveEnqueue(tb testing.TB, store queue.Store, maxBody int64, run bool) str
 // entry only, the reply lists every entry's result in order, and the stored ones are
 // armed and delivered.
 func TestEnqueueBatchAPI(t *testing.T) {
-	t.Cleanup(func() { goleak.VerifyNone(t) })
-	hook := newHookServer(t)
-	dd := startDeliveries(t, deliveryConfig(t, hook.URL))
+	dd, hook := startHook(t)
 	ctx, cl := t.Context(), dd.cl
 
 	var rep api.BatchReply

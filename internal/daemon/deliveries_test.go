@@ -101,6 +101,15 @@ func startDeliveries(t *testing.T, cfg *config.Config) *deliveryDaemon {
 	return dd
 }
 
+// startHook runs the delivery component of deliveryConfig with a new hookServer, and
+// checks when the test ends that it left no goroutine behind.
+func startHook(t *testing.T) (*deliveryDaemon, *hookServer) {
+	t.Helper()
+	t.Cleanup(func() { goleak.VerifyNone(t) })
+	hook := newHookServer(t)
+	return startDeliveries(t, deliveryConfig(t, hook.URL)), hook
+}
+
 func deliveryConfig(t *testing.T, hook string) *config.Config {
 	t.Helper()
 	src := fmt.Sprintf(`gateway: {command: [gw]}
@@ -181,9 +190,7 @@ func postErrors(t *testing.T, cl *control.Client, cases []postError) {
 // names, list, show, drop, retry, purge, recover --dry-run and the status block. Header
 // values given with an entry never appear in a reply.
 func TestDeliveriesAPI(t *testing.T) {
-	t.Cleanup(func() { goleak.VerifyNone(t) })
-	hook := newHookServer(t)
-	dd := startDeliveries(t, deliveryConfig(t, hook.URL))
+	dd, hook := startHook(t)
 	ctx, cl := t.Context(), dd.cl
 
 	var rep api.EnqueueReply
@@ -440,9 +447,7 @@ func TestDeliveryStoreOpenErrors(t *testing.T) {
 // it not opened, reads answer empty or not found. The first enqueue creates it, and the
 // delivery service (recovery pass, runtime) starts then and delivers the entry.
 func TestDeliveryStoreOpensOnFirstEnqueue(t *testing.T) {
-	t.Cleanup(func() { goleak.VerifyNone(t) })
-	hook := newHookServer(t)
-	dd := startDeliveries(t, deliveryConfig(t, hook.URL))
+	dd, _ := startHook(t)
 	ctx, cl := t.Context(), dd.cl
 	path := filepath.Join(dd.d.opts.StateDir, "schedd.db")
 
