@@ -4,13 +4,16 @@
 #   1. the disk's limits: append+fdatasync per record, and one SQLite row per transaction
 #      (WAL, synchronous=FULL, the same pure-Go SQLite schedd uses);
 #   2. durable enqueue through the control API (a real schedd, 201 = on disk), one client
-#      and 16 concurrent clients;
+#      and 16 concurrent clients, one entry per request and batches; beside it, in the same
+#      run, asynq enqueueing on a private Redis with appendfsync always (same payload,
+#      count and concurrency);
 #   3. delivery throughput of 50,000 stored entries to a no-op local HTTP sink, 16 workers;
 #   4. startup with 100,000 pending entries: time until all are armed, and the RSS.
 #
 #   bash bench/deliveries/run.sh             # full run (about a minute)
 #   bash bench/deliveries/run.sh --quick     # smaller counts: a smoke run
 #   bash bench/deliveries/run.sh --enqueue   # the limits and the enqueue figures only
+#   BATCH=100 bash bench/deliveries/run.sh   # entries per request of the batch run (100)
 #   PROFILE=1 bash bench/deliveries/run.sh --enqueue   # and CPU/alloc profiles of the daemon
 #   BENCH_DIR=/mnt/other bash bench/deliveries/run.sh   # measure another disk
 #
@@ -26,11 +29,13 @@ STAMP=$(date -u +%Y%m%dT%H%M%SZ)
 OUT=$HERE/results/$STAMP
 WORK=${BENCH_DIR:-$HERE/.work}/$STAMP
 
-N_FSYNC=2000 N_SQLITE=3000 N_ONE=4000 N_MANY=40000 N_DRAIN=50000 N_PENDING=100000
+N_FSYNC=2000 N_SQLITE=3000 N_ONE=4000 N_MANY=40000 N_BATCH=200000 N_DRAIN=50000 N_PENDING=100000
+BATCH=${BATCH:-100}
+REDIS_PORT=${REDIS_PORT:-6390}
 ONLY_ENQUEUE=
 for arg in "$@"; do
 	case $arg in
-	--quick) N_FSYNC=300 N_SQLITE=300 N_ONE=500 N_MANY=4000 N_DRAIN=5000 N_PENDING=10000 ;;
+	--quick) N_FSYNC=300 N_SQLITE=300 N_ONE=500 N_MANY=4000 N_BATCH=20000 N_DRAIN=5000 N_PENDING=10000 ;;
 	--enqueue) ONLY_ENQUEUE=1 ;;
 	*) echo "usage: $0 [--quick] [--enqueue]" >&2; exit 2 ;;
 	esac
@@ -58,12 +63,29 @@ mkdir -p "$OUT" "$WORK"
 RESULTS=$OUT/results.jsonl
 : >"$RESULTS"
 
-log "building schedd and dlbench"
+# Debian's redis-server for the asynq comparison, installed if missing (as root; a
+# temporary policy-rc.d keeps its package from starting a system-wide server).
+if ! command -v redis-server >/dev/null || ! command -v redis-cli >/dev/null; then
+	[[ $EUID -eq 0 ]] || SUDO=sudo
+	log "installing redis-server with apt-get"
+	policy=/usr/sbin/policy-rc.d made=0
+	if [[ ! -e $policy ]]; then
+		printf '#!/bin/sh\nexit 101\n' | ${SUDO:-} tee "$policy" >/dev/null && ${SUDO:-} chmod +x "$policy" && made=1
+	fi
+	{ ${SUDO:-} apt-get update -qq && ${SUDO:-} env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+		--no-install-recommends redis-server; } >"$OUT/apt.log" 2>&1 || die "apt-get failed (see $OUT/apt.log)"
+	((made)) && ${SUDO:-} rm -f "$policy"
+fi
+
+log "building schedd, dlbench and asynqbench"
 TAGS=()
 [[ -n $PROFILE ]] && TAGS=(-tags schedd_pprof)
 (cd "$ROOT" && CGO_ENABLED=0 go build "${TAGS[@]+"${TAGS[@]}"}" -o "$WORK/schedd" ./cmd/schedd && go build -o "$WORK/dlbench" ./bench/deliveries)
+# bench/asynq is a module of its own: schedd's go.mod does not depend on asynq.
+(cd "$ROOT/bench/asynq" && go build -o "$WORK/asynqbench" .)
 SCHEDD=$WORK/schedd
 DLBENCH=$WORK/dlbench
+ASYNQBENCH=$WORK/asynqbench
 
 {
 	echo "date: $STAMP"
@@ -71,6 +93,7 @@ DLBENCH=$WORK/dlbench
 	echo "cpus: $(nproc)"
 	grep -m1 'model name' /proc/cpuinfo 2>/dev/null || true
 	echo "go: $(go version)"
+	echo "redis: $(redis-server --version)"
 	echo "schedd: $(cd "$ROOT" && git rev-parse --short HEAD 2>/dev/null || echo unknown)"
 	echo "disk of $WORK:"
 	df -hT "$WORK" | sed 's/^/  /'
@@ -110,6 +133,13 @@ wait_log() {
 	die "no \"$2\" in $OUT/$1.log"
 }
 
+# loadavg WHEN: the load average, as a result line (figures taken while it was high, from
+# other work on the machine, are to be taken again).
+loadavg() {
+	awk -v when="$1" '{printf "{\"bench\":\"loadavg\",\"when\":\"%s\",\"load1\":%s,\"load5\":%s}\n", when, $1, $2}' /proc/loadavg >>"$RESULTS"
+}
+loadavg start
+
 # ---------------------------------------------------------------------------------------
 log "1/4 the disk's limits"
 "$DLBENCH" fsync -dir "$WORK" -n "$N_FSYNC" >>"$RESULTS"
@@ -144,14 +174,35 @@ profiled() {
 		curl -s -o "$OUT/$name.allocs.pprof" "http://$PPROF_ADDR/debug/pprof/allocs"
 	fi
 }
+# asynq's store: a private Redis on the same disk, every write synced before its reply
+# (appendfsync always), no snapshots.
+mkdir -p "$WORK/redis"
+redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --dir "$WORK/redis" --appendonly yes --appendfsync always \
+	--save '' --daemonize no --logfile "$OUT/redis.log" &
+REDIS_PID=$!
+PIDS+=("$REDIS_PID")
+for ((i = 0; i < 500; i++)); do
+	[[ $(redis-cli -p "$REDIS_PORT" ping 2>/dev/null) == PONG ]] && break
+	kill -0 "$REDIS_PID" 2>/dev/null || die "redis-server exited; see $OUT/redis.log"
+	sleep 0.01
+done
+[[ $(redis-cli -p "$REDIS_PORT" config get appendfsync | tail -1) == always ]] || die "redis is not on appendfsync always"
 # The same request to a sink that is not configured: answered (400) before the store, so
 # this is the round trip of the HTTP path alone.
-"$DLBENCH" enqueue -socket "$SD_SOCK" -clients 1 -n "$N_ONE" -prefix bare -sink nosuch -expect 400 >>"$RESULTS"
-profiled one "$DLBENCH" enqueue -socket "$SD_SOCK" -clients 1 -n "$N_ONE" -prefix one >>"$RESULTS"
-profiled many "$DLBENCH" enqueue -socket "$SD_SOCK" -clients 16 -n "$N_MANY" -prefix many >>"$RESULTS"
+"$DLBENCH" enqueue -socket "$SD_SOCK" -server-pid "$SD_PID" -clients 1 -n "$N_ONE" -prefix bare -sink nosuch -expect 400 >>"$RESULTS"
+"$DLBENCH" enqueue -socket "$SD_SOCK" -server-pid "$SD_PID" -clients 16 -n "$N_MANY" -prefix bare16 -sink nosuch -expect 400 >>"$RESULTS"
+# schedd and asynq take turns, one client then 16, then schedd's batches.
+"$ASYNQBENCH" -addr "127.0.0.1:$REDIS_PORT" -server-pid "$REDIS_PID" -clients 1 -n "$N_ONE" -prefix one >>"$RESULTS"
+profiled one "$DLBENCH" enqueue -socket "$SD_SOCK" -server-pid "$SD_PID" -clients 1 -n "$N_ONE" -prefix one >>"$RESULTS"
+"$ASYNQBENCH" -addr "127.0.0.1:$REDIS_PORT" -server-pid "$REDIS_PID" -clients 16 -n "$N_MANY" -prefix many >>"$RESULTS"
+profiled many "$DLBENCH" enqueue -socket "$SD_SOCK" -server-pid "$SD_PID" -clients 16 -n "$N_MANY" -prefix many >>"$RESULTS"
+profiled batch "$DLBENCH" enqueue -socket "$SD_SOCK" -server-pid "$SD_PID" -clients 16 -n "$N_BATCH" -batch "$BATCH" -prefix batch >>"$RESULTS"
+kill -TERM "$REDIS_PID"
+wait "$REDIS_PID" || true
 stop_schedd
 
 if [[ -n $ONLY_ENQUEUE ]]; then
+	loadavg end
 	log "done: $OUT"
 	"$DLBENCH" summary -results "$RESULTS" | tee "$OUT/summary.txt"
 	exit 0
@@ -205,5 +256,6 @@ awk -v n="$N_PENDING" -v rss="$rss" -v hwm="$hwm" \
 	'BEGIN { printf "{\"bench\":\"rss with pending entries\",\"entries\":%d,\"rss_mb\":%.1f,\"peak_rss_mb\":%.1f}\n", n, rss / 1024, hwm / 1024 }' >>"$RESULTS"
 stop_schedd
 
+loadavg end
 log "done: $OUT"
 "$DLBENCH" summary -results "$RESULTS" | tee "$OUT/summary.txt"

@@ -74,17 +74,27 @@ type EnqueueReply struct {
 	Delivery
 }
 
-// BatchReply is the reply of POST /v1/deliveries with an array of entries: one result per
-// entry, in the request's order. The entries that were stored were stored together.
+// MaxBatch is the most entries one POST /v1/deliveries with an array may carry.
+const MaxBatch = 1000
+
+// BatchReply is the reply (200) of POST /v1/deliveries with an array of entries: one
+// result per entry, in the request's order. The entries it stored were stored in one
+// commit; an entry with an error was not stored, and did not keep the others out.
 type BatchReply struct {
-	Results []BatchResult `json:"results"`
+	Created  int           `json:"created"`  // entries stored by this request
+	Existing int           `json:"existing"` // entries whose key schedd held already: nothing stored
+	Failed   int           `json:"failed"`   // entries refused, each with its error
+	Results  []BatchResult `json:"results"`
 }
 
-// BatchResult is one entry of a batch: its delivery, or the error that kept it out.
+// BatchResult is one entry of a batch: the id of its delivery (created false when the
+// key was held already), or the error that kept it out, with the code and message that a
+// request of that entry alone would have had, the message naming the entry's index
+// (`[3].sink: is required`).
 type BatchResult struct {
-	Created  bool      `json:"created,omitempty"`
-	Delivery *Delivery `json:"delivery,omitempty"`
-	Error    *Error    `json:"error,omitempty"`
+	ID      int64  `json:"id,omitempty"`
+	Created bool   `json:"created"`
+	Error   *Error `json:"error,omitempty"`
 }
 
 // DeliveryList is the reply of GET /v1/deliveries. NextCursor, when not zero, is the cursor

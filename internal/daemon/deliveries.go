@@ -53,7 +53,7 @@ func (d *Daemon) setupDeliveries() (*component, error) {
 		store.Close()
 		return nil, err
 	}
-	endpoints := &deliveriesAPI{svc: svc, path: store.Path(),
+	endpoints := &deliveriesAPI{svc: svc, path: store.Path(), maxBody: c.Control.MaxBody,
 		limits: deliveryLimits{payload: c.Deliveries.MaxPayload.Bytes(), entries: c.Deliveries.MaxEntries}}
 	opened := c.Deliveries // what the store was opened with
 	return &component{

@@ -1,10 +1,12 @@
 package daemon
 
 import (
+	"bufio"
 	"context"
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"net/http"
 	"slices"
@@ -20,9 +22,10 @@ import (
 )
 
 type deliveriesAPI struct {
-	svc    *recovery.Service
-	path   string
-	limits deliveryLimits
+	svc     *recovery.Service
+	path    string
+	limits  deliveryLimits
+	maxBody int // control.max_body, for the error of a batch over its bounds
 }
 
 func (a *deliveriesAPI) routes(srv *control.Server) {
@@ -35,7 +38,17 @@ func (a *deliveriesAPI) routes(srv *control.Server) {
 	srv.Handle("POST /v1/recover", a.recover)
 }
 
+// enqueue stores one delivery (a JSON object) or a batch of them (a JSON array).
 func (a *deliveriesAPI) enqueue(w http.ResponseWriter, r *http.Request) {
+	body := bufio.NewReaderSize(r.Body, 16) // the smallest: large reads go past it
+	r.Body = struct {
+		io.Reader
+		io.Closer
+	}{body, r.Body}
+	if firstByte(body) == '[' {
+		a.enqueueBatch(w, r)
+		return
+	}
 	var req api.DeliveryRequest
 	if !control.DecodeJSON(w, r, &req) {
 		return
@@ -46,13 +59,8 @@ func (a *deliveriesAPI) enqueue(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	e, created, err := a.svc.Enqueue(r.Context(), rr)
-	if errors.Is(err, recovery.ErrUnknownSink) {
-		control.WriteError(w, http.StatusBadRequest, api.CodeBadRequest,
-			fmt.Sprintf("sink: no sink %q is configured (deliveries.sinks%s)", req.Sink, a.sinkList()))
-		return
-	}
 	if err != nil {
-		a.writeError(w, err)
+		writeAPIError(w, a.enqueueError(err, req.Sink))
 		return
 	}
 	code := http.StatusOK
@@ -60,6 +68,96 @@ func (a *deliveriesAPI) enqueue(w http.ResponseWriter, r *http.Request) {
 		code = http.StatusCreated
 	}
 	control.WriteJSON(w, code, api.EnqueueReply{Created: created, Delivery: view(e, false)})
+}
+
+// firstByte returns the first byte of r that is not JSON white space, leaving it unread
+// (0 if there is none).
+func firstByte(r *bufio.Reader) byte {
+	for {
+		c, err := r.ReadByte()
+		if err != nil {
+			return 0
+		}
+		if !strings.ContainsRune(" \t\r\n", rune(c)) {
+			_ = r.UnreadByte()
+			return c
+		}
+	}
+}
+
+// enqueueBatch stores the entries of a JSON array in one commit and answers 200 with one
+// result per entry, in order: each entry is checked and stored as a request of its own
+// would be, and an entry's error (with the code and message that request would have had,
+// naming the entry's index) keeps out that entry only. An error that is the whole batch's
+// (the store could not commit: disk full, I/O error, stopping) is the reply of a single
+// request, and then nothing was stored.
+func (a *deliveriesAPI) enqueueBatch(w http.ResponseWriter, r *http.Request) {
+	var reqs []api.DeliveryRequest
+	if !control.DecodeJSON(w, r, &reqs) {
+		return
+	}
+	switch {
+	case len(reqs) == 0:
+		control.WriteError(w, http.StatusBadRequest, api.CodeBadRequest, "the array of deliveries is empty: give at least one")
+		return
+	case len(reqs) > api.MaxBatch:
+		control.WriteError(w, http.StatusRequestEntityTooLarge, api.CodeTooLarge,
+			fmt.Sprintf("%d deliveries in one request: a batch holds at most %d (and its body at most %d bytes, control.max_body); "+
+				"nothing was stored: send them in several requests", len(reqs), api.MaxBatch, a.maxBody))
+		return
+	}
+	rep := api.BatchReply{Results: make([]api.BatchResult, len(reqs))}
+	rrs := make([]recovery.Request, 0, len(reqs))
+	at := make([]int, 0, len(reqs)) // the index in reqs of each request of rrs
+	for i, req := range reqs {
+		rr, msg := a.request(req)
+		if msg != "" {
+			rep.Results[i].Error = entryError(i, &api.Error{Status: http.StatusBadRequest, Code: api.CodeBadRequest, Message: msg})
+			continue
+		}
+		rrs = append(rrs, rr)
+		at = append(at, i)
+	}
+	if len(rrs) > 0 {
+		res, err := a.svc.EnqueueBatch(r.Context(), rrs)
+		if err != nil {
+			writeAPIError(w, a.enqueueError(err, ""))
+			return
+		}
+		for j, x := range res {
+			i := at[j]
+			if x.Err != nil {
+				rep.Results[i].Error = entryError(i, a.enqueueError(x.Err, reqs[i].Sink))
+				continue
+			}
+			rep.Results[i] = api.BatchResult{ID: x.Entry.ID, Created: x.Created}
+		}
+	}
+	for _, x := range rep.Results {
+		switch {
+		case x.Error != nil:
+			rep.Failed++
+		case x.Created:
+			rep.Created++
+		default:
+			rep.Existing++
+		}
+	}
+	control.WriteJSON(w, http.StatusOK, rep)
+}
+
+// requestFields are the fields of api.DeliveryRequest, as error messages begin with them.
+var requestFields = []string{"sink", "idempotency_key", "headers", "priority", "data", "data_base64", "data, data_base64", "ttl"}
+
+// entryError makes e the error of entry i of a batch: its message names the entry,
+// "[3].sink: is required" when it begins with a field of the request, else "[3]: ...".
+func entryError(i int, e *api.Error) *api.Error {
+	sep := ": "
+	if field, _, ok := strings.Cut(e.Message, ": "); ok && slices.Contains(requestFields, field) {
+		sep = "."
+	}
+	e.Message = fmt.Sprintf("[%d]%s%s", i, sep, e.Message)
+	return e
 }
 
 // request checks req and turns it into what the service stores; a message names the field
@@ -238,45 +336,62 @@ func (a *deliveriesAPI) sinkList() string {
 	return ": " + strings.Join(names, ", ")
 }
 
-// writeError maps a delivery error to its status and a message that says what happened and
-// whether anything was stored.
+// writeError writes the reply of a delivery error (see errorReply).
 func (a *deliveriesAPI) writeError(w http.ResponseWriter, err error) {
+	writeAPIError(w, a.errorReply(err))
+}
+
+func writeAPIError(w http.ResponseWriter, e *api.Error) {
+	control.WriteError(w, e.Status, e.Code, e.Message)
+}
+
+// enqueueError is errorReply for an enqueue of an entry for sink.
+func (a *deliveriesAPI) enqueueError(err error, sink string) *api.Error {
+	if errors.Is(err, recovery.ErrUnknownSink) {
+		return &api.Error{Status: http.StatusBadRequest, Code: api.CodeBadRequest,
+			Message: fmt.Sprintf("sink: no sink %q is configured (deliveries.sinks%s)", sink, a.sinkList())}
+	}
+	return a.errorReply(err)
+}
+
+// errorReply maps a delivery error to its status, code and a message that says what
+// happened and whether anything was stored.
+func (a *deliveriesAPI) errorReply(err error) *api.Error {
 	var bound *queue.BoundError
 	var mismatch *queue.KeyMismatchError
 	switch {
 	case errors.As(err, &bound) && errors.Is(err, queue.ErrPayloadTooLarge):
-		control.WriteError(w, http.StatusRequestEntityTooLarge, api.CodePayloadTooLarge,
-			fmt.Sprintf("data: the payload of %d bytes is over deliveries.max_payload (%d bytes); nothing was stored", bound.Got, bound.Limit))
+		return &api.Error{Status: http.StatusRequestEntityTooLarge, Code: api.CodePayloadTooLarge,
+			Message: fmt.Sprintf("data: the payload of %d bytes is over deliveries.max_payload (%d bytes); nothing was stored", bound.Got, bound.Limit)}
 	case errors.Is(err, queue.ErrQueueFull):
-		control.WriteError(w, http.StatusServiceUnavailable, api.CodeQueueFull,
-			fmt.Sprintf("the delivery queue holds its limit of %d pending entries (deliveries.max_entries); nothing was stored; "+
-				"enqueue again once it has drained", a.limits.entries))
+		return &api.Error{Status: http.StatusServiceUnavailable, Code: api.CodeQueueFull,
+			Message: fmt.Sprintf("the delivery queue holds its limit of %d pending entries (deliveries.max_entries); nothing was stored; "+
+				"enqueue again once it has drained", a.limits.entries)}
 	case errors.Is(err, queue.ErrDiskFull):
-		control.WriteError(w, 507, api.CodeDiskFull,
-			fmt.Sprintf("the disk of the delivery store %s is full: nothing was stored. Deliveries already stored are still sent; "+
-				"enqueue works again once space is freed", a.path))
+		return &api.Error{Status: 507, Code: api.CodeDiskFull,
+			Message: fmt.Sprintf("the disk of the delivery store %s is full: nothing was stored. Deliveries already stored are still sent; "+
+				"enqueue works again once space is freed", a.path)}
 	case errors.As(err, &mismatch):
-		control.WriteError(w, http.StatusConflict, api.CodeConflict,
-			fmt.Sprintf("idempotency_key: %q belongs to delivery %d, which has another sink or payload; nothing was stored",
-				mismatch.Key, mismatch.Existing.ID))
+		return &api.Error{Status: http.StatusConflict, Code: api.CodeConflict,
+			Message: fmt.Sprintf("idempotency_key: %q belongs to delivery %d, which has another sink or payload; nothing was stored",
+				mismatch.Key, mismatch.Existing.ID)}
 	case errors.Is(err, queue.ErrInvalid):
-		control.WriteError(w, http.StatusBadRequest, api.CodeBadRequest, strings.TrimPrefix(err.Error(), "enqueue: "))
+		return &api.Error{Status: http.StatusBadRequest, Code: api.CodeBadRequest, Message: strings.TrimPrefix(err.Error(), "enqueue: ")}
 	case errors.Is(err, queue.ErrNotFound):
-		control.WriteError(w, http.StatusNotFound, api.CodeNotFound, err.Error())
+		return &api.Error{Status: http.StatusNotFound, Code: api.CodeNotFound, Message: err.Error()}
 	case errors.Is(err, queue.ErrBusy):
-		control.WriteError(w, http.StatusConflict, api.CodeConflict, err.Error()+"; try again when the attempt is over")
+		return &api.Error{Status: http.StatusConflict, Code: api.CodeConflict, Message: err.Error() + "; try again when the attempt is over"}
 	case errors.Is(err, queue.ErrWrongState):
-		control.WriteError(w, http.StatusConflict, api.CodeConflict, err.Error())
+		return &api.Error{Status: http.StatusConflict, Code: api.CodeConflict, Message: err.Error()}
 	case errors.Is(err, queue.ErrClosed):
-		control.WriteError(w, http.StatusServiceUnavailable, api.CodeUnavailable, "schedd is stopping: nothing was stored")
+		return &api.Error{Status: http.StatusServiceUnavailable, Code: api.CodeUnavailable, Message: "schedd is stopping: nothing was stored"}
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
-		control.WriteError(w, http.StatusServiceUnavailable, api.CodeTimeout, err.Error())
+		return &api.Error{Status: http.StatusServiceUnavailable, Code: api.CodeTimeout, Message: err.Error()}
 	case errors.Is(err, queue.ErrStorage), errors.Is(err, queue.ErrCorrupt):
-		control.WriteError(w, http.StatusInternalServerError, api.CodeStorage,
-			fmt.Sprintf("the delivery store %s could not commit: nothing was stored (%v)", a.path, err))
-	default:
-		control.WriteError(w, http.StatusInternalServerError, api.CodeInternal, err.Error())
+		return &api.Error{Status: http.StatusInternalServerError, Code: api.CodeStorage,
+			Message: fmt.Sprintf("the delivery store %s could not commit: nothing was stored (%v)", a.path, err)}
 	}
+	return &api.Error{Status: http.StatusInternalServerError, Code: api.CodeInternal, Message: err.Error()}
 }
 
 // view is how the API shows e; withPayload adds the payload, as text when it is UTF-8.

@@ -6,15 +6,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"os"
 	"path/filepath"
-	"sync"
 	"sync/atomic"
 	"testing"
-
-	"go.uber.org/zap"
 
 	"github.com/schedd/schedd/internal/api"
 	"github.com/schedd/schedd/internal/control"
@@ -34,38 +29,12 @@ func (waitingSink) Ready() bool                                   { return false
 func BenchmarkEnqueueAPI(b *testing.B) {
 	for _, clients := range []int{1, 16} {
 		b.Run(fmt.Sprint("clients=", clients), func(b *testing.B) {
-			dir, err := os.MkdirTemp("", "dlb")
+			store, err := queue.Open(context.Background(), filepath.Join(b.TempDir(), "q.db"), queue.Options{})
 			if err != nil {
 				b.Fatal(err)
 			}
-			defer os.RemoveAll(dir)
-			store, err := queue.Open(context.Background(), filepath.Join(dir, "q.db"), queue.Options{})
-			if err != nil {
-				b.Fatal(err)
-			}
-			svc, err := recovery.New(recovery.DefaultConfig(), store, map[string]recovery.Sink{"hook": waitingSink{}}, recovery.Deps{Log: zap.NewNop()})
-			if err != nil {
-				b.Fatal(err)
-			}
-			sock := filepath.Join(dir, "s.sock")
-			ln, err := control.Listen(sock, 0o600)
-			if err != nil {
-				b.Fatal(err)
-			}
-			srv := control.NewServer(control.ServerOptions{Backend: statusNone{}})
-			(&deliveriesAPI{svc: svc}).routes(srv)
-			ctx, cancel := context.WithCancel(context.Background())
-			var wg sync.WaitGroup
-			wg.Go(func() { _ = srv.Serve(ctx, ln) })
-			wg.Go(func() { _ = svc.Run(ctx) })
-			defer func() { cancel(); wg.Wait(); store.Close() }()
-			hc := &http.Client{Transport: &http.Transport{
-				DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-					var d net.Dialer
-					return d.DialContext(ctx, "unix", sock)
-				},
-				MaxIdleConnsPerHost: clients,
-			}}
+			b.Cleanup(func() { store.Close() })
+			hc := control.NewClient(serveEnqueue(b, store, control.DefaultMaxBody, true)).HTTP
 			payload := string(bytes.Repeat([]byte{'x'}, 256))
 			var n atomic.Int64
 			b.SetParallelism(clients)

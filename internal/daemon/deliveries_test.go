@@ -101,6 +101,15 @@ func startDeliveries(t *testing.T, cfg *config.Config) *deliveryDaemon {
 	return dd
 }
 
+// startHook runs the delivery component of deliveryConfig with a new hookServer, and
+// checks when the test ends that it left no goroutine behind.
+func startHook(t *testing.T) (*deliveryDaemon, *hookServer) {
+	t.Helper()
+	t.Cleanup(func() { goleak.VerifyNone(t) })
+	hook := newHookServer(t)
+	return startDeliveries(t, deliveryConfig(t, hook.URL)), hook
+}
+
 func deliveryConfig(t *testing.T, hook string) *config.Config {
 	t.Helper()
 	src := fmt.Sprintf(`gateway: {command: [gw]}
@@ -155,14 +164,33 @@ func (dd *deliveryDaemon) waitFor(t *testing.T, id int64, what string, cond func
 
 func ptr[T any](v T) *T { return &v }
 
+// postError is a body that POST /v1/deliveries refuses, with the status, code and a part
+// of the message of its reply.
+type postError struct {
+	name   string
+	body   any
+	status int
+	code   string
+	msg    string
+}
+
+// postErrors posts each body and checks the error reply.
+func postErrors(t *testing.T, cl *control.Client, cases []postError) {
+	t.Helper()
+	for _, tc := range cases {
+		err := cl.Do(t.Context(), http.MethodPost, "/v1/deliveries", tc.body, nil)
+		if ae := apiError(t, err); ae.Status != tc.status || ae.Code != tc.code || !strings.Contains(ae.Message, tc.msg) {
+			t.Errorf("%s: %d %s %q, want %d %s with %q", tc.name, ae.Status, ae.Code, ae.Message, tc.status, tc.code, tc.msg)
+		}
+	}
+}
+
 // The delivery endpoints end to end on a real store: enqueue (201, then 200 for the same
 // key: P11), delivery with the idempotency key, the errors with their statuses and field
 // names, list, show, drop, retry, purge, recover --dry-run and the status block. Header
 // values given with an entry never appear in a reply.
 func TestDeliveriesAPI(t *testing.T) {
-	t.Cleanup(func() { goleak.VerifyNone(t) })
-	hook := newHookServer(t)
-	dd := startDeliveries(t, deliveryConfig(t, hook.URL))
+	dd, hook := startHook(t)
 	ctx, cl := t.Context(), dd.cl
 
 	var rep api.EnqueueReply
@@ -192,13 +220,7 @@ func TestDeliveriesAPI(t *testing.T) {
 		t.Fatalf("a reply shows a header value: %s", raw)
 	}
 
-	for _, tc := range []struct {
-		name   string
-		body   any
-		status int
-		code   string
-		msg    string
-	}{
+	postErrors(t, cl, []postError{
 		{"no sink", api.DeliveryRequest{Data: ptr("x")}, 400, "bad_request", "sink: is required (a name from deliveries.sinks: down, hook, reject)"},
 		{"unknown sink", api.DeliveryRequest{Sink: "hoook"}, 400, "bad_request", `sink: no sink "hoook" is configured`},
 		{"both payloads", api.DeliveryRequest{Sink: "hook", Data: ptr("a"), DataBase64: ptr("YQ==")}, 400, "bad_request", "data, data_base64: give one"},
@@ -210,12 +232,7 @@ func TestDeliveriesAPI(t *testing.T) {
 		{"key taken", api.DeliveryRequest{Sink: "hook", Key: "order-1", Data: ptr("other")}, 409, "conflict", `idempotency_key: "order-1" belongs to delivery 1`},
 		{"too large", api.DeliveryRequest{Sink: "hook", Data: ptr(strings.Repeat("x", 1025))}, 413, api.CodePayloadTooLarge,
 			"data: the payload of 1025 bytes is over deliveries.max_payload (1024 bytes); nothing was stored"},
-	} {
-		err := cl.Do(ctx, http.MethodPost, "/v1/deliveries", tc.body, nil)
-		if ae := apiError(t, err); ae.Status != tc.status || ae.Code != tc.code || !strings.Contains(ae.Message, tc.msg) {
-			t.Errorf("%s: %d %s %q, want %d %s with %q", tc.name, ae.Status, ae.Code, ae.Message, tc.status, tc.code, tc.msg)
-		}
-	}
+	})
 
 	// A permanent error dead-letters with its reason; retry brings it back to pending.
 	var dead api.EnqueueReply
@@ -430,9 +447,7 @@ func TestDeliveryStoreOpenErrors(t *testing.T) {
 // it not opened, reads answer empty or not found. The first enqueue creates it, and the
 // delivery service (recovery pass, runtime) starts then and delivers the entry.
 func TestDeliveryStoreOpensOnFirstEnqueue(t *testing.T) {
-	t.Cleanup(func() { goleak.VerifyNone(t) })
-	hook := newHookServer(t)
-	dd := startDeliveries(t, deliveryConfig(t, hook.URL))
+	dd, _ := startHook(t)
 	ctx, cl := t.Context(), dd.cl
 	path := filepath.Join(dd.d.opts.StateDir, "schedd.db")
 

@@ -208,6 +208,26 @@ func (n NewEntry) Validate() error {
 	return nil
 }
 
+// Check is what every store checks of a new entry before it writes anything: Validate, and
+// the payload within maxPayload bytes (a BoundError wrapping ErrPayloadTooLarge).
+func (n NewEntry) Check(maxPayload int) error {
+	if err := n.Validate(); err != nil {
+		return err
+	}
+	if len(n.Payload) > maxPayload {
+		return &BoundError{Err: ErrPayloadTooLarge, Limit: maxPayload, Got: len(n.Payload)}
+	}
+	return nil
+}
+
+// EnqueueResult is the outcome of one entry of EnqueueBatch: the entry that holds its key
+// (Created when this call stored it), or the error that kept it out.
+type EnqueueResult struct {
+	Entry   Entry
+	Created bool
+	Err     error
+}
+
 // MaxKeyLen bounds idempotency keys.
 const MaxKeyLen = 255
 

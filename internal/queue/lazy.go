@@ -96,12 +96,8 @@ func (l *Lazy) NewEpoch(ctx context.Context) (int64, error) {
 func (l *Lazy) Enqueue(ctx context.Context, n NewEntry) (Entry, bool, error) {
 	if l.s.Load() == nil {
 		// Refuse what the open store would refuse before creating the file for it.
-		if err := n.Validate(); err != nil {
+		if err := n.Check(withDefaults(l.opts).MaxPayload); err != nil {
 			return Entry{}, false, fmt.Errorf("enqueue: %w", err)
-		}
-		if limit := withDefaults(l.opts).MaxPayload; len(n.Payload) > limit {
-			return Entry{}, false, fmt.Errorf("enqueue: %w",
-				&BoundError{Err: ErrPayloadTooLarge, Limit: limit, Got: len(n.Payload)})
 		}
 	}
 	s, err := l.open(ctx)
@@ -109,6 +105,29 @@ func (l *Lazy) Enqueue(ctx context.Context, n NewEntry) (Entry, bool, error) {
 		return Entry{}, false, fmt.Errorf("enqueue: %w", err)
 	}
 	return s.Enqueue(ctx, n)
+}
+
+// EnqueueBatch opens the store if needed (unless it would refuse every entry) and stores
+// the entries.
+func (l *Lazy) EnqueueBatch(ctx context.Context, ns []NewEntry) ([]EnqueueResult, error) {
+	if l.s.Load() == nil {
+		out := make([]EnqueueResult, len(ns))
+		refused := 0
+		for i, n := range ns {
+			if err := n.Check(withDefaults(l.opts).MaxPayload); err != nil {
+				out[i].Err = fmt.Errorf("enqueue: %w", err)
+				refused++
+			}
+		}
+		if refused == len(ns) {
+			return out, nil
+		}
+	}
+	s, err := l.open(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("enqueue %d deliveries: %w", len(ns), err)
+	}
+	return s.EnqueueBatch(ctx, ns)
 }
 
 // Get returns one entry; ErrNotFound while the store is not open.

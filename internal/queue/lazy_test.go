@@ -58,6 +58,10 @@ func TestLazyOpensOnFirstEnqueue(t *testing.T) {
 	if _, _, err := l.Enqueue(ctx, NewEntry{Key: "no-sink"}); !errors.Is(err, ErrInvalid) {
 		t.Fatalf("enqueue without a sink = %v", err)
 	}
+	res, err := l.EnqueueBatch(ctx, []NewEntry{{Key: "no-sink"}, {Sink: "hook", Key: "big", Payload: make([]byte, DefaultMaxPayload+1)}})
+	if err != nil || len(res) != 2 || !errors.Is(res[0].Err, ErrInvalid) || !errors.Is(res[1].Err, ErrPayloadTooLarge) {
+		t.Fatalf("a batch of refused entries = %+v, %v", res, err)
+	}
 	select {
 	case <-l.Opened():
 		t.Fatal("opened by reads")
@@ -67,11 +71,15 @@ func TestLazyOpensOnFirstEnqueue(t *testing.T) {
 		t.Fatalf("the file exists before the first enqueue: %v", err)
 	}
 
-	e := mustEnqueue(t, l, "k")
+	res, err = l.EnqueueBatch(ctx, []NewEntry{{Key: "no-sink"}, {Sink: "hook", Key: "k", Payload: []byte("p-k")}})
+	if err != nil || res[0].Err == nil || !res[1].Created {
+		t.Fatalf("a batch with one valid entry = %+v, %v", res, err)
+	}
+	e := res[1].Entry
 	select {
 	case <-l.Opened():
 	default:
-		t.Fatal("not opened by an enqueue")
+		t.Fatal("not opened by a batch")
 	}
 	if !l.Info().Opened || l.SQLite() == nil {
 		t.Fatalf("info after open = %+v", l.Info())

@@ -1,14 +1,10 @@
 package queue
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha256"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"sort"
 	"time"
 
@@ -27,10 +23,20 @@ type writeOp struct {
 // errLead, sent to a waiting operation's caller, hands it the leadership of the writer.
 var errLead = errors.New("lead the writer")
 
+// Names of the enqueue operations (as the FaultHook sees them).
+const (
+	opEnqueue      = "enqueue"
+	opEnqueueBatch = "enqueue_batch"
+)
+
+// enqueues reports an operation that stores new entries: refused while the disk is full.
+func (op *writeOp) enqueues() bool { return op.name == opEnqueue || op.name == opEnqueueBatch }
+
 // atomic reports an operation that needs no savepoint: its logical errors come before its
 // one write, or after writes worth keeping (an enqueue quarantines a damaged row holding
-// its key before it reports the key taken).
-func (op *writeOp) atomic() bool { return op.name == "enqueue" }
+// its key before it reports the key taken). A batch's operation fails only as a whole
+// (its entries' own errors are results, not its error).
+func (op *writeOp) atomic() bool { return op.enqueues() }
 
 // batch is the state of one group-commit transaction.
 type batch struct {
@@ -188,7 +194,7 @@ func (s *SQLite) tryBatch(c rawConn, ops []*writeOp, refuseEnqueues bool) ([]err
 	// A lone operation needs no savepoint: its own failure rolls back the transaction.
 	single := len(ops) == 1
 	for i, op := range ops {
-		if op.name == "enqueue" && (refuseEnqueues || s.res.refuse()) {
+		if op.enqueues() && (refuseEnqueues || s.res.refuse()) {
 			results[i] = errRefusedFull
 			continue
 		}
@@ -291,111 +297,6 @@ func (s *SQLite) NewEpoch(ctx context.Context) (int64, error) {
 		return 0, fmt.Errorf("new epoch: %w", err)
 	}
 	return epoch, nil
-}
-
-// Enqueue stores a new entry, or returns the one holding the same idempotency key.
-func (s *SQLite) Enqueue(ctx context.Context, n NewEntry) (Entry, bool, error) {
-	if err := n.Validate(); err != nil {
-		return Entry{}, false, fmt.Errorf("enqueue: %w", err)
-	}
-	if len(n.Payload) > s.opts.MaxPayload {
-		return Entry{}, false, fmt.Errorf("enqueue: %w",
-			&BoundError{Err: ErrPayloadTooLarge, Limit: s.opts.MaxPayload, Got: len(n.Payload)})
-	}
-	headers := "{}"
-	if len(n.Headers) > 0 {
-		h, err := json.Marshal(n.Headers)
-		if err != nil {
-			return Entry{}, false, fmt.Errorf("enqueue: %w", err)
-		}
-		headers = string(h)
-	}
-	sum := sha256.Sum256(n.Payload)
-	payload := n.Payload
-	if payload == nil {
-		payload = []byte{}
-	}
-	var out Entry
-	var created bool
-	err := s.submit(ctx, "enqueue", func(tx wtx, b *batch) error {
-		// The existing entry holding the key, if any (P11).
-		existing := func() error {
-			var id int64
-			var hash []byte
-			err := tx.QueryRow("SELECT id, payload_hash FROM deliveries WHERE idem_key = ?", n.Key).Scan(&id, &hash)
-			if err != nil {
-				return err
-			}
-			e, err := s.getTxQuarantining(tx, b, id, false)
-			if err != nil {
-				return err
-			}
-			if e.Sink != n.Sink || !bytes.Equal(hash, sum[:]) {
-				return &KeyMismatchError{Key: n.Key, Existing: e}
-			}
-			out, created = e, false
-			return nil
-		}
-		if b.live >= s.opts.MaxEntries {
-			// Full: a key seen before still gets its entry back.
-			if err := existing(); !errors.Is(err, sql.ErrNoRows) {
-				return err
-			}
-			return &BoundError{Err: ErrQueueFull, Limit: s.opts.MaxEntries, Got: b.live + 1}
-		}
-		now := s.now().UnixMilli()
-		next := now
-		if !n.NotBefore.IsZero() {
-			next = max(now, n.NotBefore.UnixMilli())
-		}
-		// One statement on the common path: the insert, which does nothing for a key seen
-		// before.
-		// An Exec, not INSERT ... RETURNING: RETURNING buffers its rows in an ephemeral
-		// table, a b-tree opened and freed per statement.
-		res, err := tx.Exec(`INSERT INTO deliveries (sink, idem_key, headers, payload, payload_size, payload_hash,
-			priority, state, next_attempt_at, created_at, updated_at, expires_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?) ON CONFLICT (idem_key) DO NOTHING`,
-			n.Sink, n.Key, headers, payload, len(payload), sum[:], n.Priority, next, now, now, nullMs(n.ExpiresAt))
-		if err != nil {
-			return err
-		}
-		if n, err := res.RowsAffected(); err != nil {
-			return err
-		} else if n == 0 {
-			return existing()
-		}
-		id, err := res.LastInsertId()
-		if err != nil {
-			return err
-		}
-		b.delta = 1
-		out = Entry{
-			ID: id, Sink: n.Sink, Key: n.Key, Headers: cloneHeaders(n.Headers), Payload: bytes.Clone(payload),
-			PayloadSize: len(payload), Priority: n.Priority, State: StatePending,
-			NextAttemptAt: time.UnixMilli(next).UTC(), CreatedAt: time.UnixMilli(now).UTC(),
-			UpdatedAt: time.UnixMilli(now).UTC(), ExpiresAt: truncMs(n.ExpiresAt),
-		}
-		created = true
-		return nil
-	})
-	if err != nil {
-		return Entry{}, false, fmt.Errorf("enqueue: %w", err)
-	}
-	return out, created, nil
-}
-
-func cloneHeaders(h map[string]string) map[string]string {
-	if len(h) == 0 {
-		return nil
-	}
-	return maps.Clone(h)
-}
-
-func truncMs(t time.Time) time.Time {
-	if t.IsZero() {
-		return t
-	}
-	return time.UnixMilli(t.UnixMilli()).UTC()
 }
 
 // MarkSending claims one entry for epoch.

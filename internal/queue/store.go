@@ -47,6 +47,13 @@ type Store interface {
 	// nothing is written (P11); ErrKeyMismatch if that entry has another sink or payload.
 	// ErrPayloadTooLarge and ErrQueueFull leave the store untouched.
 	Enqueue(ctx context.Context, n NewEntry) (e Entry, created bool, err error)
+	// EnqueueBatch stores several new entries in one commit, each as Enqueue would, in
+	// order: the checks, the bounds and the idempotency key apply entry by entry (a key
+	// given twice is stored once, and the second gets the first's entry). It returns one
+	// result per entry; an entry's own error (ErrInvalid, ErrPayloadTooLarge, ErrQueueFull,
+	// ErrKeyMismatch) keeps only that entry out. A non-nil error is the whole batch's
+	// (ErrDiskFull, ErrStorage, ErrClosed, ctx): then nothing of it was stored.
+	EnqueueBatch(ctx context.Context, ns []NewEntry) ([]EnqueueResult, error)
 
 	// Get returns one entry with its payload; ErrNotFound if there is none. A row that cannot
 	// be decoded is quarantined (dead-lettered with a reason) and returned as such.

@@ -197,13 +197,65 @@ type Request struct {
 // Enqueue stores a delivery durably and arms it. A key seen before returns the entry that
 // holds it with created=false (P11).
 func (s *Service) Enqueue(ctx context.Context, r Request) (queue.Entry, bool, error) {
-	p := s.policy()
+	n, err := s.policy().newEntry(r, time.Now())
+	if err != nil {
+		return queue.Entry{}, false, err
+	}
+	e, created, err := s.store.Enqueue(ctx, n)
+	s.noteStore(err)
+	if err != nil {
+		return queue.Entry{}, false, err
+	}
+	if created {
+		s.enqueued(e)
+	}
+	return e, created, nil
+}
+
+// EnqueueBatch stores several deliveries in one commit of the store and arms those it
+// created. Each request is checked and stored as Enqueue would (an unknown sink, say, keeps
+// out that entry only); the results are in the order of rs. An error is the whole batch's:
+// then nothing was stored.
+func (s *Service) EnqueueBatch(ctx context.Context, rs []Request) ([]queue.EnqueueResult, error) {
+	p, now := s.policy(), time.Now()
+	out := make([]queue.EnqueueResult, len(rs))
+	ns := make([]queue.NewEntry, 0, len(rs))
+	at := make([]int, 0, len(rs)) // the index in rs of each entry of ns
+	for i, r := range rs {
+		n, err := p.newEntry(r, now)
+		if err != nil {
+			out[i].Err = err
+			continue
+		}
+		ns = append(ns, n)
+		at = append(at, i)
+	}
+	if len(ns) > 0 {
+		res, err := s.store.EnqueueBatch(ctx, ns)
+		s.noteStore(err)
+		if err != nil {
+			return nil, err
+		}
+		for j, r := range res {
+			out[at[j]] = r
+		}
+	}
+	for _, r := range out {
+		if r.Created {
+			s.enqueued(r.Entry)
+		}
+	}
+	return out, nil
+}
+
+// newEntry checks r against the policy and makes the entry to store.
+func (p *policy) newEntry(r Request, now time.Time) (queue.NewEntry, error) {
 	if _, ok := p.sinks[r.Sink]; !ok {
-		return queue.Entry{}, false, fmt.Errorf("enqueue: %w: %q", ErrUnknownSink, r.Sink)
+		return queue.NewEntry{}, fmt.Errorf("enqueue: %w: %q", ErrUnknownSink, r.Sink)
 	}
 	for k := range r.Headers {
 		if http.CanonicalHeaderKey(k) == IdempotencyHeader {
-			return queue.Entry{}, false, fmt.Errorf("enqueue: %w: the %s header is set from the key",
+			return queue.NewEntry{}, fmt.Errorf("enqueue: %w: the %s header is set from the key",
 				queue.ErrInvalid, IdempotencyHeader)
 		}
 	}
@@ -217,23 +269,31 @@ func (s *Service) Enqueue(ctx context.Context, r Request) (queue.Entry, bool, er
 		ttl = p.cfg.TTL
 	}
 	if ttl > 0 {
-		n.ExpiresAt = time.Now().Add(ttl)
+		n.ExpiresAt = now.Add(ttl)
 	}
-	e, created, err := s.store.Enqueue(ctx, n)
-	if err != nil {
-		if errors.Is(err, queue.ErrDiskFull) || errors.Is(err, queue.ErrStorage) || errors.Is(err, queue.ErrCorrupt) {
-			s.noteEnqueueError(err)
-		}
-		return queue.Entry{}, false, err
-	}
-	s.noteEnqueueError(nil)
-	if created {
-		// The hot path: fields given at once, without a child logger.
-		s.log.Info("delivery enqueued", zap.Int64("id", e.ID), zap.String("sink", e.Sink), zap.String("idempotency_key", e.Key),
+	return n, nil
+}
+
+// enqueued logs and arms an entry the store just created. The line is at debug level: the
+// producer has the entry's id from the reply, and the log says at info what schedd does
+// with it (sending, delivered, failed, dead), not every entry it was given.
+func (s *Service) enqueued(e queue.Entry) {
+	if ce := s.log.Check(zap.DebugLevel, "delivery enqueued"); ce != nil {
+		ce.Write(zap.Int64("id", e.ID), zap.String("sink", e.Sink), zap.String("idempotency_key", e.Key),
 			zap.Int("priority", e.Priority), zap.Int("payload_size", e.PayloadSize))
-		s.rt.armEntry(e)
 	}
-	return e, created, nil
+	s.rt.armEntry(e)
+}
+
+// noteStore records the outcome of an enqueue for the status: the store's own failures
+// (a full disk, an I/O error, a damaged file) are kept until an enqueue succeeds again.
+func (s *Service) noteStore(err error) {
+	switch {
+	case err == nil:
+		s.noteEnqueueError(nil)
+	case errors.Is(err, queue.ErrDiskFull), errors.Is(err, queue.ErrStorage), errors.Is(err, queue.ErrCorrupt):
+		s.noteEnqueueError(err)
+	}
 }
 
 // noteEnqueueError keeps the last enqueue that the store failed (a full disk, an I/O error)

@@ -32,6 +32,8 @@ func Run(t *testing.T, newStore Factory) {
 		{"IdempotentEnqueue_P11", testIdempotent, defaults},
 		{"Invalid", testInvalid, defaults},
 		{"Bounds", testBounds, Bounds{MaxEntries: 3, MaxPayload: 16}},
+		{"EnqueueBatch", testBatch, Bounds{MaxEntries: 1000, MaxPayload: 16}},
+		{"EnqueueBatchQueueFull", testBatchFull, Bounds{MaxEntries: 3, MaxPayload: 16}},
 		{"DeliverLifecycle", testDeliver, defaults},
 		{"FailRelease", testFailRelease, defaults},
 		{"DeadRetry", testDeadRetry, defaults},
