@@ -329,12 +329,8 @@ job_schedd_b() {
 	idle_window schedd-b "$IDLE_OTHERS_SECS" "$SCHEDD_PID"
 	log "B: schedd respawn x$KILLS"
 	respawn_series schedd "$KILLS"
-	if "$SCHEDD" restart --help >/dev/null 2>&1 && "$SCHEDD" restart --help 2>&1 | grep -q -- '--now'; then
-		log "B: schedd restart --now --wait x$RESTARTS"
-		restart_series schedd "$RESTARTS" "$SCHEDD" restart --now --wait --socket "$SOCK"
-	else
-		echo "restart unavailable" >>"$RESULTS/schedd.info"
-	fi
+	log "B: schedd restart --now --wait x$RESTARTS"
+	restart_series schedd "$RESTARTS" "$SCHEDD" restart --now --wait --socket "$SOCK"
 	footprint schedd "$SCHEDD_PID"
 	cp "/proc/$SCHEDD_PID/status" "$RESULTS/schedd-b.proc-status.after"
 	log "B: schedd SIGUSR1 x$RESTARTS"
@@ -561,8 +557,6 @@ summary_b() {
 		esac
 		if [[ ! -f $info ]]; then
 			printf '  %-30s failed or skipped: see %s\n' "$row" "$r/job-${n%-usr1}.log"
-		elif [[ $n == schedd ]] && grep -q 'restart unavailable' "$info"; then
-			printf '  %-30s %s\n' "$row" "schedd restart: not available yet"
 		else
 			printf '  %-30s %-20s %s\n' "$row" "$(series "$r/$n.started.ns")" \
 				"$(series "$r/$n.returned.ns")"
