@@ -5,6 +5,8 @@
 //	hbbench config -agents N -every 30s -url URL   print a schedd config with N agents
 //	hbbench serve -addr-file F -out F              be the HTTP target of a real daemon
 //	hbbench stats -from NS -to NS -pulses F -log F  lateness figures for a time window
+//	hbbench floor -agents N -every 30s -url URL     the same load from a bare net/http
+//	                                               client: the transport's own cost
 //
 // The HTTP target records, per pulse, when it arrived and how late that was against the
 // pulse's scheduled_at (its slot). The daemon's own log line per pulse carries "late" too:
@@ -31,7 +33,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: hbbench config|serve|stats [flags]")
+		fmt.Fprintln(os.Stderr, "usage: hbbench inproc|config|serve|stats|floor [flags]")
 		os.Exit(2)
 	}
 	var err error
@@ -44,6 +46,8 @@ func main() {
 		err = serveMode(os.Args[2:])
 	case "stats":
 		err = statsMode(os.Args[2:])
+	case "floor":
+		err = floorMode(os.Args[2:])
 	default:
 		err = fmt.Errorf("unknown mode %q", os.Args[1])
 	}
