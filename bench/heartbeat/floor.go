@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -15,20 +14,21 @@ import (
 
 // floorMode sends the load of N agents every interval to url with nothing but a net/http
 // client: a burst of POSTs of one pulse's JSON at every point of the phase grid, N per
-// interval in all (N*PhaseGrid/interval a burst on average), workers at a time, as many idle connections kept as workers. No scheduling, no log, no
-// state: what the transport alone costs, the floor under the daemon's figure.
+// interval in all (N*PhaseGrid/interval a burst on average), workers at a time, with as
+// many idle connections kept. No scheduling, no log, no state: what the transport alone
+// costs, the floor under the daemon's figure.
 func floorMode(args []string) error {
-	fs := flag.NewFlagSet("floor", flag.ExitOnError)
-	agents := fs.Int("agents", 10000, "number of agents")
-	every := fs.Duration("every", 30*time.Second, "interval")
+	fs, l := loadFlags("floor", 5*time.Second)
 	workers := fs.Int("workers", 64, "requests in flight at most (the service's pulse workers)")
-	warmup := fs.Duration("warmup", 5*time.Second, "time before measuring")
-	measure := fs.Duration("measure", 60*time.Second, "time measured")
 	url := fs.String("url", "", "target URL")
 	_ = fs.Parse(args)
+	every, err := heartbeat.ParseEvery(l.every)
+	if err != nil {
+		return err
+	}
 	grid := heartbeat.PhaseGrid
-	points := int64(*every / grid)
-	if *url == "" || *agents < 1 || points < 1 {
+	points := int64(every / grid)
+	if *url == "" || l.agents < 1 || points < 1 {
 		return fmt.Errorf("floor: need -url, -agents and an interval of at least %v", grid)
 	}
 	body, err := json.Marshal(heartbeat.Pulse{AgentID: "a00001", Reason: "interval",
@@ -39,7 +39,7 @@ func floorMode(args []string) error {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.MaxIdleConnsPerHost = *workers
 	client := &http.Client{Transport: t}
-	jobs := make(chan struct{}, int64(*agents)/points+1)
+	jobs := make(chan struct{}, int64(l.agents)/points+1)
 	var inflight sync.WaitGroup
 	for range *workers {
 		go func() {
@@ -57,14 +57,14 @@ func floorMode(args []string) error {
 	var sent int64 // pulses sent so far in this interval: grid point i has those of phase i
 	for i := int64(0); ; i++ {
 		now := <-tick.C
-		if t0.IsZero() && now.Sub(start) >= *warmup {
+		if t0.IsZero() && now.Sub(start) >= l.warmup {
 			cpu0, t0 = cpuTime(), time.Now()
 		}
-		if !t0.IsZero() && now.Sub(t0) >= *measure {
+		if !t0.IsZero() && now.Sub(t0) >= l.measure {
 			break
 		}
-		burst := (i%points+1)*int64(*agents)/points - sent
-		sent = (sent + burst) % int64(*agents)
+		burst := (i%points+1)*int64(l.agents)/points - sent
+		sent = (sent + burst) % int64(l.agents)
 		inflight.Add(int(burst))
 		for range burst {
 			jobs <- struct{}{}
@@ -73,7 +73,7 @@ func floorMode(args []string) error {
 	inflight.Wait()
 	secs := time.Since(t0).Seconds()
 	fmt.Printf("agents=%d every=%s grid=%s burst=%.1f workers=%d cpu_pct=%.2f\n",
-		*agents, *every, grid, float64(*agents)/float64(points), *workers, 100*(cpuTime()-cpu0).Seconds()/secs)
+		l.agents, every, grid, float64(l.agents)/float64(points), *workers, 100*(cpuTime()-cpu0).Seconds()/secs)
 	return nil
 }
 
