@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -24,11 +23,7 @@ import (
 // the process's CPU over the measured window, the Go heap per agent and the lateness of
 // pulses (when the target was called, against the slot).
 func inprocMode(args []string) error {
-	fs := flag.NewFlagSet("inproc", flag.ExitOnError)
-	agents := fs.Int("agents", 10000, "number of agents")
-	every := fs.String("every", "30s", "interval (heartbeat grammar)")
-	warmup := fs.Duration("warmup", 35*time.Second, "time before measuring")
-	measure := fs.Duration("measure", 60*time.Second, "time measured")
+	fs, l := loadFlags("inproc", 35*time.Second) // one interval: every agent has pulsed once
 	dir := fs.String("dir", "", "state and log directory (default: a temp dir)")
 	profile := fs.String("cpuprofile", "", "write a CPU profile of the measured window here")
 	levelName := fs.String("log-level", "info", "log level (info: a line per pulse, as the daemon logs)")
@@ -55,12 +50,12 @@ func inprocMode(args []string) error {
 	ec.EncodeTime = zapcore.RFC3339NanoTimeEncoder
 	log := zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(ec), zapcore.Lock(zapcore.AddSync(logf)), level)).Named("heartbeat")
 
-	cfg := heartbeat.Config{Defaults: heartbeat.AgentConfig{Every: *every,
+	cfg := heartbeat.Config{Defaults: heartbeat.AgentConfig{Every: l.every,
 		Target: &heartbeat.Target{Exec: &heartbeat.ExecTarget{Command: []string{"noop"}}}}}
-	for i := range *agents {
+	for i := range l.agents {
 		cfg.Agents = append(cfg.Agents, heartbeat.AgentConfig{ID: fmt.Sprintf("a%05d", i)})
 	}
-	if *agents == 0 {
+	if l.agents == 0 {
 		no := false
 		cfg.Defaults.Enabled = &no
 	}
@@ -80,7 +75,7 @@ func inprocMode(args []string) error {
 	done := make(chan error, 1)
 	go func() { done <- svc.Run(ctx) }()
 
-	time.Sleep(*warmup)
+	time.Sleep(l.warmup)
 	heap1 := heapInUse()
 	rec.reset()
 	if *profile != "" {
@@ -94,7 +89,7 @@ func inprocMode(args []string) error {
 		}
 	}
 	cpu0, t0 := cpuTime(), time.Now()
-	time.Sleep(*measure)
+	time.Sleep(l.measure)
 	cpu1, t1 := cpuTime(), time.Now()
 	if *profile != "" {
 		pprof.StopCPUProfile()
@@ -107,11 +102,11 @@ func inprocMode(args []string) error {
 	}
 	secs := t1.Sub(t0).Seconds()
 	perAgent := "-"
-	if *agents > 0 {
-		perAgent = fmt.Sprintf("%.0f", float64(int64(heap1)-int64(heap0))/float64(*agents))
+	if l.agents > 0 {
+		perAgent = fmt.Sprintf("%.0f", float64(int64(heap1)-int64(heap0))/float64(l.agents))
 	}
 	fmt.Printf("agents=%d every=%s pulses=%d pulses_per_s=%.1f cpu_pct=%.2f heap_mib=%.1f heap_per_agent_b=%s rss_mib=%.1f %s\n",
-		*agents, *every, len(late), float64(len(late))/secs, 100*(cpu1-cpu0).Seconds()/secs,
+		l.agents, l.every, len(late), float64(len(late))/secs, 100*(cpu1-cpu0).Seconds()/secs,
 		float64(heap1)/(1<<20), perAgent, float64(rss)/1024, summary("late", late))
 	return nil
 }

@@ -5,6 +5,8 @@
 //	hbbench config -agents N -every 30s -url URL   print a schedd config with N agents
 //	hbbench serve -addr-file F -out F              be the HTTP target of a real daemon
 //	hbbench stats -from NS -to NS -pulses F -log F  lateness figures for a time window
+//	hbbench floor -agents N -every 30s -url URL     the same load from a bare net/http
+//	                                               client: the transport's own cost
 //
 // The HTTP target records, per pulse, when it arrived and how late that was against the
 // pulse's scheduled_at (its slot). The daemon's own log line per pulse carries "late" too:
@@ -31,7 +33,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: hbbench config|serve|stats [flags]")
+		fmt.Fprintln(os.Stderr, "usage: hbbench inproc|config|serve|stats|floor [flags]")
 		os.Exit(2)
 	}
 	var err error
@@ -44,6 +46,8 @@ func main() {
 		err = serveMode(os.Args[2:])
 	case "stats":
 		err = statsMode(os.Args[2:])
+	case "floor":
+		err = floorMode(os.Args[2:])
 	default:
 		err = fmt.Errorf("unknown mode %q", os.Args[1])
 	}
@@ -56,25 +60,44 @@ func main() {
 // configMode prints a config whose agents all pulse url every interval. Their phases
 // spread them over the interval, as in production.
 func configMode(args []string) error {
-	fs := flag.NewFlagSet("config", flag.ExitOnError)
-	agents := fs.Int("agents", 10000, "number of agents")
-	every := fs.String("every", "30s", "interval (heartbeat grammar)")
+	fs, l := loadFlags("config", 0)
 	url := fs.String("url", "", "target URL")
 	_ = fs.Parse(args)
 	if *url == "" {
 		return errors.New("config: -url is required")
 	}
 	w := bufio.NewWriter(os.Stdout)
-	fmt.Fprintf(w, "heartbeat:\n  defaults:\n    every: %s\n    target: {http: {url: %q, timeout: 5s}}\n", *every, *url)
-	if *agents == 0 {
+	fmt.Fprintf(w, "heartbeat:\n  defaults:\n    every: %s\n    target: {http: {url: %q, timeout: 5s}}\n", l.every, *url)
+	if l.agents == 0 {
 		fmt.Fprintln(w, "    enabled: false")
 	} else {
 		fmt.Fprintln(w, "  agents:")
-		for i := range *agents {
+		for i := range l.agents {
 			fmt.Fprintf(w, "    - {id: a%05d}\n", i)
 		}
 	}
 	return w.Flush()
+}
+
+// load is what the modes that make heartbeat load are told: how many agents, how often,
+// and, for the modes that measure, the warm-up and the measured window.
+type load struct {
+	agents          int
+	every           string // heartbeat grammar
+	warmup, measure time.Duration
+}
+
+// loadFlags is the flag set of mode name with the load's flags; -warmup and -measure
+// only when warmup is not 0.
+func loadFlags(name string, warmup time.Duration) (*flag.FlagSet, *load) {
+	fs, l := flag.NewFlagSet(name, flag.ExitOnError), &load{}
+	fs.IntVar(&l.agents, "agents", 10000, "number of agents")
+	fs.StringVar(&l.every, "every", "30s", "interval (heartbeat grammar)")
+	if warmup != 0 {
+		fs.DurationVar(&l.warmup, "warmup", warmup, "time before measuring")
+		fs.DurationVar(&l.measure, "measure", 60*time.Second, "time measured")
+	}
+	return fs, l
 }
 
 // serveMode serves POST /pulse on loopback and appends "arrival_ns late_ns" per pulse to

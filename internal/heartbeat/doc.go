@@ -32,8 +32,8 @@
 //   - A batch still running for a replaced handler hands its unfinished wakes to the new
 //     one and never touches the new lifecycle's state (upstream's later generation fence).
 //   - A backward step of the wall clock rebases the schedule (R-ENV-01).
-//   - Phases are whole multiples of PhaseGrid (250 ms) rather than of a millisecond, so
-//     agents share timer wakeups: 10,000 agents every 30 s wake the scheduler 4 times a
+//   - Phases are whole multiples of PhaseGrid (100 ms) rather than of a millisecond, so
+//     agents share timer wakeups: 10,000 agents every 30 s wake the scheduler 10 times a
 //     second, not about 333 times. The spread over the interval is the same.
 //   - State writes are spaced by 2,000 times the last write's duration (at least 5 s), so
 //     saving many agents' state stays under 0.05 % of a core. Slots are epoch-aligned, so
