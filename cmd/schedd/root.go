@@ -106,7 +106,7 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	g := &globals{}
 	root := &cobra.Command{
 		Use:   "schedd",
-		Short: "Supervise a gateway process: restarts, heartbeats and durable deliveries",
+		Short: "Supervise a gateway process: restarts, heartbeats, durable deliveries and cron jobs",
 		Long: `schedd owns one long-running gateway process and everything about it that depends
 on time: it starts it, knows when it is ready and alive, stops it gracefully and
 restarts it with backoff when it dies.
@@ -136,6 +136,8 @@ Then, from another terminal:
 		newStopCmd(g),
 		newHeartbeatCmd(g),
 		newDeliveriesCmd(g),
+		newCronCmd(g),
+		newTasksCmd(g),
 		newVersionCmd(),
 		newConfigCmd(),
 		newInstallCmd(), newUninstallCmd(), newRespawnHelperCmd(g),
