@@ -417,6 +417,9 @@ func printCronSummary(row func(string, ...string), c *api.Cron, now time.Time) {
 		}
 	}
 	v := []string{fmt.Sprintf("%d jobs", len(c.Jobs))}
+	if len(c.Jobs) == 1 {
+		v[0] = "1 job"
+	}
 	if off > 0 {
 		v = append(v, fmt.Sprintf("%d off", off))
 	}
