@@ -64,15 +64,7 @@ disable_after failures in a row. The job queue's load is on the last line.
   schedd cron list --json   # the cron block of schedd status --json`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var st api.Cron
-			if err := g.call(cmd, 30*time.Second, http.MethodGet, "/v1/cron", nil, &st); err != nil {
-				return err
-			}
-			if asJSON {
-				return writeJSON(cmd.OutOrStdout(), st)
-			}
-			printCronList(cmd.OutOrStdout(), st, time.Now())
-			return nil
+			return show(cmd, g, "/v1/cron", asJSON, printCronList)
 		},
 	}
 	c.Flags().BoolVar(&asJSON, "json", false, "print the list as JSON")
@@ -143,15 +135,7 @@ next five run instants (in its zone and in UTC) and its tasks, newest first.
 			if err != nil {
 				return err
 			}
-			var d api.CronJobDetail
-			if err := g.call(cmd, 30*time.Second, http.MethodGet, "/v1/cron/"+url.PathEscape(name), nil, &d); err != nil {
-				return err
-			}
-			if asJSON {
-				return writeJSON(cmd.OutOrStdout(), d)
-			}
-			printCronJob(cmd.OutOrStdout(), d, time.Now())
-			return nil
+			return show(cmd, g, "/v1/cron/"+url.PathEscape(name), asJSON, printCronJob)
 		},
 	}
 	c.Flags().BoolVar(&asJSON, "json", false, "print the job as JSON")

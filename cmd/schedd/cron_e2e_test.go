@@ -187,7 +187,7 @@ func TestE2ECronCLI(t *testing.T) {
 
 	out = run(0, "cron", "run", "hello", "--wait")
 	contains("cron run --wait", out, "succeeded", "manual", "exit code", "hello from cron")
-	contains("cron show", run(0, "cron", "show", "hello"), "action", "exec", "next runs:", "history (newest first):", "succeeded")
+	contains("cron show", run(0, "cron", "show", "hello"), "action", "exec", "next runs (UTC):", "history (newest first):", "succeeded")
 	contains("cron disable", run(0, "cron", "disable", "hello"), "cron job hello disabled")
 	contains("cron list after disable", run(0, "cron", "list"), "off: disabled by request")
 	contains("cron disable again", run(0, "cron", "disable", "hello"), "was already disabled")

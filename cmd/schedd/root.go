@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"time"
 
@@ -57,6 +58,19 @@ func (g *globals) call(cmd *cobra.Command, timeout time.Duration, method, path s
 	cl := g.client()
 	defer cl.Close()
 	return cl.Do(ctx, method, path, body, out)
+}
+
+// show gets path from the daemon as a T and prints it: as JSON with asJSON, else with print.
+func show[T any](cmd *cobra.Command, g *globals, path string, asJSON bool, print func(io.Writer, T, time.Time)) error {
+	var v T
+	if err := g.call(cmd, 30*time.Second, http.MethodGet, path, nil, &v); err != nil {
+		return err
+	}
+	if asJSON {
+		return writeJSON(cmd.OutOrStdout(), v)
+	}
+	print(cmd.OutOrStdout(), v, time.Now())
+	return nil
 }
 
 // client returns a client for the control socket; the caller closes it.

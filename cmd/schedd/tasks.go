@@ -176,15 +176,7 @@ signal or HTTP status; transient or permanent), its error and the start of its o
 			if err != nil {
 				return err
 			}
-			var t api.Task
-			if err := g.call(cmd, 30*time.Second, http.MethodGet, fmt.Sprintf("/v1/tasks/%d", id), nil, &t); err != nil {
-				return err
-			}
-			if asJSON {
-				return writeJSON(cmd.OutOrStdout(), t)
-			}
-			printTask(cmd.OutOrStdout(), t, time.Now())
-			return nil
+			return show(cmd, g, fmt.Sprintf("/v1/tasks/%d", id), asJSON, printTask)
 		},
 	}
 	c.Flags().BoolVar(&asJSON, "json", false, "print the task as JSON")

@@ -40,11 +40,16 @@ func (a cronAPI) list(w http.ResponseWriter, _ *http.Request) {
 
 func (a cronAPI) job(w http.ResponseWriter, r *http.Request) {
 	d, err := a.svc.Job(r.Context(), r.PathValue("name"))
+	reply(w, d, err)
+}
+
+// reply answers v, or the error of the cron service that came instead.
+func reply[T any](w http.ResponseWriter, v T, err error) {
 	if err != nil {
 		cronError(w, err)
 		return
 	}
-	control.WriteJSON(w, http.StatusOK, d)
+	control.WriteJSON(w, http.StatusOK, v)
 }
 
 func (a cronAPI) next(w http.ResponseWriter, r *http.Request) {
@@ -66,12 +71,8 @@ func (a cronAPI) next(w http.ResponseWriter, r *http.Request) {
 		}
 		from = t
 	}
-	reply, err := a.svc.Next(r.Context(), r.PathValue("name"), from, count)
-	if err != nil {
-		cronError(w, err)
-		return
-	}
-	control.WriteJSON(w, http.StatusOK, reply)
+	next, err := a.svc.Next(r.Context(), r.PathValue("name"), from, count)
+	reply(w, next, err)
 }
 
 func (a cronAPI) run(w http.ResponseWriter, r *http.Request) {
@@ -148,16 +149,10 @@ func (a cronAPI) tasks(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a cronAPI) task(w http.ResponseWriter, r *http.Request) {
-	id, ok := taskID(w, r)
-	if !ok {
-		return
+	if id, ok := taskID(w, r); ok {
+		t, err := a.svc.Task(r.Context(), id)
+		reply(w, t, err)
 	}
-	t, err := a.svc.Task(r.Context(), id)
-	if err != nil {
-		cronError(w, err)
-		return
-	}
-	control.WriteJSON(w, http.StatusOK, t)
 }
 
 // cancel cancels a queued or running task and answers once it has ended; a task that had
