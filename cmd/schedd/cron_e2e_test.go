@@ -44,7 +44,9 @@ func (d *testDaemon) tasksOf(job string) []api.Task {
 	var list api.TaskList
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := control.NewClient(d.socket).Do(ctx, http.MethodGet, "/v1/tasks?job="+job, nil, &list); err != nil {
+	cl := control.NewClient(d.socket)
+	defer cl.Close()
+	if err := cl.Do(ctx, http.MethodGet, "/v1/tasks?job="+job, nil, &list); err != nil {
 		d.t.Fatalf("tasks of %s: %v", job, err)
 	}
 	return list.Tasks
