@@ -82,9 +82,10 @@ package: ## Build the .deb and .rpm into dist/ with nfpm (PKG_ARCH, PKG_VERSION)
 ci: fmt-check vet staticcheck tidy-check test cross verify-units ## Everything CI checks
 
 .PHONY: demo
-demo: build ## Supervise the example gateway, with heartbeats and a delivery (^C stops)
+demo: build ## Supervise the example gateway, with heartbeats, a delivery and a cron job (^C stops)
 	@echo "schedd supervises bin/example-gateway on http://127.0.0.1:8089 ($(DEMO_CONFIG)):"
-	@echo "a heartbeat every 10s, and one delivery once the daemon answers. In another terminal:"
+	@echo "a heartbeat every 10s, a cron job every 30s, and one delivery once the daemon answers."
+	@echo "In another terminal:"
 	@echo "  export SCHEDD_SOCKET=$(DEMO_SOCKET); bin/schedd status"
 	@# The delivery is enqueued once the control socket answers (at most 10 s from now).
 	@(for i in $$(seq 100); do \

@@ -26,8 +26,8 @@ const (
 
 // TestDemoConfig: examples/demo.yaml is valid as shipped and needs nothing outside the
 // repository: the gateway is the bin/example-gateway that `make build` writes, the state
-// and the control socket are under .demo, the heartbeat and the sink "demo" (the one the
-// Makefile enqueues to) point at the example gateway.
+// and the control socket are under .demo, the heartbeat, the sink "demo" (the one the
+// Makefile enqueues to) and the cron job demo-ping point at the example gateway.
 func TestDemoConfig(t *testing.T) {
 	cfg, err := config.Load(demoConfig)
 	if err != nil {
@@ -54,12 +54,18 @@ func TestDemoConfig(t *testing.T) {
 		cfg.GatewayBaseURL() != "http://"+demoAddr {
 		t.Errorf("sink demo %+v (gateway base URL %q), want the example gateway's /hooks/deliver", s, cfg.GatewayBaseURL())
 	}
+	if jobs := cfg.Cron.Jobs; len(jobs) != 1 || jobs[0].Name != "demo-ping" || jobs[0].Every.D() != 30*time.Second ||
+		jobs[0].Action.HTTP == nil || jobs[0].Action.HTTP.URL != "http://"+demoAddr+"/hooks/cron" {
+		t.Errorf("cron jobs %+v, want demo-ping posting to the example gateway every 30s", jobs)
+	}
 }
 
 // TestDemoE2E runs the demo: the real daemon with examples/demo.yaml (on a free port, with
-// a 1 s heartbeat instead of 10 s) supervising the real example gateway. The gateway logs
-// an interval pulse that schedd records as ran with its ok-token event, and the delivery
-// enqueued the way the Makefile does it is logged by the gateway and marked delivered.
+// a 1 s heartbeat instead of 10 s and the cron job every 1 s instead of 30 s) supervising
+// the real example gateway. The gateway logs an interval pulse that schedd records as ran
+// with its ok-token event, the delivery enqueued the way the Makefile does it is logged by
+// the gateway and marked delivered, and a scheduled run of the cron job is logged by the
+// gateway and listed as succeeded.
 func TestDemoE2E(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end test")
@@ -72,7 +78,7 @@ func TestDemoE2E(t *testing.T) {
 		t.Fatal(err)
 	}
 	yaml := string(data)
-	for _, edit := range [][2]string{{demoAddr, addr}, {"every: 10s", "every: 1s"}} {
+	for _, edit := range [][2]string{{demoAddr, addr}, {"every: 10s", "every: 1s"}, {"every: 30s", "every: 1s"}} {
 		if !strings.Contains(yaml, edit[0]) {
 			t.Fatalf("%s has no %q to change", demoConfig, edit[0])
 		}
@@ -99,6 +105,16 @@ func TestDemoE2E(t *testing.T) {
 	a := waitAgent(t, d, "main", func(a api.AgentStatus) bool { return a.Last != nil && a.Event != nil })
 	if a.Last.Status != api.RunRan || a.Event.Status != heartbeat.EventOKToken || a.Event.Indicator != "ok" {
 		t.Errorf("agent main: last %+v, event %+v; want ran with an ok-token event", a.Last, a.Event)
+	}
+	if !d.waitLog(`got a cron run: key cron:demo-ping@`, `, 21 bytes: "ping from schedd cron"`) {
+		t.Fatalf("no cron run logged by the gateway:\n%s", d.out.String())
+	}
+	ts := d.waitTasks("demo-ping", "a scheduled run that succeeded", func(ts []api.Task) bool {
+		return slices.ContainsFunc(ts, func(t api.Task) bool { return t.Kind == api.KindScheduled && t.State == api.TaskSucceeded })
+	})
+	code, out, _ = cli("tasks", "list", "--job", "demo-ping", "--socket", d.socket)
+	if code != 0 || !strings.Contains(out, "scheduled  succeeded") || len(ts) == 0 {
+		t.Errorf("tasks list = %d, want a scheduled run of demo-ping that succeeded:\n%s", code, out)
 	}
 	code, out, _ = cli("deliveries", "list", "--socket", d.socket)
 	if code != 0 || !slices.ContainsFunc(strings.Split(out, "\n"), func(row string) bool {

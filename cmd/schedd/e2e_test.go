@@ -172,7 +172,9 @@ func exitCode(err error) int {
 func (d *testDaemon) status() (api.Status, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	return control.NewClient(d.socket).Status(ctx)
+	cl := control.NewClient(d.socket)
+	defer cl.Close() // an idle connection left open is a goroutine in the daemon
+	return cl.Status(ctx)
 }
 
 // waitFor polls the status until cond holds (10 s at most).

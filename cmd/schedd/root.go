@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"time"
 
@@ -59,6 +60,19 @@ func (g *globals) call(cmd *cobra.Command, timeout time.Duration, method, path s
 	return cl.Do(ctx, method, path, body, out)
 }
 
+// show gets path from the daemon as a T and prints it: as JSON with asJSON, else with print.
+func show[T any](cmd *cobra.Command, g *globals, path string, asJSON bool, print func(io.Writer, T, time.Time)) error {
+	var v T
+	if err := g.call(cmd, 30*time.Second, http.MethodGet, path, nil, &v); err != nil {
+		return err
+	}
+	if asJSON {
+		return writeJSON(cmd.OutOrStdout(), v)
+	}
+	print(cmd.OutOrStdout(), v, time.Now())
+	return nil
+}
+
 // client returns a client for the control socket; the caller closes it.
 func (g *globals) client() *control.Client { return control.NewClient(g.socketPath()) }
 
@@ -106,7 +120,7 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	g := &globals{}
 	root := &cobra.Command{
 		Use:   "schedd",
-		Short: "Supervise a gateway process: restarts, heartbeats and durable deliveries",
+		Short: "Supervise a gateway process: restarts, heartbeats, durable deliveries and cron jobs",
 		Long: `schedd owns one long-running gateway process and everything about it that depends
 on time: it starts it, knows when it is ready and alive, stops it gracefully and
 restarts it with backoff when it dies.
@@ -136,6 +150,8 @@ Then, from another terminal:
 		newStopCmd(g),
 		newHeartbeatCmd(g),
 		newDeliveriesCmd(g),
+		newCronCmd(g),
+		newTasksCmd(g),
 		newVersionCmd(),
 		newConfigCmd(),
 		newInstallCmd(), newUninstallCmd(), newRespawnHelperCmd(g),

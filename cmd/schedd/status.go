@@ -19,7 +19,8 @@ func newStatusCmd(g *globals) *cobra.Command {
 		Use:   "status",
 		Short: "Show what schedd and the gateway are doing",
 		Long: `Show the daemon and the gateway: state, pid, uptime, restarts, the last exit and,
-while it waits to restart a failed gateway, when the next start is due.
+while it waits to restart a failed gateway, when the next start is due; then the
+heartbeats, the deliveries and the cron jobs in short.
 
   schedd status          # a table for people
   schedd status --json   # the full status document for scripts`,
@@ -131,6 +132,7 @@ func printStatus(w io.Writer, st api.Status, now time.Time) {
 	}
 	printHeartbeatSummary(row, st.Heartbeat, now)
 	printDeliveriesSummary(row, st.Deliveries, now)
+	printCronSummary(row, st.Cron, now)
 	tw.Flush()
 }
 

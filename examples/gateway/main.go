@@ -1,8 +1,9 @@
 // Command gateway is a small example gateway for trying schedd: an HTTP server that tells
 // its supervisor when it is ready, what it is doing and how much work it has in flight,
 // using the sd_notify protocol that schedd (and systemd) understand. It also takes
-// schedd's heartbeat pulses (POST /hooks/heartbeat) and durable deliveries
-// (POST /hooks/deliver), and logs each one.
+// schedd's heartbeat pulses (POST /hooks/heartbeat), durable deliveries
+// (POST /hooks/deliver) and the runs of a cron job's http action (POST /hooks/cron), and
+// logs each one.
 //
 //	go build -o bin/ ./examples/gateway
 //	schedd run -- bin/gateway --listen 127.0.0.1:8089
@@ -60,7 +61,8 @@ func main() {
 	// schedd's own calls are not counted in flight: they would make the gateway look busy
 	// to the heartbeat gate and to a restart waiting for idle.
 	mux.HandleFunc("POST /hooks/heartbeat", heartbeat)
-	mux.HandleFunc("POST /hooks/deliver", deliver)
+	mux.HandleFunc("POST /hooks/deliver", hook("delivery"))
+	mux.HandleFunc("POST /hooks/cron", hook("cron run"))
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
 		log.Fatalf("listen: %v", err)
@@ -133,17 +135,21 @@ func heartbeat(w http.ResponseWriter, r *http.Request) {
 	io.WriteString(w, `{"status":"ok-token","preview":"HEARTBEAT_OK"}`+"\n")
 }
 
-// deliver takes one delivery. schedd sends again what it cannot know was received, with
-// the same Idempotency-Key: a real receiver acts once per key. A 2xx reply marks the
-// delivery delivered; a 5xx would have it retried.
-func deliver(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 1<<20))
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusRequestEntityTooLarge)
-		return
+// hook takes one POST and logs it as what (a delivery, a cron run) with its idempotency
+// key and body. schedd sends again what it cannot know was received, with the same
+// Idempotency-Key (a cron run's is "cron:" and the job's slot): a real receiver acts once
+// per key. A 2xx reply marks a delivery delivered and a cron run succeeded; a 5xx would
+// have it retried.
+func hook(what string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 1<<20))
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusRequestEntityTooLarge)
+			return
+		}
+		log.Printf("got a %s: key %s, %d bytes: %q", what, r.Header.Get("Idempotency-Key"), len(body), body[:min(len(body), 200)])
+		w.WriteHeader(http.StatusNoContent)
 	}
-	log.Printf("got a delivery: key %s, %d bytes: %q", r.Header.Get("Idempotency-Key"), len(body), body[:min(len(body), 200)])
-	w.WriteHeader(http.StatusNoContent)
 }
 
 // notify sends one sd_notify message to $NOTIFY_SOCKET, if there is one.

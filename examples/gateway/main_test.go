@@ -44,18 +44,23 @@ func TestDemoHeartbeatEndpoint(t *testing.T) {
 	}
 }
 
-// TestDemoDeliverEndpoint: a delivery is logged with its idempotency key and payload and
-// answered 2xx, which schedd counts as delivered.
-func TestDemoDeliverEndpoint(t *testing.T) {
+// TestDemoHookEndpoints: a delivery and a cron run are logged with their idempotency key
+// and body and answered 2xx, which schedd counts as delivered and as succeeded.
+func TestDemoHookEndpoints(t *testing.T) {
 	logged := captureLog(t)
-	r := httptest.NewRequest(http.MethodPost, "/hooks/deliver", strings.NewReader("hello"))
-	r.Header.Set("Idempotency-Key", "k-1")
-	w := httptest.NewRecorder()
-	deliver(w, r)
-	if w.Code/100 != 2 {
-		t.Fatalf("reply %d, want 2xx", w.Code)
-	}
-	if got := logged.String(); !strings.Contains(got, `got a delivery: key k-1, 5 bytes: "hello"`) {
-		t.Fatalf("log %q", got)
+	for _, tc := range []struct{ what, key, body, want string }{
+		{"delivery", "k-1", "hello", `got a delivery: key k-1, 5 bytes: "hello"`},
+		{"cron run", "cron:ping@2027-03-14T07:30:00Z", "ping", `got a cron run: key cron:ping@2027-03-14T07:30:00Z, 4 bytes: "ping"`},
+	} {
+		r := httptest.NewRequest(http.MethodPost, "/hooks/x", strings.NewReader(tc.body))
+		r.Header.Set("Idempotency-Key", tc.key)
+		w := httptest.NewRecorder()
+		hook(tc.what)(w, r)
+		if w.Code/100 != 2 {
+			t.Fatalf("%s: reply %d, want 2xx", tc.what, w.Code)
+		}
+		if got := logged.String(); !strings.Contains(got, tc.want) {
+			t.Fatalf("log %q, want %q", got, tc.want)
+		}
 	}
 }

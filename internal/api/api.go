@@ -15,6 +15,8 @@ type Status struct {
 	Heartbeat *Heartbeat `json:"heartbeat"`
 	// Deliveries is the durable delivery queue: counts, the last recovery pass, the store.
 	Deliveries *Deliveries `json:"deliveries"`
+	// Cron is the job queue and every configured cron job: schedule, next run, last result.
+	Cron *Cron `json:"cron"`
 }
 
 // Daemon describes schedd itself: the `schedd` block of the status.

@@ -15,7 +15,8 @@ import (
 )
 
 // Validate checks the whole configuration: every value's range and form, references between
-// sections (gateway sinks and the gateway's probes), that no setting asks for a feature this
+// sections (gateway sinks and the gateway's probes, cron actions and the heartbeat agents and
+// sinks they name), that no setting asks for a feature this
 // version does not have (see notYet), and what is needed to run, such as gateway.command (cmd
 // may fill Command from `schedd run -- CMD` before calling it). Problems about values that
 // came from a file carry their file:line:column. It returns Errors or nil.
@@ -71,6 +72,7 @@ func (k *checker) all() {
 	k.restart()
 	k.heartbeat()
 	k.deliveries()
+	k.cron()
 	k.control()
 	k.notYet()
 }
@@ -83,8 +85,6 @@ var notYet = []struct {
 	set      func(*Config) bool
 	why, fix string
 }{
-	{"cron", func(c *Config) bool { return len(c.Cron) > 0 },
-		"cron jobs are not implemented in this version", "remove the section"},
 	{"metrics.listen", func(c *Config) bool { return c.Metrics.Listen != "" },
 		"the metrics endpoint is not implemented in this version", "remove the metrics section"},
 	{"deliveries.store.postgres", func(c *Config) bool { return c.Deliveries.Store.Postgres != nil },
@@ -140,6 +140,18 @@ func (k *checker) command(path string, argv []string) {
 	}
 	if argv[0] == "" {
 		k.errf(index(path, 0), "the program must not be empty")
+	}
+}
+
+// env checks environment variable names and values; values are secrets and never echoed.
+func (k *checker) env(path string, env map[string]string) {
+	for _, name := range slices.Sorted(maps.Keys(env)) {
+		if name == "" || strings.ContainsAny(name, "=\x00") {
+			k.errf(join(path, name), "invalid environment variable name")
+		}
+		if strings.ContainsRune(env[name], 0) {
+			k.errf(join(path, name), "invalid value (value hidden): contains a NUL byte")
+		}
 	}
 }
 
@@ -270,14 +282,7 @@ func set(pairs ...any) []string {
 
 func (k *checker) gateway() {
 	g := &k.c.Gateway
-	for _, name := range slices.Sorted(maps.Keys(g.Env)) {
-		if name == "" || strings.ContainsAny(name, "=\x00") {
-			k.errf(join("gateway.env", name), "invalid environment variable name")
-		}
-		if strings.ContainsRune(g.Env[name], 0) {
-			k.errf(join("gateway.env", name), "invalid value (value hidden): contains a NUL byte")
-		}
-	}
+	k.env("gateway.env", g.Env)
 	k.probe("gateway.readiness", &g.Readiness, roleReadiness)
 	if g.Liveness != nil {
 		k.probe("gateway.liveness", g.Liveness, roleLiveness)

@@ -5,12 +5,12 @@
 // is allowed), sizes take bytes or a unit ("1MiB"), and unknown keys are errors (except
 // top-level "x-" keys, a place for YAML anchors). Parse applies defaults to absent keys
 // only; a key given as null (`key:` or `key: ~`) counts as absent, except a kind key
-// (`notify:`), which selects that kind. Probes, targets and sinks name exactly one kind.
-// Validate adds what is needed to run, such as a gateway command.
+// (`notify:`), which selects that kind. Probes, targets, sinks and cron actions name exactly
+// one kind. Validate adds what is needed to run, such as a gateway command.
 //
-// Not supported yet: cron, metrics.listen, deliveries.store.postgres and control.group are in
-// the schema for features to come, but nothing reads them; a file that sets one is refused
-// with the key and its position, so that no setting is accepted and then ignored.
+// Not supported yet: metrics.listen, deliveries.store.postgres and control.group are in the
+// schema for features to come, but nothing reads them; a file that sets one is refused with
+// the key and its position, so that no setting is accepted and then ignored.
 //
 // Problems come back as Errors, all at once and sorted by position; cmd maps them to exit
 // code 78 so that a broken config never restart-loops under a service manager (R-INIT-01).
@@ -19,8 +19,9 @@
 // directory of the config file when it is parsed (see Parse). deliveries.store.sqlite.path is
 // the exception: a relative store path is relative to the state dir, which cmd resolves.
 //
-// Secrets: header values, gateway.env values (and deliveries.store.postgres.dsn) never appear
-// in error messages ("value hidden"), and Redacted returns a copy safe to print.
+// Secrets: header values, gateway.env and cron exec env values (and
+// deliveries.store.postgres.dsn) never appear in error messages ("value hidden"), and
+// Redacted returns a copy safe to print.
 package config
 
 import (
@@ -35,7 +36,7 @@ type Config struct {
 	Restart    Restart    `yaml:"restart"`
 	Heartbeat  Heartbeat  `yaml:"heartbeat"`
 	Deliveries Deliveries `yaml:"deliveries"`
-	Cron       []CronJob  `yaml:"cron"` // not supported yet: refused unless empty
+	Cron       Cron       `yaml:"cron"`
 	Control    Control    `yaml:"control"`
 	Metrics    Metrics    `yaml:"metrics"` // not supported yet: refused unless empty
 	Log        Log        `yaml:"log"`
@@ -432,52 +433,6 @@ type GatewaySink struct {
 	// BaseURL overrides the gateway's base URL, which is otherwise taken from the
 	// readiness or liveness http probe URL (see Config.GatewayBaseURL).
 	BaseURL string `yaml:"base_url" schedd:"url"`
-}
-
-// CronJob runs Action on Schedule (not supported yet: see Config.Cron).
-type CronJob struct {
-	// Name is unique: letters, digits, '.', '_', '-'.
-	Name string `yaml:"name"`
-	// Schedule is a cron expression (not checked while cron jobs are refused).
-	Schedule string `yaml:"schedule"`
-	// Timezone is an IANA zone; "" = the host zone.
-	Timezone string     `yaml:"timezone"`
-	Action   CronAction `yaml:"action"`
-}
-
-// CronAction names exactly one action.
-type CronAction struct {
-	HeartbeatWake *HeartbeatWakeAction `yaml:"heartbeat_wake,omitempty"`
-	Exec          *ExecTarget          `yaml:"exec,omitempty"`
-	Deliver       *DeliverAction       `yaml:"deliver,omitempty"`
-}
-
-// Kind reports "heartbeat_wake", "exec", "deliver" or "" (unset).
-func (a CronAction) Kind() string {
-	switch {
-	case a.HeartbeatWake != nil:
-		return "heartbeat_wake"
-	case a.Exec != nil:
-		return "exec"
-	case a.Deliver != nil:
-		return "deliver"
-	}
-	return ""
-}
-
-// HeartbeatWakeAction wakes an agent's heartbeat.
-type HeartbeatWakeAction struct {
-	// Agent is the agent id; "" = the default agent. Must be listed in heartbeat.agents
-	// when that list is not empty.
-	Agent string `yaml:"agent"`
-	// Reason is the wake reason.
-	Reason string `yaml:"reason"`
-}
-
-// DeliverAction enqueues a delivery to a named sink.
-type DeliverAction struct {
-	Sink string `yaml:"sink"` // a key of deliveries.sinks, required
-	Data string `yaml:"data"` // the payload
 }
 
 // Control is the local control API.

@@ -166,7 +166,7 @@ func TestEmptySectionsGiveDefaults(t *testing.T) {
 	want.Gateway.Command = []string{"gw"}
 	for _, src := range []string{
 		cmd,
-		cmd + "restart:\nheartbeat: ~\ndeliveries: {}\ncron: []\ncontrol: {}\nmetrics: {}\nlog: {}\n",
+		cmd + "restart:\nheartbeat: ~\ndeliveries: {}\ncron: {jobs: []}\ncontrol: {}\nmetrics: {}\nlog: {}\n",
 		cmd + "deliveries: {store: {}}\nrestart: {defer_until_idle: {}}\n",
 		"gateway:\n  command: [gw]\n  stop: {timeout: ~}\n  liveness:\n",
 	} {

@@ -430,11 +430,11 @@ func (d *decoder) field(n *yaml.Node, v reflect.Value, path string, secret, inUn
 	if isNull(rn) {
 		if inUnion && v.Kind() == reflect.Pointer {
 			v.Set(reflect.New(v.Type().Elem()))
-			d.pos[path] = position{n.Line, n.Column}
+			d.pos[path] = positionOf(n)
 		}
 		return
 	}
-	d.pos[path] = position{n.Line, n.Column}
+	d.pos[path] = positionOf(n)
 	d.value(rn, v, path, secret)
 }
 
@@ -542,7 +542,7 @@ func (d *decoder) element(n *yaml.Node, v reflect.Value, path string, secret boo
 	if rn == nil {
 		return
 	}
-	d.pos[path] = position{n.Line, n.Column}
+	d.pos[path] = positionOf(n)
 	if isNull(rn) {
 		return
 	}

@@ -46,6 +46,9 @@ const (
 //	            jitter 0.2; max_payload 1MiB; max_entries 1,000,000; recovery_budget 60s;
 //	            replay_spacing 250ms; max_retry_after 1h; workers 16; no ttl;
 //	            delivered_retention 720h; dead_retention 0 (forever); no sinks
+//	cron:       workers 4; queue_size 1000; no jobs (a job: missed run_once, concurrency
+//	            forbid, retry 3 on [30s 1m 5m 15m 1h], disable_after 10, history_limit 100,
+//	            timeout 10m, enabled)
 //	control:    platform socket; max_body 2MiB; request_timeout 30s
 //	log:        console, info
 func Default() *Config {
@@ -172,6 +175,8 @@ func applyDefaults(c *Config) {
 			c.defDur(p+".gateway.timeout", &s.Gateway.Timeout, DefaultHTTPTimeout)
 		}
 	}
+
+	c.cronDefaults()
 
 	c.defInt("control.max_body", &c.Control.MaxBody, DefaultControlMaxBody)
 	c.defDur("control.request_timeout", &c.Control.RequestTimeout, 30*time.Second)

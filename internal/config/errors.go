@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"go.yaml.in/yaml/v3"
 )
 
 // Error is one problem in a configuration. Line and Column are 1-based; 0 means unknown
@@ -86,8 +88,22 @@ func (e Errors) sorted() Errors {
 	return out
 }
 
-// position is where a value sits in the file.
-type position struct{ line, col int }
+// position is where a value sits in the file. text is how many characters after col the
+// value's text starts (1 past a quote), or -1 when it does not start on that line (a block
+// scalar, an alias): an offset into the text maps to a column only when text >= 0.
+type position struct{ line, col, text int }
+
+// positionOf is the position of node n, as written in the file.
+func positionOf(n *yaml.Node) position {
+	p := position{line: n.Line, col: n.Column}
+	switch {
+	case n.Kind == yaml.AliasNode, n.Style&(yaml.LiteralStyle|yaml.FoldedStyle) != 0:
+		p.text = -1
+	case n.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle) != 0:
+		p.text = 1
+	}
+	return p
+}
 
 // suggest returns the known key closest to key, or "" when none is close. Case, '-' and '_'
 // are ignored first (so "resetAfter" suggests "reset_after"); then an edit distance of at

@@ -157,6 +157,45 @@ deliveries:
   #       timeout: 10s
   #       base_url: http://127.0.0.1:18789  # default: from the readiness or liveness http url
 
+# Cron jobs: runs on a schedule, each one a task kept in the state dir (cron.db, created with
+# the first job). They run while the gateway is down, and their history survives restarts.
+cron:
+  workers: 4               # tasks that run at once
+  queue_size: 1000         # due tasks that may wait for a worker; one more is skipped (queue_full)
+  jobs:                    # none by default
+  #   - name: morning      # unique: letters, digits, '.', '_' and '-'
+  #     schedule: "0 7 * * *"  # exactly one of schedule, every and at: a cron expression
+  #                        # (5 fields, or 6 with seconds first; L, W, #, @daily...), or
+  #     every: 30m         # an interval of at least 1s, counted from the Unix epoch, or
+  #     at: "2027-01-01T09:00:00+01:00"  # one run at an RFC 3339 instant
+  #     timezone: Europe/Berlin  # the IANA zone of schedule; "" = the host's
+  #     jitter: 0s         # each run later by a fixed offset in [0, jitter) taken from the name
+  #     missed: run_once   # slots missed while schedd was down: run_once (one catch-up) or skip
+  #     starting_deadline: 0s  # skip a run that cannot start this long after its time; 0 = none
+  #     concurrency: forbid    # a run due while the last one is active: forbid (skip it),
+  #                        # replace (cancel the active one) or allow
+  #     retry:             # a run that failed transiently is run again
+  #       max: 3           # times per run; 0 = never
+  #       schedule: [30s, 1m, 5m, 15m, 1h]  # the wait after the 1st, 2nd... failure in a row
+  #     disable_after: 10  # failures in a row that switch the job off; 0 = never
+  #     history_limit: 100 # ended tasks kept for the job
+  #     priority: 0        # lower runs first when tasks wait for a worker
+  #     timeout: 10m       # a run still going then is stopped (timed_out)
+  #     enabled: true      # false: off until "schedd cron enable"
+  #     action:            # exactly one kind
+  #       heartbeat_wake: {agent: main, reason: "cron:morning"}  # agent "" = every agent
+  #       exec:            # in its own process group, stopped on timeout or cancel
+  #         command: [/usr/local/bin/report, --daily]
+  #         env: {REPORT_TOKEN: "TOKEN"}  # added to schedd's environment; values are secrets
+  #         timeout: 0s    # 0 = the job's timeout
+  #       http:            # 2xx succeeds; 408, 429, 5xx and network errors are retried
+  #         url: http://127.0.0.1:18789/hooks/cron
+  #         method: POST   # default POST with a body, GET without
+  #         headers: {Authorization: "Bearer TOKEN"}  # values are secrets
+  #         body: '{"job": "morning"}'
+  #         timeout: 0s    # 0 = the job's timeout
+  #       deliver: {sink: webhook, data: "good morning"}  # a durable delivery to a sink
+
 # The local control API (HTTP and JSON over a unix socket) that the schedd CLI uses.
 control:
   socket: ""               # "" = the platform default; relative to this file's directory

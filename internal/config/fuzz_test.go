@@ -12,7 +12,7 @@ import (
 // through its own YAML, or Errors whose every entry has a line.
 func FuzzParse(f *testing.F) {
 	for _, s := range []string{
-		Example(), full, cmd, "",
+		Example(), full, cronFull, cmd, "",
 		"gateway:\n  stopp: {}\n",
 		"gateway:\n\tcommand: [a]\n",
 		"a: b: c\n",
@@ -21,6 +21,7 @@ func FuzzParse(f *testing.F) {
 		"log: {}\n---\nlog: {}\n",
 		"deliveries: {max_payload: 1MiB, schedule: [1s, 0]}\n",
 		"gateway: {command: [gw], readiness: {notify: , tcp: {address: ':1'}}}\n",
+		"cron: {jobs: [{name: a, schedule: '0 7 * * MOX', every: 0, action: {http: }}]}\n",
 	} {
 		f.Add([]byte(s))
 	}

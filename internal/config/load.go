@@ -93,5 +93,6 @@ func (c *Config) normalize() {
 			upper(&s.HTTP.Method)
 		}
 	}
+	c.cronNormalize()
 	normalizeEmpty(reflect.ValueOf(c).Elem())
 }

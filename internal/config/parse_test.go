@@ -241,7 +241,6 @@ gateway2: {}
 // refused with its key and position, whatever else is wrong with it; an empty one passes.
 func TestNotSupportedYet(t *testing.T) {
 	const (
-		cronMsg     = "cron: not supported yet (cron jobs are not implemented in this version); remove the section"
 		metricsMsg  = "metrics.listen: not supported yet (the metrics endpoint is not implemented in this version); remove the metrics section"
 		postgresMsg = "deliveries.store.postgres: not supported yet (the Postgres store is not implemented in this version); use sqlite"
 		groupMsg    = "control.group: not supported yet (the control socket is always 0600, for its owner only); remove the key"
@@ -249,9 +248,6 @@ func TestNotSupportedYet(t *testing.T) {
 	for _, tt := range []struct {
 		name, src, want string
 	}{
-		{"cron", cmd + "cron:\n  - {name: a, schedule: '0 7 * * *', action: {exec: {command: [x]}}}\n", "f.yaml:3:3: " + cronMsg},
-		{"cron with a bad expression", cmd + "cron:\n  - {name: 'a b', schedule: 'every day', action: {}}\n", "f.yaml:3:3: " + cronMsg},
-		{"cron as a flow list", cmd + "cron: [{name: a}]\n", "f.yaml:2:7: " + cronMsg},
 		{"metrics.listen", cmd + "metrics:\n  listen: 127.0.0.1:9477\n", "f.yaml:3:11: " + metricsMsg},
 		{"metrics.listen not host:port", cmd + "metrics: {listen: 'localhost:http'}\n", "f.yaml:2:19: " + metricsMsg},
 		{"postgres", cmd + "deliveries:\n  store:\n    postgres: {dsn: 'postgres://db/schedd'}\n", "f.yaml:4:15: " + postgresMsg},
@@ -266,15 +262,14 @@ func TestNotSupportedYet(t *testing.T) {
 		})
 	}
 	// Empty values ask for nothing.
-	mustParse(t, cmd+"cron: []\nmetrics: {listen: \"\"}\ncontrol: {group: \"\"}\n")
+	mustParse(t, cmd+"metrics: {listen: \"\"}\ncontrol: {group: \"\"}\n")
 	// A config built in code is refused the same way, without a position.
 	c := Default()
 	c.Gateway.Command = []string{"gw"}
-	c.Cron = []CronJob{{Name: "x"}}
 	c.Metrics.Listen = ":9477"
 	c.Deliveries.Store = Store{Postgres: &PostgresStore{DSN: "postgres://db"}}
 	c.Control.Group = "schedd"
-	want := strings.Join([]string{cronMsg, metricsMsg, postgresMsg, groupMsg}, "\n")
+	want := strings.Join([]string{metricsMsg, postgresMsg, groupMsg}, "\n")
 	if err := c.Validate(); err == nil || err.Error() != want {
 		t.Errorf("Validate:\n got: %v\nwant: %s", err, want)
 	}

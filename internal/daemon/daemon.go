@@ -21,7 +21,9 @@ import (
 	"github.com/schedd/schedd/internal/api"
 	"github.com/schedd/schedd/internal/config"
 	"github.com/schedd/schedd/internal/control"
+	"github.com/schedd/schedd/internal/heartbeat"
 	"github.com/schedd/schedd/internal/platform"
+	"github.com/schedd/schedd/internal/recovery"
 	"github.com/schedd/schedd/internal/respawn"
 	"github.com/schedd/schedd/internal/restart"
 )
@@ -71,9 +73,12 @@ type Daemon struct {
 
 	notifyPath string // the gateway's NOTIFY_SOCKET ("" when unsupported)
 
-	// components are the background parts beside the supervisor (heartbeats, deliveries),
-	// added by the setup functions in their own files.
+	// components are the background parts beside the supervisor (heartbeats, deliveries,
+	// cron), added by the setup functions in their own files.
 	components []component
+	// heartbeats and deliveries take the work of cron's heartbeat_wake and deliver actions.
+	heartbeats *heartbeat.Service
+	deliveries *recovery.Service
 
 	stopc    chan string  // stop requests from the control API
 	handoffc chan handoff // a replacement of schedd itself, once the gateway is stopped
@@ -171,7 +176,7 @@ func (d *Daemon) run(ctx context.Context) error {
 		OnPending: d.restartPending,
 		OnBegin:   d.restartBegins,
 	})
-	for _, setup := range []func() (*component, error){d.setupHeartbeat, d.setupDeliveries} {
+	for _, setup := range []func() (*component, error){d.setupHeartbeat, d.setupDeliveries, d.setupCron} {
 		c, err := setup()
 		if err != nil {
 			return err

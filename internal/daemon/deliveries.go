@@ -56,6 +56,7 @@ func (d *Daemon) setupDeliveries() (*component, error) {
 	endpoints := &deliveriesAPI{svc: svc, path: store.Path(), maxBody: c.Control.MaxBody,
 		limits: deliveryLimits{payload: c.Deliveries.MaxPayload.Bytes(), entries: c.Deliveries.MaxEntries}}
 	opened := c.Deliveries // what the store was opened with
+	d.deliveries = svc
 	return &component{
 		name: "deliveries",
 		run: func(ctx context.Context) error {

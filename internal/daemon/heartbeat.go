@@ -39,6 +39,7 @@ func (d *Daemon) setupHeartbeat() (*component, error) {
 	if err != nil {
 		return nil, fmt.Errorf("heartbeat: %w", err)
 	}
+	d.heartbeats = svc
 	endpoints := heartbeatAPI{svc: svc}
 	return &component{
 		name: "heartbeat",

@@ -1,0 +1,170 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/schedd/schedd/internal/api"
+	"github.com/schedd/schedd/internal/config"
+	"github.com/schedd/schedd/internal/cron"
+	"github.com/schedd/schedd/internal/heartbeat"
+	"github.com/schedd/schedd/internal/queue"
+	"github.com/schedd/schedd/internal/recovery"
+)
+
+// cronUpdateTimeout bounds how long a reload waits for the cron loop to take the new jobs.
+const cronUpdateTimeout = time.Minute
+
+// setupCron builds the cron component: the cron service runs cron.jobs from the config and
+// keeps their tasks in the state dir (cron.db, opened with the first job: a daemon without
+// jobs has no such file and no cron timer). heartbeat_wake actions go to the heartbeat
+// service and deliver actions to the delivery service, so it is set up after both.
+func (d *Daemon) setupCron() (*component, error) {
+	c := d.config()
+	jobs, err := CronJobs(c.Cron)
+	if err != nil {
+		return nil, err
+	}
+	svc, err := cron.New(cron.Config{
+		Jobs:      jobs,
+		Workers:   c.Cron.Workers,
+		QueueSize: c.Cron.QueueSize,
+		StateDir:  d.opts.StateDir,
+		Logger:    d.log.Named("cron"),
+		Deps:      cron.Deps{Wake: d.cronWake, Deliver: d.cronDeliver, Environ: d.opts.Environ},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cron: %w", err)
+	}
+	started := c.Cron // what the job queue was built with
+	return &component{
+		name: "cron",
+		run:  svc.Run,
+		status: func(st *api.Status) {
+			cs := svc.Status()
+			st.Cron = &cs
+		},
+		routes: cronAPI{svc: svc}.routes,
+		reload: func(next *config.Config) error {
+			jobs, err := CronJobs(next.Cron)
+			if err != nil {
+				return err
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), cronUpdateTimeout)
+			defer cancel()
+			if err := svc.Update(ctx, jobs); err != nil {
+				return err
+			}
+			var later []string
+			if next.Cron.Workers != started.Workers {
+				later = append(later, "cron.workers")
+			}
+			if next.Cron.QueueSize != started.QueueSize {
+				later = append(later, "cron.queue_size")
+			}
+			if len(later) > 0 {
+				d.log.Warn("cron settings changed that apply only when schedd starts again", zap.Strings("settings", later))
+			}
+			return nil
+		},
+	}, nil
+}
+
+// CronJobs turns the cron section of the config file (checked) into the cron service's
+// jobs. The config's zero values that mean "none" or "never" become the service's negative
+// ones.
+func CronJobs(c config.Cron) ([]cron.Job, error) {
+	jobs := make([]cron.Job, 0, len(c.Jobs))
+	for i, j := range c.Jobs {
+		sc, err := config.CronSchedule(j)
+		if err != nil {
+			return nil, fmt.Errorf("cron.jobs[%d] (%s): %w", i, j.Name, err)
+		}
+		job := cron.Job{
+			Name:             j.Name,
+			Schedule:         sc,
+			Jitter:           j.Jitter.D(),
+			Missed:           cron.Missed(j.Missed),
+			StartingDeadline: j.StartingDeadline.D(),
+			Concurrency:      cron.Concurrency(j.Concurrency),
+			Retry:            cron.Retry{Max: j.Retry.Max},
+			DisableAfter:     j.DisableAfter,
+			HistoryLimit:     j.HistoryLimit,
+			Priority:         j.Priority,
+			Timeout:          j.Timeout.D(),
+			Action:           cronAction(j.Action),
+			Disabled:         !on(j.Enabled, true),
+		}
+		// A cron expression works in its zone (the host's by default); every and at only
+		// show their times in one when it is given.
+		if j.Schedule != "" || j.Timezone != "" {
+			if job.Location, err = config.CronLocation(j.Timezone); err != nil {
+				return nil, fmt.Errorf("cron.jobs[%d] (%s): %w", i, j.Name, err)
+			}
+		}
+		for _, w := range j.Retry.Schedule {
+			job.Retry.Schedule = append(job.Retry.Schedule, w.D())
+		}
+		if job.Retry.Max == 0 {
+			job.Retry.Max = -1
+		}
+		if job.DisableAfter == 0 {
+			job.DisableAfter = -1
+		}
+		jobs = append(jobs, job)
+	}
+	return jobs, nil
+}
+
+// cronAction is the runtime's action for the one a job's config names.
+func cronAction(a config.CronAction) cron.Action {
+	switch {
+	case a.HeartbeatWake != nil:
+		return &cron.HeartbeatWake{Agent: a.HeartbeatWake.Agent, Reason: a.HeartbeatWake.Reason}
+	case a.Exec != nil:
+		return &cron.Exec{Command: slices.Clone(a.Exec.Command), Env: maps.Clone(a.Exec.Env), Timeout: a.Exec.Timeout.D()}
+	case a.HTTP != nil:
+		h := a.HTTP
+		return &cron.HTTP{URL: h.URL, Method: h.Method, Headers: maps.Clone(h.Headers), Body: []byte(h.Body), Timeout: h.Timeout.D()}
+	case a.Deliver != nil:
+		return &cron.Deliver{Sink: a.Deliver.Sink, Data: []byte(a.Deliver.Data)}
+	}
+	return nil
+}
+
+// cronWake is the heartbeat_wake actions' way to the heartbeat dispatcher. An agent that is
+// not configured (any more) is a permanent failure: retrying cannot make it appear.
+func (d *Daemon) cronWake(_ context.Context, agent, reason string) error {
+	if d.heartbeats == nil {
+		return cron.PermanentError(errors.New("no heartbeat service"))
+	}
+	err := d.heartbeats.Wake(heartbeat.WakeRequest{AgentID: agent, Reason: reason})
+	if errors.Is(err, heartbeat.ErrUnknownAgent) {
+		return cron.PermanentError(err)
+	}
+	return err
+}
+
+// cronDeliver stores a deliver action's delivery. A sink that is not configured, a payload
+// the store refuses and a key held by another payload are permanent failures; a full queue
+// or disk is transient.
+func (d *Daemon) cronDeliver(ctx context.Context, r cron.DeliverRequest) (int64, error) {
+	if d.deliveries == nil {
+		return 0, cron.PermanentError(errors.New("no delivery service"))
+	}
+	e, _, err := d.deliveries.Enqueue(ctx, recovery.Request{Sink: r.Sink, Key: r.Key, Payload: r.Data})
+	switch {
+	case err == nil:
+		return e.ID, nil
+	case errors.Is(err, recovery.ErrUnknownSink), errors.Is(err, queue.ErrPayloadTooLarge),
+		errors.Is(err, queue.ErrInvalid), errors.Is(err, queue.ErrKeyMismatch):
+		return 0, cron.PermanentError(err)
+	}
+	return 0, err
+}
