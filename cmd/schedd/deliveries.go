@@ -307,12 +307,17 @@ func shorten(s string, n int) string {
 
 // deliveryID reads the ID argument.
 func deliveryID(cmd *cobra.Command, args []string) (int64, error) {
+	return idArg(cmd, args, "delivery", "schedd deliveries list")
+}
+
+// idArg reads the one positive ID argument of a command about one what.
+func idArg(cmd *cobra.Command, args []string, what, list string) (int64, error) {
 	if len(args) != 1 {
-		return 0, usageError{fmt.Errorf("%s takes one delivery ID (see `schedd deliveries list`)", cmd.CommandPath())}
+		return 0, usageError{fmt.Errorf("%s takes one %s ID (see `%s`)", cmd.CommandPath(), what, list)}
 	}
 	id, err := strconv.ParseInt(args[0], 10, 64)
 	if err != nil || id <= 0 {
-		return 0, usageError{fmt.Errorf("%q is not a delivery ID (a positive number)", args[0])}
+		return 0, usageError{fmt.Errorf("%q is not a %s ID (a positive number)", args[0], what)}
 	}
 	return id, nil
 }

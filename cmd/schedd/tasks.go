@@ -149,14 +149,7 @@ func taskDetail(t api.Task) string {
 
 // taskArg reads the ID argument.
 func taskArg(cmd *cobra.Command, args []string) (int64, error) {
-	if len(args) != 1 {
-		return 0, usageError{fmt.Errorf("%s takes one task ID (see `schedd tasks list`)", cmd.CommandPath())}
-	}
-	id, err := strconv.ParseInt(args[0], 10, 64)
-	if err != nil || id <= 0 {
-		return 0, usageError{fmt.Errorf("%q is not a task ID (a positive number)", args[0])}
-	}
-	return id, nil
+	return idArg(cmd, args, "task", "schedd tasks list")
 }
 
 func newTasksShowCmd(g *globals) *cobra.Command {
