@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/schedd/schedd/internal/api"
-	"github.com/schedd/schedd/internal/backoff"
 	"github.com/schedd/schedd/internal/cron/schedule"
 )
 
@@ -181,6 +180,3 @@ func TestDisableAfterFailures(t *testing.T) {
 		}
 	})
 }
-
-// retryTable is a short table for tests that need retries but not their waits.
-var retryTable = backoff.Schedule{time.Second}
