@@ -45,12 +45,6 @@ type Options struct {
 	MaxEntries int
 	// MaxBatch bounds how many operations one group commit carries (default 256).
 	MaxBatch int
-	// CommitDelay is the longest the writer waits, before it begins a transaction, for more
-	// operations to join it when recent commits carried several and fewer are waiting (as
-	// PostgreSQL's commit_delay does when other transactions are active): callers that
-	// keep arriving then share one commit, and its sync, instead of paying one each. A
-	// caller alone never waits. Default DefaultCommitDelay; negative disables it.
-	CommitDelay time.Duration
 	// ReadConns is the size of the read connection pool (default 4).
 	ReadConns int
 	// IntegrityCheck is CheckQuick (default), CheckFull or CheckOff.
@@ -103,7 +97,6 @@ type SQLite struct {
 	spare  []driver.Stmt // prepared past maxStmts, closed after their batch
 	argBuf []driver.NamedValue
 	batch  []*writeOp
-	gather gathering
 
 	getStmt *sql.Stmt // on the read pool
 
@@ -118,7 +111,6 @@ type Stats struct {
 	Ops     int64 // operations executed
 	Commits int64 // transactions committed
 	Failed  int64 // transactions rolled back by a storage error
-	Delayed int64 // batches whose leader waited for more operations (Options.CommitDelay)
 }
 
 // Open opens (creating if needed) the store at path, runs the integrity check and the
@@ -129,7 +121,7 @@ func Open(ctx context.Context, path string, opts Options) (*SQLite, error) {
 		return nil, fmt.Errorf("open store: invalid path %q", path)
 	}
 	opts = withDefaults(opts)
-	s := &SQLite{path: path, opts: opts, log: opts.Log, now: opts.Now, gather: newGathering()}
+	s := &SQLite{path: path, opts: opts, log: opts.Log, now: opts.Now}
 	if err := createPrivate(path); err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
 	}
@@ -167,9 +159,6 @@ func withDefaults(o Options) Options {
 	}
 	if o.MaxBatch <= 0 {
 		o.MaxBatch = 256
-	}
-	if o.CommitDelay == 0 {
-		o.CommitDelay = DefaultCommitDelay
 	}
 	if o.ReadConns <= 0 {
 		o.ReadConns = 4
@@ -362,8 +351,7 @@ func (s *SQLite) Close() error {
 	}
 	st := s.Stats()
 	s.log.Info("delivery store closed", zap.String("path", s.path), zap.Int64("ops", st.Ops),
-		zap.Int64("commits", st.Commits), zap.Int64("failed_commits", st.Failed),
-		zap.Int64("delayed_commits", st.Delayed))
+		zap.Int64("commits", st.Commits), zap.Int64("failed_commits", st.Failed))
 	return s.closeDBs()
 }
 

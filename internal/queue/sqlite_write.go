@@ -65,7 +65,6 @@ func (s *SQLite) submit(ctx context.Context, name string, run func(tx wtx, b *ba
 		return ErrClosed
 	}
 	s.queue = append(s.queue, op)
-	s.joined()
 	lead := !s.leading
 	s.leading = true
 	s.mu.Unlock()
@@ -85,7 +84,6 @@ func (s *SQLite) submit(ctx context.Context, name string, run func(tx wtx, b *ba
 // first operation still waiting, or gives it up when none is.
 func (s *SQLite) lead() {
 	s.mu.Lock()
-	waited := s.gatherBatch()
 	n := min(len(s.queue), s.opts.MaxBatch)
 	ops := append(s.batch[:0], s.queue[:n]...)
 	rest := copy(s.queue, s.queue[n:])
@@ -94,7 +92,6 @@ func (s *SQLite) lead() {
 	s.mu.Unlock()
 	if len(ops) > 0 {
 		s.runBatch(ops)
-		s.gather.learn(len(ops), waited)
 	}
 	clear(ops)
 	s.batch = ops[:0]
