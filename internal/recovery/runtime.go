@@ -40,10 +40,9 @@ type scheduler struct {
 	busy   map[int64]uint64 // ids queued for or held by a worker, with their generation
 	seq    uint64
 	scanAt time.Time // when to scan the store for live entries; zero: no scan due
-	// parked holds, by sink index, due items whose sink was not ready; they are looked at
-	// again together at parkAt (zero: none parked), instead of each going back into the
-	// timer heap.
-	parked map[uint32][]item
+	// parked holds, by sink index, due items whose sink was not ready (runtime_parked.go);
+	// the readiness of their sinks is asked again at parkAt (zero: none parked).
+	parked map[uint32]*parkedSink
 	parkAt time.Time
 
 	// base is the origin of the items' due times (monotonic), sinks the names items refer
@@ -114,103 +113,119 @@ func (r *scheduler) metaOfItem(it item) entryMeta {
 	return entryMeta{prio: int(it.prio), sink: r.sinks[it.sink], expires: fromUnixMs(it.expires)}
 }
 
-// armEntry arms an entry the service just wrote (enqueue, operator retry).
+// armEntry arms an entry the service just wrote (enqueue, operator retry). One that is due
+// now skips the timer heap: it goes to a worker at once, or is parked when its sink is not
+// ready (asked here, without holding mu), and a sink found ready sends what was parked for
+// it.
 func (r *scheduler) armEntry(e queue.Entry) {
+	now := time.Now()
+	if e.NextAttemptAt.After(now) {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		r.arm(e.ID, metaOf(e), now.Add(e.NextAttemptAt.Sub(now)), r.gen)
+		return
+	}
+	notReady := isNotReady(r.s.policy().sinks[e.Sink])
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.arm(e.ID, metaOf(e), time.Now().Add(max(time.Until(e.NextAttemptAt), 0)), r.gen)
+	it, ok := r.slot(e.ID, metaOf(e), now, r.gen)
+	if !ok {
+		return
+	}
+	if !notReady {
+		r.unpark(it.sink)
+	}
+	r.place(it, notReady, now)
+	if r.ready.Len() > 0 {
+		r.poke()
+	}
 }
 
 // arm schedules id at due; the caller holds mu.
 func (r *scheduler) arm(id int64, m entryMeta, due time.Time, gen uint64) {
-	if !r.active || gen != r.gen {
+	it, ok := r.slot(id, m, due, gen)
+	if !ok {
 		return
 	}
+	heap.Push(&r.timers, it)
+	if r.timers[0].seq != it.seq {
+		return // not the earliest: the loop's timer is set for an earlier item already
+	}
+	r.poke()
+}
+
+// slot records id as armed at due and returns its item; false when the arm is void: of a
+// stopped runtime, for an id being attempted, or later than the id's current arm. The
+// caller holds mu.
+func (r *scheduler) slot(id int64, m entryMeta, due time.Time, gen uint64) (item, bool) {
+	if !r.active || gen != r.gen {
+		return item{}, false
+	}
 	if r.busy[id] == gen {
-		return // its worker re-arms it after the attempt
+		return item{}, false // its worker re-arms it after the attempt
 	}
 	d := r.at(due)
 	if sl, ok := r.slots[id]; ok && sl.due <= d {
-		return // an earlier arm wins
+		return item{}, false // an earlier arm wins
 	}
 	r.seq++
 	r.slots[id] = slot{due: d, seq: r.seq}
-	heap.Push(&r.timers, item{id: id, due: d, expires: unixMs(m.expires), seq: r.seq, gen: gen,
-		prio: int32(max(min(m.prio, math.MaxInt32), math.MinInt32)), sink: r.sinkIndex(m.sink)})
-	if r.timers[0].seq != r.seq {
-		return // not the earliest: the loop's timer is set for an earlier item already
-	}
-	select {
-	case r.wake <- struct{}{}:
-	default:
-	}
+	return item{id: id, due: d, expires: unixMs(m.expires), seq: r.seq, gen: gen,
+		prio: int32(max(min(m.prio, math.MaxInt32), math.MinInt32)), sink: r.sinkIndex(m.sink)}, true
 }
 
-// promote moves the due items of the timer heap to the ready heap. An item whose sink is
-// not ready (and that has not expired) is parked instead: the parked items of a sink are
-// looked at again together, RearmFloor after the first of them was parked, so a backlog for
-// a gateway that is down costs no worker, no store read and no timer-heap operation while
-// it waits, and the lock that enqueues take is held only for a pass over a slice.
-// Readiness is asked once per sink per call, without holding mu.
+// promote moves the due items of the timer heap to the ready heap, or parks those whose
+// sink is not ready (runtime_parked.go); at parkAt it asks again the readiness of the sinks
+// with parked items. Readiness is asked once per sink per call, without holding mu, so the
+// lock that enqueues take is held only for the moves.
 func (r *scheduler) promote(now time.Time) {
 	r.mu.Lock()
 	var due []item
 	nowAt := r.at(now)
 	for r.timers.Len() > 0 && r.timers[0].due <= nowAt {
 		it := heap.Pop(&r.timers).(item)
-		sl, ok := r.slots[it.id]
-		if it.gen != r.gen || !ok || sl.seq != it.seq {
+		if !r.current(it) {
 			continue // superseded by an earlier arm, or of a stopped runtime
 		}
 		due = append(due, it)
 	}
-	var parked map[uint32][]item
-	if !r.parkAt.IsZero() && !now.Before(r.parkAt) {
-		parked, r.parked, r.parkAt = r.parked, map[uint32][]item{}, time.Time{}
-	}
-	names := r.sinks
-	r.mu.Unlock()
-	if len(due) == 0 && len(parked) == 0 {
+	check := !r.parkAt.IsZero() && !now.Before(r.parkAt)
+	if len(due) == 0 && !check {
+		r.mu.Unlock()
 		return
 	}
-	sinks := r.s.policy().sinks
-	notReady := map[uint32]bool{}
-	ask := func(sink uint32) {
-		if _, seen := notReady[sink]; !seen {
-			notReady[sink] = isNotReady(sinks[names[sink]])
+	ready := map[uint32]bool{} // by sink: asked below
+	if check {
+		r.parkAt = time.Time{}
+		for sink := range r.parked {
+			ready[sink] = false
 		}
 	}
 	for _, it := range due {
-		ask(it.sink)
+		ready[it.sink] = false
 	}
-	for sink := range parked {
-		ask(sink)
+	names := r.sinks
+	r.mu.Unlock()
+	sinks := r.s.policy().sinks
+	for sink := range ready {
+		ready[sink] = !isNotReady(sinks[names[sink]])
 	}
 	nowMs := now.UnixMilli()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	place := func(it item) {
-		if sl, ok := r.slots[it.id]; it.gen != r.gen || !ok || sl.seq != it.seq {
-			return // armed anew meanwhile, or of a stopped runtime
-		}
-		if notReady[it.sink] && (it.expires == 0 || nowMs < it.expires) {
-			r.parked[it.sink] = append(r.parked[it.sink], it)
-			if r.parkAt.IsZero() {
-				r.parkAt = now.Add(RearmFloor)
-			}
-			return
-		}
-		delete(r.slots, it.id)
-		r.busy[it.id] = it.gen
-		heap.Push(&r.ready, it)
-	}
-	for _, items := range parked {
-		for _, it := range items {
-			place(it)
+	for sink, ok := range ready {
+		switch {
+		case ok:
+			r.unpark(sink)
+		case check:
+			r.expireParked(sink, nowMs)
 		}
 	}
 	for _, it := range due {
-		place(it)
+		r.place(it, !ready[it.sink], now)
+	}
+	if check && len(r.parked) > 0 && r.parkAt.IsZero() {
+		r.parkAt = now.Add(RearmFloor)
 	}
 }
 
@@ -226,7 +241,7 @@ func (r *scheduler) open(epoch int64) {
 	r.wake = make(chan struct{}, 1)
 	r.timers, r.ready = nil, nil
 	r.slots, r.busy = map[int64]slot{}, map[int64]uint64{}
-	r.parked, r.parkAt = map[uint32][]item{}, time.Time{}
+	r.parked, r.parkAt = map[uint32]*parkedSink{}, time.Time{}
 	r.scanAt = time.Now()
 }
 
