@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -338,6 +339,20 @@ func TestAliasBomb(t *testing.T) {
 	c := mustParse(t, "x-m0: &m0 {level: warn}\nx-m1: &m1 {<<: [*m0, *m0]}\nlog: {<<: *m1}\n")
 	if c.Log.Level != "warn" {
 		t.Errorf("merged level = %q", c.Log.Level)
+	}
+}
+
+// TestLargeFileIsNotAnAliasBomb: the node budget bounds what aliases add, not the file's own
+// nodes: 10,000 cron jobs (about 130,000 nodes) parse.
+func TestLargeFileIsNotAnAliasBomb(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("cron:\n  jobs:\n")
+	for i := range 10_000 {
+		fmt.Fprintf(&b, "    - {name: j%05d, schedule: \"* * * * *\", action: {http: {url: \"http://127.0.0.1:9/\", body: x}}}\n", i)
+	}
+	c := mustParse(t, b.String())
+	if n := len(c.Cron.Jobs); n != 10_000 {
+		t.Fatalf("%d jobs, want 10000", n)
 	}
 }
 

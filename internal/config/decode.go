@@ -15,8 +15,9 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// maxNodes bounds the work of one decode, so that alias expansion ("billion laughs") cannot
-// make Parse slow. A real config has a few hundred nodes.
+// maxNodes bounds what alias expansion may add to the file's own nodes in one decode, so that
+// it ("billion laughs") cannot make Parse slow. The file's own nodes are not bounded: a
+// config with 10,000 cron jobs has over 100,000.
 const maxNodes = 100_000
 
 // decoder turns a yaml.Node tree into a Config by walking it along the Go types (their yaml
@@ -102,7 +103,17 @@ func (d *decoder) document(data []byte) *yaml.Node {
 		d.errAt(root.Line, root.Column, "", "expected a mapping at the top level, got %s", describe(root, false))
 		return nil
 	}
+	d.budget += countNodes(root)
 	return root
+}
+
+// countNodes counts the nodes of the tree at n as written, without following aliases.
+func countNodes(n *yaml.Node) int {
+	c := 1
+	for _, m := range n.Content {
+		c += countNodes(m)
+	}
+	return c
 }
 
 // safeDecode decodes the next document, turning a parser panic into an error.
