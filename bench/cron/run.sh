@@ -87,7 +87,7 @@ start_target() {
 # start_schedd DIR CONFIG: `schedd run` (gateway: sleep), JSON log and gctrace on stderr;
 # sets SPID once its control API answers.
 start_schedd() {
-	GODEBUG=gctrace=1 "$SCHEDD" run --config "$2" --state-dir "$WORK/${1##*/}.state" --socket "$WORK/${1##*/}.sock" \
+	GOGC=${GOGC_SCHEDD:-100} GODEBUG=gctrace=1 "$SCHEDD" run --config "$2" --state-dir "$WORK/${1##*/}.state" --socket "$WORK/${1##*/}.sock" \
 		--service-manager none --log-format json -- sleep 1000000 >"$1/schedd.log" 2>&1 &
 	SPID=$!
 	PIDS+=("$SPID")
@@ -121,7 +121,9 @@ baseline() {
 	mkdir -p "$dir"
 	if [[ $1 == schedd ]]; then
 		"$CB" config -jobs 0 -queue "$JOBS" -url http://127.0.0.1:1/ >"$dir/schedd.yaml"
-		start_schedd "$dir" "$dir/schedd.yaml"
+		# GOGC=1: an idle schedd with no jobs allocates too little to collect at all, and the
+		# live heap is read off the last collection (what is live does not depend on GOGC).
+		GOGC_SCHEDD=1 start_schedd "$dir" "$dir/schedd.yaml"
 		pid=$SPID
 	else
 		start_target "$dir" 0
@@ -143,13 +145,13 @@ baseline() {
 	fi
 	read -r _ _ _ rss hwm anon threads _ <"$dir/samples"
 	local gc
-	gc=$(grep -cE '^gc [0-9]+ @' "$dir/"*.log || true)
+	gc=$(cat "$dir/"*.log | grep -cE '^gc [0-9]+ @' || true)
 	echo "rss_kb $rss" >"$dir/stats"
 	echo "hwm_kb $hwm" >>"$dir/stats"
 	echo "rssanon_kb $anon" >>"$dir/stats"
 	echo "threads $threads" >>"$dir/stats"
 	echo "gc_cycles $gc" >>"$dir/stats"
-	echo "heap_live_mb $(grep -E '^gc [0-9]+ @' "$dir/"*.log | tail -1 | sed -E 's/.* ([0-9]+)->([0-9]+)->([0-9]+) MB.*/\3/')" >>"$dir/stats"
+	echo "heap_live_mb $(cat "$dir/"*.log | grep -E '^gc [0-9]+ @' | tail -1 | sed -E 's/.* ([0-9]+)->([0-9]+)->([0-9]+) MB.*/\3/')" >>"$dir/stats"
 	[[ -f $dir/mem ]] && cat "$dir/mem" >>"$dir/stats"
 	log "baseline $1: $(tr '\n' ' ' <"$dir/stats")"
 }
