@@ -18,7 +18,6 @@ const maxStreamLine = 1 << 20
 // StreamWriter writes a reply as newline-delimited JSON (application/x-ndjson), one
 // value per line, each flushed to the client as it is written.
 type StreamWriter struct {
-	w   http.ResponseWriter
 	rc  *http.ResponseController
 	enc *json.Encoder
 }
@@ -27,7 +26,7 @@ type StreamWriter struct {
 func NewStream(w http.ResponseWriter) *StreamWriter {
 	w.Header().Set("Content-Type", "application/x-ndjson")
 	w.WriteHeader(http.StatusOK)
-	return &StreamWriter{w: w, rc: http.NewResponseController(w), enc: json.NewEncoder(w)}
+	return &StreamWriter{rc: http.NewResponseController(w), enc: json.NewEncoder(w)}
 }
 
 // Send writes v as one line; it returns an error once the client is gone.
