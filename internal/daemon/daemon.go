@@ -79,6 +79,8 @@ type Daemon struct {
 	// heartbeats and deliveries take the work of cron's heartbeat_wake and deliver actions.
 	heartbeats *heartbeat.Service
 	deliveries *recovery.Service
+	// output keeps the gateway's recent output lines for `schedd logs`.
+	output *respawn.OutputRing
 
 	stopc    chan string  // stop requests from the control API
 	handoffc chan handoff // a replacement of schedd itself, once the gateway is stopped
@@ -160,7 +162,8 @@ func (d *Daemon) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	sopts := []respawn.Option{respawn.WithLogger(d.log), respawn.OnStateChange(d.stateChanged)}
+	d.output = respawn.NewOutputRing(o.Config.Gateway.Output.KeepLines)
+	sopts := []respawn.Option{respawn.WithLogger(d.log), respawn.OnStateChange(d.stateChanged), respawn.WithOutputRing(d.output)}
 	if o.Starter != nil {
 		sopts = append(sopts, respawn.WithStarter(o.Starter))
 	}
@@ -291,6 +294,7 @@ loop:
 	}
 	stopCoord()
 	stopComps()
+	d.output.Close() // ends `schedd logs -f` streams, which the server's shutdown waits for
 	bgCancel()
 	err = errors.Join(supErr, <-coordDone, comps.Wait(), ignoreClosed(g.Wait()))
 	if last != nil && err == nil {

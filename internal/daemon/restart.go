@@ -171,6 +171,7 @@ func (d *Daemon) reload() {
 	prev := d.cfg
 	d.cfg = next
 	d.mu.Unlock()
+	d.output.Resize(next.Gateway.Output.KeepLines)
 	for _, c := range d.components {
 		if c.reload == nil {
 			continue

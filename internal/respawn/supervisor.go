@@ -39,6 +39,7 @@ type Supervisor struct {
 	groupOf func(pid int) (int, error)
 	rand    func() float64
 	onState func(api.Gateway)
+	ring    *OutputRing
 
 	notifyc chan platform.NotifyMessage
 	reqc    chan request
@@ -74,6 +75,9 @@ func WithGroupOf(f func(pid int) (int, error)) Option { return func(sv *Supervis
 // OnStateChange registers f to be called, from the supervisor goroutine, with a snapshot
 // after every state change. f must not block.
 func OnStateChange(f func(api.Gateway)) Option { return func(sv *Supervisor) { sv.onState = f } }
+
+// WithOutputRing keeps every gateway output line in r as well (`schedd logs`).
+func WithOutputRing(r *OutputRing) Option { return func(sv *Supervisor) { sv.ring = r } }
 
 // New returns a supervisor for cfg with defaults filled in.
 func New(cfg Config, opts ...Option) (*Supervisor, error) {
@@ -352,7 +356,7 @@ func (s *Supervisor) start() (Proc, error) {
 	if s.cfg.Liveness.Watchdog > 0 {
 		set["WATCHDOG_USEC"] = strconv.FormatInt(s.cfg.Liveness.Watchdog.Microseconds(), 10)
 	}
-	out := newOutputLogger(s.log.Named("gateway"), s.cfg.MaxLinesPerSecond)
+	out := newOutputLogger(s.log.Named("gateway"), s.cfg.MaxLinesPerSecond, s.ring)
 	proc, err := s.starter.Start(platform.Command{
 		Argv:   s.cfg.Argv,
 		Env:    platform.ChildEnv(s.cfg.BaseEnv, set),
