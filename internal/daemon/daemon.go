@@ -160,7 +160,8 @@ func (d *Daemon) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	sopts := []respawn.Option{respawn.WithLogger(d.log), respawn.OnStateChange(d.stateChanged)}
+	sopts := []respawn.Option{respawn.WithLogger(d.log), respawn.OnStateChange(d.stateChanged),
+		respawn.OnStopWait(d.extendTimeout)}
 	if o.Starter != nil {
 		sopts = append(sopts, respawn.WithStarter(o.Starter))
 	}
@@ -371,6 +372,12 @@ func (d *Daemon) stateChanged(st api.Gateway) {
 			d.log.Info("told the service manager schedd is ready")
 		}
 	}
+}
+
+// extendTimeout asks the service manager for at least left more time while the gateway
+// drains, so a long but finite drain is not killed by its stop (or reload) timeout.
+func (d *Daemon) extendTimeout(left time.Duration) {
+	d.notify(fmt.Sprintf("EXTEND_TIMEOUT_USEC=%d", left.Microseconds()))
 }
 
 // notify sends state to the service manager; false when there is none to tell (no

@@ -39,6 +39,7 @@ type Supervisor struct {
 	groupOf func(pid int) (int, error)
 	rand    func() float64
 	onState func(api.Gateway)
+	onDrain func(time.Duration)
 
 	notifyc chan platform.NotifyMessage
 	reqc    chan request
@@ -74,6 +75,13 @@ func WithGroupOf(f func(pid int) (int, error)) Option { return func(sv *Supervis
 // OnStateChange registers f to be called, from the supervisor goroutine, with a snapshot
 // after every state change. f must not block.
 func OnStateChange(f func(api.Gateway)) Option { return func(sv *Supervisor) { sv.onState = f } }
+
+// OnStopWait registers f to be called, from the supervisor goroutine, when a stop of the
+// gateway begins and whenever the gateway extends it, with the longest the stop can still
+// take (until SIGKILL, plus the wait for the group). schedd passes it on to its own
+// service manager as EXTEND_TIMEOUT_USEC, so a long drain is not cut short there (R-CHILD-11).
+// f must not block.
+func OnStopWait(f func(time.Duration)) Option { return func(sv *Supervisor) { sv.onDrain = f } }
 
 // New returns a supervisor for cfg with defaults filled in.
 func New(cfg Config, opts ...Option) (*Supervisor, error) {
