@@ -3,7 +3,9 @@
 package main
 
 import (
+	"net"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -43,5 +45,33 @@ func TestE2ELongDrain_RCHILD11(t *testing.T) {
 	}
 	if m := sm.messages(); !slices.Contains(m, "EXTEND_TIMEOUT_USEC=11000000") {
 		t.Fatalf("no EXTEND_TIMEOUT_USEC=11000000 (6 s + 5 s) to the service manager: %q", m)
+	}
+}
+
+// TestE2EPortStillBound_RCHILD18 is R-CHILD-18 with real processes: an orphan (here the
+// test) still listens on the port the readiness probe names. schedd starts no gateway
+// while it is held, so there is no bind-failure crash loop and never two gateways on
+// it; once it is released exactly one gateway starts and becomes ready.
+func TestE2EPortStillBound_RCHILD18(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	addr := ln.Addr().String()
+	pids := t.TempDir() + "/pids"
+	cfg := writeConfig(t, "gateway:\n  readiness: {http: {url: \"http://"+addr+"/readyz\"}, timeout: 30s}\n")
+	d := startDaemon(t, daemonOpts{args: []string{"--config", cfg}, gateway: []string{"http=" + addr, "pid-file=" + pids}})
+	if !d.waitLog("the gateway's port is still in use", addr) {
+		t.Fatalf("no log of the busy port:\n%s", d.out.String())
+	}
+	time.Sleep(time.Second)
+	if st, err := d.status(); err != nil || st.Gateway.PID != 0 || readFile(t, pids) != "" {
+		t.Fatalf("a gateway was started on a busy port: %+v %v, pids %q", st.Gateway, err, readFile(t, pids))
+	}
+	ln.Close()
+	st := d.waitFor("ready", func(g api.Gateway) bool { return g.State == api.GatewayReady })
+	if got := strings.Fields(readFile(t, pids)); len(got) != 1 || got[0] != strconv.Itoa(st.Gateway.PID) {
+		t.Fatalf("gateways started %q, want just %d", got, st.Gateway.PID)
 	}
 }

@@ -33,13 +33,14 @@ var ErrNotRunning = errors.New("supervisor is not running")
 
 // Supervisor runs one gateway. Create it with New, then call Run once.
 type Supervisor struct {
-	cfg     Config
-	log     *zap.Logger
-	starter Starter
-	groupOf func(pid int) (int, error)
-	rand    func() float64
-	onState func(api.Gateway)
-	onDrain func(time.Duration)
+	cfg      Config
+	log      *zap.Logger
+	starter  Starter
+	groupOf  func(pid int) (int, error)
+	portBusy func(addr string) bool
+	rand     func() float64
+	onState  func(api.Gateway)
+	onDrain  func(time.Duration)
 
 	notifyc chan platform.NotifyMessage
 	reqc    chan request
@@ -71,6 +72,10 @@ func WithRand(f func() float64) Option { return func(sv *Supervisor) { sv.rand =
 // WithGroupOf replaces the lookup of a notify sender's process group (default:
 // platform.ProcessGroup).
 func WithGroupOf(f func(pid int) (int, error)) Option { return func(sv *Supervisor) { sv.groupOf = f } }
+
+// WithPortBusy replaces the check of whether the gateway's port is still held (default:
+// a connect, then a bind).
+func WithPortBusy(f func(addr string) bool) Option { return func(sv *Supervisor) { sv.portBusy = f } }
 
 // OnStateChange registers f to be called, from the supervisor goroutine, with a snapshot
 // after every state change. f must not block.
@@ -115,16 +120,20 @@ func New(cfg Config, opts ...Option) (*Supervisor, error) {
 	if cfg.MaxLinesPerSecond <= 0 {
 		cfg.MaxLinesPerSecond = 1000
 	}
+	if cfg.PortWait <= 0 {
+		cfg.PortWait = 10 * time.Second
+	}
 	s := &Supervisor{
-		cfg:     cfg,
-		log:     zap.NewNop(),
-		starter: PlatformStarter{},
-		groupOf: platform.ProcessGroup,
-		rand:    rand.Float64,
-		notifyc: make(chan platform.NotifyMessage, 64),
-		reqc:    make(chan request),
-		done:    make(chan struct{}),
-		status:  api.Gateway{State: api.GatewayStopped},
+		cfg:      cfg,
+		log:      zap.NewNop(),
+		starter:  PlatformStarter{},
+		groupOf:  platform.ProcessGroup,
+		portBusy: portInUse,
+		rand:     rand.Float64,
+		notifyc:  make(chan platform.NotifyMessage, 64),
+		reqc:     make(chan request),
+		done:     make(chan struct{}),
+		status:   api.Gateway{State: api.GatewayStopped},
 	}
 	for _, o := range opts {
 		o(s)
@@ -329,6 +338,11 @@ func (s *Supervisor) runOnce(ctx context.Context, pending []request) outcome {
 		st.StatusText = ""
 		st.Inflight = nil
 	})
+	out, pending, end := s.waitPortFree(ctx, pending)
+	if end {
+		out.pending = pending
+		return out
+	}
 	proc, err := s.start()
 	if err != nil {
 		e := api.Exit{Reason: api.ExitSpawnFailed, At: time.Now(), Error: err.Error()}
@@ -377,8 +391,8 @@ func (s *Supervisor) start() (Proc, error) {
 
 // nextDelay decides how long to wait before the next start after e, and counts e toward
 // the crash loop. The first failure after a healthy run restarts at once; backoff starts
-// with the second consecutive failure. A spawn failure always waits, so a missing binary
-// never becomes a busy loop.
+// with the second consecutive failure. A spawn failure or a busy port always waits, so a
+// missing binary or a stale listener never becomes a busy loop.
 func (s *Supervisor) nextDelay(e api.Exit) time.Duration {
 	if !failure(e) {
 		return 0
@@ -401,7 +415,7 @@ func (s *Supervisor) nextDelay(e api.Exit) time.Duration {
 			zap.Duration("max_delay", s.cfg.Backoff.Max), zap.String("last_exit", string(e.Reason)))
 	}
 	switch {
-	case e.Reason == api.ExitSpawnFailed:
+	case e.Reason == api.ExitSpawnFailed || e.Reason == api.ExitPortInUse:
 		return s.cfg.Backoff.Delay(n, s.rand())
 	case n <= 1:
 		return 0

@@ -84,6 +84,11 @@ type Config struct {
 	Readiness Readiness
 	Liveness  Liveness
 
+	// Port is the local host:port the gateway listens on ("" = unknown). Before each start
+	// schedd waits up to PortWait (default 10s) for it to be free.
+	Port     string
+	PortWait time.Duration
+
 	StopSignal  os.Signal     // default SIGTERM
 	StopTimeout time.Duration // then SIGKILL to the whole group; default 30s
 
