@@ -3,7 +3,10 @@
 package main
 
 import (
+	"errors"
 	"net"
+	"os"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -73,5 +76,72 @@ func TestE2EPortStillBound_RCHILD18(t *testing.T) {
 	st := d.waitFor("ready", func(g api.Gateway) bool { return g.State == api.GatewayReady })
 	if got := strings.Fields(readFile(t, pids)); len(got) != 1 || got[0] != strconv.Itoa(st.Gateway.PID) {
 		t.Fatalf("gateways started %q, want just %d", got, st.Gateway.PID)
+	}
+}
+
+// killSchedd SIGKILLs the daemon, as the OOM killer or `kill -9` would, and waits for it.
+func (d *testDaemon) killSchedd() {
+	d.t.Helper()
+	d.cmd.Process.Signal(syscall.SIGKILL)
+	d.wait(10 * time.Second)
+}
+
+// TestE2EKilledAndRestarted_RSUP01 is R-SUP-01: schedd is SIGKILLed while its gateway and
+// the gateway's grandchild (which ignores SIGTERM) run, and its service manager starts it
+// again on the same state dir. The new schedd finds the old gateway in gateway.pid and
+// stops what is left of its group before it starts its own: exactly one gateway afterwards.
+// Linux kills the old leader with schedd (its parent-death signal), not the grandchild;
+// on macOS neither dies, and the same record stops both.
+func TestE2EKilledAndRestarted_RSUP01(t *testing.T) {
+	gc := t.TempDir() + "/grandchild"
+	d := startDaemon(t, daemonOpts{gateway: []string{"grandchild=" + gc}})
+	old := d.waitFor("ready", func(g api.Gateway) bool { return g.State == api.GatewayReady }).Gateway.PID
+	rec := strings.Fields(readFile(t, d.dir+"/gateway.pid"))
+	if len(rec) != 2 || rec[0] != strconv.Itoa(old) {
+		t.Fatalf("gateway.pid holds %q, want the pid %d and its start time", rec, old)
+	}
+	var grandchild int
+	for deadline := time.Now().Add(5 * time.Second); grandchild == 0 && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		grandchild, _ = strconv.Atoi(strings.TrimSpace(readFile(t, gc)))
+	}
+	if grandchild == 0 {
+		t.Fatal("the gateway's grandchild did not start")
+	}
+	d.killSchedd()
+
+	d2 := startDaemon(t, daemonOpts{dir: d.dir, gateway: []string{}})
+	st := d2.waitFor("a new gateway", func(g api.Gateway) bool { return g.State == api.GatewayReady && g.PID != old })
+	waitGone(t, old, "the old gateway")
+	waitGone(t, grandchild, "the old gateway's grandchild")
+	if !alive(st.Gateway.PID) {
+		t.Fatalf("the new gateway %d is not running", st.Gateway.PID)
+	}
+	if !d2.waitLog("stopped the gateway an earlier schedd left running") {
+		t.Errorf("the new schedd does not say it stopped the old gateway:\n%s", d2.out.String())
+	}
+	d2.cmd.Process.Signal(syscall.SIGTERM)
+	if code := d2.wait(30 * time.Second); code != 0 {
+		t.Fatalf("exit code %d", code)
+	}
+	if _, err := os.Stat(d.dir + "/gateway.pid"); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("gateway.pid left after a clean stop: %v", err)
+	}
+}
+
+// TestE2EGatewayDiesWithSchedd_RSUP02 is R-SUP-02: schedd is SIGKILLed and nobody starts
+// it again; the gateway must not live on unsupervised. On Linux its parent-death signal
+// (SIGKILL, tied to the thread that forked it) ends it within a few seconds. macOS has no
+// such signal: there the next schedd stops it through gateway.pid.
+func TestE2EGatewayDiesWithSchedd_RSUP02(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("no parent-death signal here; the gateway is stopped by the next schedd")
+	}
+	d := startDaemon(t, daemonOpts{gateway: []string{}})
+	pid := d.waitFor("ready", func(g api.Gateway) bool { return g.State == api.GatewayReady }).Gateway.PID
+	d.killSchedd()
+	begin := time.Now()
+	waitGone(t, pid, "the gateway")
+	if took := time.Since(begin); took > 3*time.Second {
+		t.Fatalf("the gateway outlived schedd by %v, want under 3 s", took)
 	}
 }

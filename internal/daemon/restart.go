@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -42,6 +43,7 @@ func (d *Daemon) supervisorConfig(c *config.Config) (respawn.Config, error) {
 	}
 	scfg.NotifySocket = d.notifyPath
 	scfg.ControlSocket = d.opts.Socket
+	scfg.PIDFile = filepath.Join(d.opts.StateDir, "gateway.pid")
 	return scfg, nil
 }
 

@@ -467,6 +467,8 @@ func (l *life) cleanupGroup() {
 	defer cancel()
 	if err := l.proc.KillGroupAndWait(ctx); err != nil {
 		l.s.log.Warn("processes of the gateway's group survived", zap.Int("pgid", l.pid), zap.Error(err))
+	} else {
+		l.s.forgetPID()
 	}
 	if err := l.proc.Release(); err != nil {
 		l.s.log.Debug("release gateway process", zap.Int("pid", l.pid), zap.Error(err))

@@ -275,6 +275,7 @@ func (s *Supervisor) do(ctx context.Context, r request) (request, error) {
 // It must be called once.
 func (s *Supervisor) Run(ctx context.Context) error {
 	defer close(s.done)
+	s.stopStale(ctx)
 	var pendingRestarts []request // restart requests waiting for the next ready (or failed) start
 	for {
 		if ctx.Err() != nil {
@@ -352,6 +353,7 @@ func (s *Supervisor) runOnce(ctx context.Context, pending []request) outcome {
 		return outcome{exit: e}
 	}
 	pid := proc.PID()
+	s.recordPID(proc)
 	s.update(func(st *api.Gateway) { st.PID = pid })
 	s.log.Info("gateway started", zap.Int("pid", pid), zap.Strings("command", s.cfg.Argv))
 

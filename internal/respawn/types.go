@@ -84,6 +84,10 @@ type Config struct {
 	Readiness Readiness
 	Liveness  Liveness
 
+	// PIDFile, when set, holds the running gateway's pid and start time, so that the next
+	// schedd can stop a gateway this one could not (R-SUP-01).
+	PIDFile string
+
 	// Port is the local host:port the gateway listens on ("" = unknown). Before each start
 	// schedd waits up to PortWait (default 10s) for it to be free.
 	Port     string
