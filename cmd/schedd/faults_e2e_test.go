@@ -145,3 +145,35 @@ func TestE2EGatewayDiesWithSchedd_RSUP02(t *testing.T) {
 		t.Fatalf("the gateway outlived schedd by %v, want under 3 s", took)
 	}
 }
+
+// TestE2EDiesMidRestart_RSUP04 is R-SUP-04: schedd is SIGKILLed in the middle of a
+// restart, while the old gateway drains (it takes 3 s to exit) and before the new one is
+// started. Started again on the same state dir, schedd runs one new gateway, and the
+// interrupted restart shows in its status as completed, under its original reason.
+func TestE2EDiesMidRestart_RSUP04(t *testing.T) {
+	cfg := writeConfig(t, "gateway:\n  stop: {timeout: 20s}\n  readiness: {notify: {}, timeout: 30s}\n")
+	d := startDaemon(t, daemonOpts{args: []string{"--config", cfg}, gateway: []string{"ready", "term-delay=3s"}})
+	old := d.waitFor("ready", func(g api.Gateway) bool { return g.State == api.GatewayReady }).Gateway.PID
+	go cli("restart", "--now", "--reason", "new model", "--socket", d.socket)
+	d.waitFor("the old gateway draining", func(g api.Gateway) bool { return g.State == api.GatewayStopping })
+	if rec := readFile(t, d.dir+"/restart.json"); !strings.Contains(rec, "new model") {
+		t.Fatalf("no record of the restart in progress: %q", rec)
+	}
+	d.killSchedd()
+
+	d2 := startDaemon(t, daemonOpts{dir: d.dir, args: []string{"--config", cfg}, gateway: []string{"ready"}})
+	st := d2.waitFor("a new gateway", func(g api.Gateway) bool { return g.State == api.GatewayReady && g.PID != old })
+	waitGone(t, old, "the old gateway")
+	st, err := d2.status()
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := st.Restart.Last
+	if last == nil || !last.OK || last.Mode != "recovered" || last.Reason != "new model" ||
+		last.PreviousPID != old || last.PID != st.Gateway.PID {
+		t.Fatalf("restart.last %+v, want the interrupted restart completed by gateway %d", last, st.Gateway.PID)
+	}
+	if _, err := os.Stat(d.dir + "/restart.json"); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("restart.json left after the restart completed: %v", err)
+	}
+}

@@ -70,6 +70,8 @@ type Daemon struct {
 
 	readyOnce  sync.Once
 	restarting atomic.Bool // RELOADING=1 sent; READY=1 is due when the gateway is ready
+	// interrupted is the restart an earlier schedd died in, until this one's first start ends.
+	interrupted atomic.Pointer[restartRecord]
 
 	notifyPath string // the gateway's NOTIFY_SOCKET ("" when unsupported)
 
@@ -176,7 +178,9 @@ func (d *Daemon) run(ctx context.Context) error {
 	d.coord = restart.New(rcfg, supRestarter{d}, d.log.Named("restart"), restart.Hooks{
 		OnPending: d.restartPending,
 		OnBegin:   d.restartBegins,
+		OnEnd:     d.restartEnds,
 	})
+	d.loadInterruptedRestart()
 	for _, setup := range []func() (*component, error){d.setupHeartbeat, d.setupDeliveries, d.setupCron} {
 		c, err := setup()
 		if err != nil {
@@ -294,6 +298,7 @@ loop:
 	stopComps()
 	bgCancel()
 	err = errors.Join(supErr, <-coordDone, comps.Wait(), ignoreClosed(g.Wait()))
+	d.forgetRestart() // a stop ends any restart in progress: none is left to complete
 	if last != nil && err == nil {
 		// Release the lock and the sockets before the successor needs them.
 		ln.Close()
@@ -361,6 +366,7 @@ func (d *Daemon) watchdog(ctx context.Context) {
 // READY=1 the first time it is ready, and again when it is ready after a restart that
 // began with RELOADING=1.
 func (d *Daemon) stateChanged(st api.Gateway) {
+	d.completeInterrupted(st)
 	d.notify("STATUS=" + statusLine(st))
 	if st.State != api.GatewayReady {
 		return

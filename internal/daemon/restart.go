@@ -112,6 +112,7 @@ func (s supRestarter) Restart(ctx context.Context, m restart.Method) (restart.Ou
 // the gateway is ready again (stateChanged).
 func (d *Daemon) restartBegins(p api.RestartPending) {
 	d.restarting.Store(true)
+	d.recordRestart(p)
 	msg := "RELOADING=1\nSTATUS=restarting the gateway: " + strings.Join(p.Reasons, "; ")
 	if mu := (platform.SdNotifier{}).MonotonicUsec(); mu != "" {
 		msg += "\n" + strings.TrimSuffix(mu, "\n")
