@@ -94,7 +94,8 @@ func (d *testDaemon) killSchedd() {
 // on macOS neither dies, and the same record stops both.
 func TestE2EKilledAndRestarted_RSUP01(t *testing.T) {
 	gc := t.TempDir() + "/grandchild"
-	d := startDaemon(t, daemonOpts{gateway: []string{"grandchild=" + gc}})
+	cfg := writeConfig(t, "gateway:\n  stop: {timeout: 2s}\n") // the grandchild ignores SIGTERM
+	d := startDaemon(t, daemonOpts{args: []string{"--config", cfg}, gateway: []string{"grandchild=" + gc}})
 	old := d.waitFor("ready", func(g api.Gateway) bool { return g.State == api.GatewayReady }).Gateway.PID
 	rec := strings.Fields(readFile(t, d.dir+"/gateway.pid"))
 	if len(rec) != 2 || rec[0] != strconv.Itoa(old) {
@@ -109,7 +110,7 @@ func TestE2EKilledAndRestarted_RSUP01(t *testing.T) {
 	}
 	d.killSchedd()
 
-	d2 := startDaemon(t, daemonOpts{dir: d.dir, gateway: []string{}})
+	d2 := startDaemon(t, daemonOpts{dir: d.dir, args: []string{"--config", cfg}, gateway: []string{}})
 	st := d2.waitFor("a new gateway", func(g api.Gateway) bool { return g.State == api.GatewayReady && g.PID != old })
 	waitGone(t, old, "the old gateway")
 	waitGone(t, grandchild, "the old gateway's grandchild")
@@ -154,12 +155,14 @@ func TestE2EDiesMidRestart_RSUP04(t *testing.T) {
 	cfg := writeConfig(t, "gateway:\n  stop: {timeout: 20s}\n  readiness: {notify: {}, timeout: 30s}\n")
 	d := startDaemon(t, daemonOpts{args: []string{"--config", cfg}, gateway: []string{"ready", "term-delay=3s"}})
 	old := d.waitFor("ready", func(g api.Gateway) bool { return g.State == api.GatewayReady }).Gateway.PID
-	go cli("restart", "--now", "--reason", "new model", "--socket", d.socket)
+	asked := make(chan struct{})
+	go func() { cli("restart", "--now", "--reason", "new model", "--socket", d.socket); close(asked) }()
 	d.waitFor("the old gateway draining", func(g api.Gateway) bool { return g.State == api.GatewayStopping })
 	if rec := readFile(t, d.dir+"/restart.json"); !strings.Contains(rec, "new model") {
 		t.Fatalf("no record of the restart in progress: %q", rec)
 	}
 	d.killSchedd()
+	<-asked // the client fails with its schedd
 
 	d2 := startDaemon(t, daemonOpts{dir: d.dir, args: []string{"--config", cfg}, gateway: []string{"ready"}})
 	st := d2.waitFor("a new gateway", func(g api.Gateway) bool { return g.State == api.GatewayReady && g.PID != old })

@@ -80,6 +80,7 @@ func (s *Supervisor) stopStale(ctx context.Context) {
 		s.forgetPID()
 		return
 	}
+	s.stopWait(s.cfg.StopTimeout) // the start timeout of schedd's own manager runs meanwhile
 	cctx, cancel := context.WithTimeout(ctx, s.cfg.StopTimeout+groupCleanupTimeout)
 	defer cancel()
 	found, err := platform.StopStaleGroup(cctx, pid, start, s.cfg.StopSignal, s.cfg.StopTimeout)
