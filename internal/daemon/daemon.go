@@ -70,6 +70,8 @@ type Daemon struct {
 
 	readyOnce  sync.Once
 	restarting atomic.Bool // RELOADING=1 sent; READY=1 is due when the gateway is ready
+	// interrupted is the restart an earlier schedd died in, until this one's first start ends.
+	interrupted atomic.Pointer[restartRecord]
 
 	notifyPath string // the gateway's NOTIFY_SOCKET ("" when unsupported)
 
@@ -163,7 +165,8 @@ func (d *Daemon) run(ctx context.Context) error {
 		return err
 	}
 	d.output = respawn.NewOutputRing(o.Config.Gateway.Output.KeepLines)
-	sopts := []respawn.Option{respawn.WithLogger(d.log), respawn.OnStateChange(d.stateChanged), respawn.WithOutputRing(d.output)}
+	sopts := []respawn.Option{respawn.WithLogger(d.log), respawn.OnStateChange(d.stateChanged),
+		respawn.WithOutputRing(d.output), respawn.OnStopWait(d.extendTimeout)}
 	if o.Starter != nil {
 		sopts = append(sopts, respawn.WithStarter(o.Starter))
 	}
@@ -178,7 +181,9 @@ func (d *Daemon) run(ctx context.Context) error {
 	d.coord = restart.New(rcfg, supRestarter{d}, d.log.Named("restart"), restart.Hooks{
 		OnPending: d.restartPending,
 		OnBegin:   d.restartBegins,
+		OnEnd:     d.restartEnds,
 	})
+	d.loadInterruptedRestart()
 	for _, setup := range []func() (*component, error){d.setupHeartbeat, d.setupDeliveries, d.setupCron} {
 		c, err := setup()
 		if err != nil {
@@ -297,6 +302,7 @@ loop:
 	d.output.Close() // ends `schedd logs -f` streams, which the server's shutdown waits for
 	bgCancel()
 	err = errors.Join(supErr, <-coordDone, comps.Wait(), ignoreClosed(g.Wait()))
+	d.forgetRestart() // a stop ends any restart in progress: none is left to complete
 	if last != nil && err == nil {
 		// Release the lock and the sockets before the successor needs them.
 		ln.Close()
@@ -364,6 +370,7 @@ func (d *Daemon) watchdog(ctx context.Context) {
 // READY=1 the first time it is ready, and again when it is ready after a restart that
 // began with RELOADING=1.
 func (d *Daemon) stateChanged(st api.Gateway) {
+	d.completeInterrupted(st)
 	d.notify("STATUS=" + statusLine(st))
 	if st.State != api.GatewayReady {
 		return
@@ -375,6 +382,12 @@ func (d *Daemon) stateChanged(st api.Gateway) {
 			d.log.Info("told the service manager schedd is ready")
 		}
 	}
+}
+
+// extendTimeout asks the service manager for at least left more time while the gateway
+// drains, so a long but finite drain is not killed by its stop (or reload) timeout.
+func (d *Daemon) extendTimeout(left time.Duration) {
+	d.notify(fmt.Sprintf("EXTEND_TIMEOUT_USEC=%d", left.Microseconds()))
 }
 
 // notify sends state to the service manager; false when there is none to tell (no

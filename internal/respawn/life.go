@@ -384,6 +384,7 @@ func (l *life) stop(reason api.ExitReason, detail string) outcome {
 	}
 	t := time.NewTimer(s.cfg.StopTimeout)
 	defer t.Stop()
+	s.stopWait(s.cfg.StopTimeout)
 	timedOut, killed := false, false
 	kill := func(why string) {
 		if killed {
@@ -413,6 +414,7 @@ wait:
 			if v, ok := m.Fields["EXTEND_TIMEOUT_USEC"]; ok && !killed {
 				if us, err := strconv.ParseInt(v, 10, 64); err == nil && us > 0 {
 					t.Reset(time.Duration(us) * time.Microsecond)
+					s.stopWait(time.Duration(us) * time.Microsecond)
 					s.log.Info("gateway extended its stop timeout", zap.Int("pid", l.pid), zap.Int64("usec", us))
 				}
 			}
@@ -451,6 +453,13 @@ wait:
 	return out
 }
 
+// stopWait reports that the gateway may take up to d more before SIGKILL.
+func (s *Supervisor) stopWait(d time.Duration) {
+	if s.onDrain != nil {
+		s.onDrain(d + groupCleanupTimeout)
+	}
+}
+
 // cleanupGroup makes sure no process of the gateway's group outlives it, so the next
 // gateway never meets a stale one holding its port or lock.
 func (l *life) cleanupGroup() {
@@ -458,6 +467,8 @@ func (l *life) cleanupGroup() {
 	defer cancel()
 	if err := l.proc.KillGroupAndWait(ctx); err != nil {
 		l.s.log.Warn("processes of the gateway's group survived", zap.Int("pgid", l.pid), zap.Error(err))
+	} else {
+		l.s.forgetPID()
 	}
 	if err := l.proc.Release(); err != nil {
 		l.s.log.Debug("release gateway process", zap.Int("pid", l.pid), zap.Error(err))
