@@ -2,7 +2,6 @@ package main
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -11,25 +10,8 @@ import (
 	"time"
 
 	"github.com/schedd/schedd/internal/api"
+	"github.com/schedd/schedd/internal/testgateway"
 )
-
-// pidNamespace returns the argv prefix that runs a command as PID 1 of a new PID
-// namespace with a /proc of its own, or skips the test where that is impossible.
-func pidNamespace(t *testing.T) []string {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: creates a PID namespace (CI runs as root)")
-	}
-	unshare, err := exec.LookPath("unshare")
-	if err != nil {
-		t.Skip("needs unshare(1) from util-linux")
-	}
-	argv := []string{unshare, "--pid", "--fork", "--mount-proc"}
-	if out, err := exec.Command(argv[0], append(argv[1:], "true")...).CombinedOutput(); err != nil {
-		t.Skipf("cannot create a PID namespace here: %v %s", err, out)
-	}
-	return argv
-}
 
 // procTree maps each pid to its parent and state, from /proc.
 func procTree() map[int]struct {
@@ -87,7 +69,7 @@ func descendants(root int) (pids []int, zombies int) {
 // pile up. A SIGTERM then stops the gateway and the process it left in a session of its
 // own, gracefully, and schedd exits 0.
 func TestE2EPID1ReapsAndStops_RCHILD16(t *testing.T) {
-	wrap := pidNamespace(t)
+	wrap := testgateway.PIDNamespace(t)
 	escapee := filepath.Join(shortDir(t), "escapee")
 	d := startDaemon(t, daemonOpts{wrap: wrap, args: []string{"--log-level", "debug"},
 		gateway: []string{"orphan=" + escapee, "orphan-churn=50ms"}})

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/schedd/schedd/internal/testgateway"
 )
 
 // startReaper runs the reaper for the rest of the test.
@@ -221,23 +223,14 @@ func TestSignalNeverReachesRecycledPID_RCHILD17(t *testing.T) {
 }
 
 // runInPIDNamespace runs the tests matching run in this binary as PID 1 of a new PID
-// namespace, with a /proc of its own. It needs root and unshare(1).
+// namespace, with a /proc of its own.
 func runInPIDNamespace(t *testing.T, run string) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: creates a PID namespace (CI runs as root)")
-	}
-	unshare, err := exec.LookPath("unshare")
-	if err != nil {
-		t.Skip("needs unshare(1) from util-linux")
-	}
-	cmd := exec.Command(unshare, "--pid", "--fork", "--mount-proc", testExe, "-test.run="+run, "-test.v", "-test.count=1")
+	ns := testgateway.PIDNamespace(t)
+	cmd := exec.Command(ns[0], append(ns[1:], testExe, "-test.run="+run, "-test.v", "-test.count=1")...)
 	cmd.Env = append(os.Environ(), pidnsEnv+"=1")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		if strings.Contains(string(out), "unshare failed") {
-			t.Skipf("cannot create a PID namespace here: %s", out)
-		}
 		t.Fatalf("in a new PID namespace: %v\n%s", err, out)
 	}
 	if !strings.Contains(string(out), "--- PASS") {
