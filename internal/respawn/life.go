@@ -367,9 +367,12 @@ func (l *life) exited() outcome {
 		s.log.Warn("gateway exited", append(fields, zap.Intp("code", e.Code))...)
 	}
 	l.cleanupGroup()
+	t := time.NewTimer(s.cfg.StopTimeout)
+	defer t.Stop()
+	later := l.adopted().wait(t.C, false)
 	s.recordExit(e)
 	failRestarts(l.pending, "gateway exited before it was ready ("+exitText(e)+")")
-	return outcome{exit: e}
+	return outcome{exit: e, pending: later}
 }
 
 // stop stops the gateway gracefully: the stop signal to the whole group, SIGKILL at the
@@ -382,6 +385,8 @@ func (l *life) stop(reason api.ExitReason, detail string) outcome {
 	if err := l.proc.Signal(s.cfg.StopSignal); err != nil {
 		s.log.Warn("could not signal the gateway", zap.Int("pid", l.pid), zap.Error(err))
 	}
+	adopted := l.adopted()
+	adopted.round(false)
 	t := time.NewTimer(s.cfg.StopTimeout)
 	defer t.Stop()
 	s.stopWait(s.cfg.StopTimeout)
@@ -436,6 +441,11 @@ wait:
 	s.log.Info("gateway stopped", zap.Int("pid", l.pid), zap.String("reason", string(e.Reason)),
 		zap.String("status", exitText(e)))
 	l.cleanupGroup()
+	deadline := t.C
+	if killed {
+		deadline = nil
+	}
+	l.pending = append(l.pending, adopted.wait(deadline, killed)...)
 	s.recordExit(e)
 	out := outcome{exit: e}
 	switch reason {
