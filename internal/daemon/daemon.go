@@ -22,6 +22,7 @@ import (
 	"github.com/schedd/schedd/internal/config"
 	"github.com/schedd/schedd/internal/control"
 	"github.com/schedd/schedd/internal/heartbeat"
+	"github.com/schedd/schedd/internal/metrics"
 	"github.com/schedd/schedd/internal/platform"
 	"github.com/schedd/schedd/internal/recovery"
 	"github.com/schedd/schedd/internal/respawn"
@@ -79,6 +80,9 @@ type Daemon struct {
 	// heartbeats and deliveries take the work of cron's heartbeat_wake and deliver actions.
 	heartbeats *heartbeat.Service
 	deliveries *recovery.Service
+	// metrics is nil unless metrics.listen is set (metrics.go).
+	metrics   *metrics.Metrics
+	metricsLn net.Listener
 
 	stopc    chan string  // stop requests from the control API
 	handoffc chan handoff // a replacement of schedd itself, once the gateway is stopped
@@ -154,6 +158,13 @@ func (d *Daemon) run(ctx context.Context) error {
 		return err
 	}
 	defer ln.Close()
+	mln, err := d.listenMetrics(o.Config)
+	if err != nil {
+		return err
+	}
+	if mln != nil {
+		defer mln.Close()
+	}
 
 	d.notifyPath = notifyPath
 	scfg, err := d.supervisorConfig(o.Config)
@@ -175,8 +186,9 @@ func (d *Daemon) run(ctx context.Context) error {
 	d.coord = restart.New(rcfg, supRestarter{d}, d.log.Named("restart"), restart.Hooks{
 		OnPending: d.restartPending,
 		OnBegin:   d.restartBegins,
+		OnEnd:     d.metrics.RestartEnded,
 	})
-	for _, setup := range []func() (*component, error){d.setupHeartbeat, d.setupDeliveries, d.setupCron} {
+	for _, setup := range []func() (*component, error){d.setupMetrics, d.setupHeartbeat, d.setupDeliveries, d.setupCron} {
 		c, err := setup()
 		if err != nil {
 			return err
@@ -360,6 +372,7 @@ func (d *Daemon) watchdog(ctx context.Context) {
 // READY=1 the first time it is ready, and again when it is ready after a restart that
 // began with RELOADING=1.
 func (d *Daemon) stateChanged(st api.Gateway) {
+	d.metrics.Gateway(st)
 	d.notify("STATUS=" + statusLine(st))
 	if st.State != api.GatewayReady {
 		return
