@@ -175,3 +175,26 @@ deliveries:
 		t.Fatalf("promtool check metrics: %v\n%s", err, out.String())
 	}
 }
+
+// TestE2EMetricsPortInUse: a metrics address that cannot be bound fails the start, before
+// the gateway runs, with the key and the address.
+func TestE2EMetricsPortInUse(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end test")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	cfg := writeConfig(t, fmt.Sprintf("metrics: {listen: %q}\n", ln.Addr().String()))
+	d := newDaemon(t, daemonOpts{args: []string{"--config", cfg}, gateway: []string{}})
+	err = d.cmd.Run()
+	out := d.out.String()
+	if exitCode(err) <= 0 || !strings.Contains(out, "metrics.listen: cannot serve metrics on "+ln.Addr().String()) {
+		t.Fatalf("schedd exited with %v:\n%s", err, out)
+	}
+	if strings.Contains(out, "gateway started") {
+		t.Errorf("the gateway was started:\n%s", out)
+	}
+}
