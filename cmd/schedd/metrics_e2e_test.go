@@ -23,17 +23,6 @@ import (
 // labelRE matches a label and its value in the text format.
 var labelRE = regexp.MustCompile(`([a-zA-Z_][a-zA-Z0-9_]*)="([^"]*)"`)
 
-// freeLoopbackAddr returns a 127.0.0.1 address with a port that was free a moment ago.
-func freeLoopbackAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
 // scrape GETs url and returns the body.
 func scrape(t *testing.T, url string) string {
 	t.Helper()
@@ -91,7 +80,7 @@ func promtool(t *testing.T) string {
 // goes through a restart, a heartbeat and a delivery; the scrape shows each series moved,
 // holds no secret, key or ID, and passes `promtool check metrics`.
 func TestE2EMetrics(t *testing.T) {
-	addr := freeLoopbackAddr(t)
+	addr := freeAddr(t)
 	dir := shortDir(t)
 	log := filepath.Join(dir, "pulses")
 	sink := newSinkRecorder(t, nil)

@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -214,5 +215,35 @@ func TestServe(t *testing.T) {
 	cancel()
 	if err := <-done; err != nil {
 		t.Errorf("Serve: %v", err)
+	}
+}
+
+// TestRestartEnded: every restart's duration is observed; the idle wait only for one that
+// waited, and a forced one is counted.
+func TestRestartEnded(t *testing.T) {
+	m := New("v", status(api.Status{}))
+	m.RestartEnded(api.RestartResult{OK: true, Mode: "immediate", DurationMs: 250})
+	m.RestartEnded(api.RestartResult{OK: true, Mode: "deferred", DeferredMs: 90_000, Forced: true, DurationMs: 1250})
+	fams, _ := m.reg.Gather()
+	got := map[string]string{}
+	for _, f := range fams {
+		mt := f.GetMetric()
+		if len(mt) == 0 {
+			continue
+		}
+		if h := mt[0].GetHistogram(); h != nil {
+			got[f.GetName()] = fmt.Sprintf("%d/%g", h.GetSampleCount(), h.GetSampleSum())
+		} else if c := mt[0].GetCounter(); c != nil {
+			got[f.GetName()] = fmt.Sprint(c.GetValue())
+		}
+	}
+	for name, want := range map[string]string{
+		"schedd_gateway_restart_duration_seconds": "2/1.5",
+		"schedd_gateway_restart_deferral_seconds": "1/90",
+		"schedd_gateway_forced_restarts_total":    "1",
+	} {
+		if got[name] != want {
+			t.Errorf("%s = %s, want %s", name, got[name], want)
+		}
 	}
 }
