@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -21,7 +22,7 @@ import (
 )
 
 // gocronMode runs the jobs of configMode in this process with go-co-op/gocron v2 and its
-// default options (no limit on concurrent runs, no singleton mode, no distributed locker:
+// default options (no limit on concurrent runs unless -limit, no singleton mode, no distributed locker:
 // nothing is written anywhere), until SIGTERM. Every run makes the same request as
 // schedd's http action, through a client like schedd's (net/http's default transport, no
 // redirects), and appends "job slot_ns due_ns fired_ns start_ns end_ns ok" to out (fired is the start: gocron
@@ -38,6 +39,7 @@ func gocronMode(args []string) error {
 	url := fs.String("url", "", "the target's URL")
 	out := fs.String("out", "", "run record file")
 	mem := fs.String("mem", "", "heap figures file, written at SIGTERM")
+	limit := fs.String("limit", "", "at most this many runs at once (gocron.WithLimitConcurrentJobs, waiting); empty: no limit")
 	_ = fs.Parse(args)
 	f, err := os.Create(*out)
 	if err != nil {
@@ -67,7 +69,15 @@ func gocronMode(args []string) error {
 		fmt.Fprintf(bw, "%s %d %d %d %d %d %d\n", job, slot.UnixNano(), slot.Add(off).UnixNano(), start.UnixNano(), start.UnixNano(), end.UnixNano(), ok)
 		mu.Unlock()
 	}
-	s, err := gocron.NewScheduler()
+	var sopts []gocron.SchedulerOption
+	if *limit != "" {
+		n, err := strconv.Atoi(*limit)
+		if err != nil || n < 1 {
+			return fmt.Errorf("gocron: -limit %q is not a count", *limit)
+		}
+		sopts = append(sopts, gocron.WithLimitConcurrentJobs(uint(n), gocron.LimitModeWait))
+	}
+	s, err := gocron.NewScheduler(sopts...)
 	if err != nil {
 		return err
 	}

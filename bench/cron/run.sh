@@ -8,7 +8,7 @@
 #   SCHEDD=/path/to/schedd RUNNERS=schedd bash bench/cron/run.sh   # another build
 #
 # Knobs: JOBS (10000), MINUTES (slots measured, 3), SHAPES ("burst jitter"), RUNNERS
-# ("schedd gocron"), WORKERS (cron.workers; empty: the default), BASELINE (1: measure the
+# ("schedd gocron gocron4"; gocronN is gocron limited to N concurrent runs, as schedd's workers), WORKERS (cron.workers; empty: the default), BASELINE (1: measure the
 # 0-job processes), SCHEDD (a built binary; default: built here as released).
 # Needs Linux (/proc) and Go. Every process it starts is stopped on exit; raw files go to
 # bench/cron/results/<UTC time>/.
@@ -20,7 +20,7 @@ HERE=$ROOT/bench/cron
 JOBS=${JOBS:-10000}
 MINUTES=${MINUTES:-3}
 SHAPES=${SHAPES:-"burst jitter"}
-RUNNERS=${RUNNERS:-"schedd gocron"}
+RUNNERS=${RUNNERS:-"schedd gocron gocron4"}
 WORKERS=${WORKERS:-}
 BASELINE=${BASELINE:-1}
 OUT=$HERE/results/$(date -u +%Y%m%dT%H%M%SZ)
@@ -87,7 +87,7 @@ start_target() {
 # start_schedd DIR CONFIG: `schedd run` (gateway: sleep), JSON log and gctrace on stderr;
 # sets SPID once its control API answers.
 start_schedd() {
-	GODEBUG=gctrace=1 "$SCHEDD" run --config "$2" --state-dir "$WORK/${1##*/}.state" --socket "$WORK/${1##*/}.sock" \
+	GOGC=${GOGC_SCHEDD:-100} GODEBUG=gctrace=1 "$SCHEDD" run --config "$2" --state-dir "$WORK/${1##*/}.state" --socket "$WORK/${1##*/}.sock" \
 		--service-manager none --log-format json -- sleep 1000000 >"$1/schedd.log" 2>&1 &
 	SPID=$!
 	PIDS+=("$SPID")
@@ -121,7 +121,9 @@ baseline() {
 	mkdir -p "$dir"
 	if [[ $1 == schedd ]]; then
 		"$CB" config -jobs 0 -queue "$JOBS" -url http://127.0.0.1:1/ >"$dir/schedd.yaml"
-		start_schedd "$dir" "$dir/schedd.yaml"
+		# GOGC=1: an idle schedd with no jobs allocates too little to collect at all, and the
+		# live heap is read off the last collection (what is live does not depend on GOGC).
+		GOGC_SCHEDD=1 start_schedd "$dir" "$dir/schedd.yaml"
 		pid=$SPID
 	else
 		start_target "$dir" 0
@@ -143,13 +145,13 @@ baseline() {
 	fi
 	read -r _ _ _ rss hwm anon threads _ <"$dir/samples"
 	local gc
-	gc=$(grep -cE '^gc [0-9]+ @' "$dir/"*.log || true)
+	gc=$(cat "$dir/"*.log | grep -cE '^gc [0-9]+ @' || true)
 	echo "rss_kb $rss" >"$dir/stats"
 	echo "hwm_kb $hwm" >>"$dir/stats"
 	echo "rssanon_kb $anon" >>"$dir/stats"
 	echo "threads $threads" >>"$dir/stats"
 	echo "gc_cycles $gc" >>"$dir/stats"
-	echo "heap_live_mb $(grep -E '^gc [0-9]+ @' "$dir/"*.log | tail -1 | sed -E 's/.* ([0-9]+)->([0-9]+)->([0-9]+) MB.*/\3/')" >>"$dir/stats"
+	echo "heap_live_mb $(cat "$dir/"*.log | grep -E '^gc [0-9]+ @' | tail -1 | sed -E 's/.* ([0-9]+)->([0-9]+)->([0-9]+) MB.*/\3/')" >>"$dir/stats"
 	[[ -f $dir/mem ]] && cat "$dir/mem" >>"$dir/stats"
 	log "baseline $1: $(tr '\n' ' ' <"$dir/stats")"
 }
@@ -169,8 +171,8 @@ one() {
 		start_schedd "$dir" "$cfg"
 		pid=$SPID
 	else
-		GODEBUG=gctrace=1 "$CB" gocron -jobs "$JOBS" -jitter "$jitter" -url "$URL" -out "$dir/runs" -mem "$dir/mem" \
-			2>"$dir/gocron.log" &
+		GODEBUG=gctrace=1 "$CB" gocron -jobs "$JOBS" -jitter "$jitter" -limit "${runner#gocron}" -url "$URL" \
+			-out "$dir/runs" -mem "$dir/mem" 2>"$dir/gocron.log" &
 		pid=$!
 		PIDS+=("$pid")
 	fi
@@ -193,7 +195,7 @@ one() {
 	fi
 	stop "$TPID"
 	"$CB" stats -from "$first" -minutes "$MINUTES" -runs "$dir/runs" -arrivals "$dir/arrivals" \
-		-samples "$dir/samples" -gctrace "$dir/$runner.log" >"$dir/stats"
+		-samples "$dir/samples" -gctrace "$dir/${runner%%[0-9]*}.log" >"$dir/stats"
 	[[ -f $dir/mem ]] && cat "$dir/mem" >>"$dir/stats"
 	log "$shape/$runner: $(tr '\n' ' ' <"$dir/stats")"
 }
@@ -211,24 +213,24 @@ per_job() {
 summary() {
 	echo "$JOBS jobs \"* * * * *\", http POST to a local 204 target, $MINUTES slots; commit $COMMIT"
 	echo "load before $(sed -n 's/^load before: //p' "$OUT/machine.txt"), after $(cut -d' ' -f1-3 /proc/loadavg)"
-	printf '%-14s %7s %7s %7s %8s %8s %8s %8s %8s %8s %9s %7s %7s %8s %8s %8s %8s\n' run runs fire50 fire99 start50 start99 startmax \
+	printf '%-14s %7s %7s %7s %8s %8s %8s %8s %8s %8s %8s %9s %7s %7s %8s %8s %8s %8s\n' run runs fire50 fire99 startmin start50 start99 startmax \
 		arr50 arr99 arrmax lastend cpu% idle% idle_s rss_mb rssB/job heapB/job
 	local shape runner f base
 	for shape in $SHAPES; do
 		for runner in $RUNNERS; do
 			f=$OUT/$shape-$runner/stats
 			[[ -f $f ]] || continue
-			base=$OUT/baseline-$runner/stats
+			base=$OUT/baseline-${runner%%[0-9]*}/stats
 			local heap=-
 			if [[ -f $base ]]; then
-				if [[ $runner == gocron ]]; then
+				if [[ $runner == gocron* ]]; then
 					heap=$(per_job "$f" "$base" heap_alloc_b 1)
 				else
 					heap=$(per_job "$f" "$base" heap_live_mb 1048576)
 				fi
 			fi
-			printf '%-14s %7s %7s %7s %8s %8s %8s %8s %8s %8s %9s %7s %7s %8s %8s %8s %8s\n' "$shape/$runner" \
-				"$(kv "$f" runs)" "$(kv "$f" fire_p50_ms)" "$(kv "$f" fire_p99_ms)" "$(kv "$f" start_p50_ms)" "$(kv "$f" start_p99_ms)" "$(kv "$f" start_max_ms)" \
+			printf '%-14s %7s %7s %7s %8s %8s %8s %8s %8s %8s %8s %9s %7s %7s %8s %8s %8s %8s\n' "$shape/$runner" \
+				"$(kv "$f" runs)" "$(kv "$f" fire_p50_ms)" "$(kv "$f" fire_p99_ms)" "$(kv "$f" start_min_ms)" "$(kv "$f" start_p50_ms)" "$(kv "$f" start_p99_ms)" "$(kv "$f" start_max_ms)" \
 				"$(kv "$f" arrive_p50_ms)" "$(kv "$f" arrive_p99_ms)" "$(kv "$f" arrive_max_ms)" \
 				"$(kv "$f" last_end_ms)" "$(kv "$f" cpu_pct)" "$(kv "$f" idle_cpu_pct)" "$(kv "$f" idle_s)" \
 				"$(awk -v k="$(kv "$f" rss_kb)" 'BEGIN {printf "%.1f", k / 1024}')" \
@@ -240,7 +242,7 @@ summary() {
 }
 
 if ((BASELINE)); then
-	for runner in $RUNNERS; do baseline "$runner"; done
+	for runner in $(printf '%s\n' $RUNNERS | sed 's/[0-9]*$//' | sort -u); do baseline "$runner"; done
 fi
 for shape in $SHAPES; do
 	for runner in $RUNNERS; do one "$shape" "$runner"; done

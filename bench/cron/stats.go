@@ -119,7 +119,7 @@ func statsMode(args []string) error {
 	return nil
 }
 
-// quantiles prints p50, p99 and max (nearest rank) of v, in ms.
+// quantiles prints the min, p50, p99 and max (nearest rank) of v, in ms.
 func quantiles(kv func(string, any), name string, v []float64) {
 	if len(v) == 0 {
 		kv(name+"_p50_ms", "-")
@@ -130,6 +130,7 @@ func quantiles(kv func(string, any), name string, v []float64) {
 		i := max(int(math.Ceil(p*float64(len(v))))-1, 0)
 		return fmt.Sprintf("%.2f", v[i])
 	}
+	kv(name+"_min_ms", fmt.Sprintf("%.2f", v[0]))
 	kv(name+"_p50_ms", q(0.50))
 	kv(name+"_p99_ms", q(0.99))
 	kv(name+"_max_ms", q(1))

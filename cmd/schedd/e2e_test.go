@@ -85,6 +85,7 @@ type daemonOpts struct {
 	gateway []string // gateway options (testgateway)
 	env     []string // extra environment for the daemon
 	setpgid bool     // own process group, as a foreground job in a terminal
+	wrap    []string // a command that runs schedd (argv prefix), e.g. unshare
 }
 
 // startDaemon starts `schedd run` and waits until its control socket answers.
@@ -146,6 +147,9 @@ func newDaemon(t *testing.T, o daemonOpts) *testDaemon {
 		args = append(append(args, "--"), gatewayArgv(t, o.gateway...)...)
 	}
 	d.cmd = exec.Command(exe, args...)
+	if o.wrap != nil {
+		d.cmd = exec.Command(o.wrap[0], append(append(o.wrap[1:], exe), args...)...)
+	}
 	env := []string{daemonEnv + "=1", "GORACE=" + testgateway.GoRace}
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, testgateway.Env+"=") && !strings.HasPrefix(kv, "NOTIFY_SOCKET=") &&

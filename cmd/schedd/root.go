@@ -152,6 +152,7 @@ Then, from another terminal:
 		newDeliveriesCmd(g),
 		newCronCmd(g),
 		newTasksCmd(g),
+		newLogsCmd(g),
 		newVersionCmd(),
 		newConfigCmd(),
 		newInstallCmd(), newUninstallCmd(), newRespawnHelperCmd(g),

@@ -82,6 +82,7 @@ func (o *runOptions) run(cmd *cobra.Command, args []string) error {
 	if err := platform.CloseInheritedOnExec(); err != nil {
 		log.Warn("could not mark inherited descriptors close-on-exec; the gateway may inherit them", zap.Error(err))
 	}
+	defer startReaper(log)()
 
 	stateDir := o.stateDir
 	if stateDir == "" {

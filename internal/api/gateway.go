@@ -26,6 +26,7 @@ const (
 	ExitExited             ExitReason = "exit"                 // exited on its own with a code
 	ExitSignal             ExitReason = "signal"               // killed by a signal schedd did not send
 	ExitSpawnFailed        ExitReason = "spawn_failed"         // could not be started at all
+	ExitPortInUse          ExitReason = "port_in_use"          // not started: its port stayed busy
 	ExitReadinessTimeout   ExitReason = "readiness_timeout"    // never became ready in time
 	ExitLivenessTimeout    ExitReason = "liveness_timeout"     // stopped answering its liveness check
 	ExitKilledAfterTimeout ExitReason = "killed_after_timeout" // ignored the stop signal and was killed

@@ -304,6 +304,9 @@ func (k *checker) gateway() {
 	if n := g.Output.MaxLinesPerSecond; n != 0 || k.c.has("gateway.output.max_lines_per_second") {
 		k.atLeast("gateway.output.max_lines_per_second", n, 1)
 	}
+	if n := g.Output.KeepLines; (n != 0 || k.c.has("gateway.output.keep_lines")) && (n < 1 || n > MaxKeepLines) {
+		k.errf("gateway.output.keep_lines", "must be from 1 to %d, got %d", MaxKeepLines, n)
+	}
 }
 
 func (k *checker) probe(path string, p *Probe, role probeRole) {

@@ -103,6 +103,10 @@ type Output struct {
 	// counted. Default 1000, ≥ 1. (A zero value, only possible in a Config built in code,
 	// means the default.)
 	MaxLinesPerSecond int `yaml:"max_lines_per_second"`
+	// KeepLines is how many of the latest lines schedd keeps in memory for `schedd logs`,
+	// rate-capped ones included. Default 1000, 1 to MaxKeepLines (0 in a Config built in
+	// code means the default).
+	KeepLines int `yaml:"keep_lines"`
 }
 
 // Probe kinds, as returned by Kind.

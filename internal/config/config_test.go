@@ -28,7 +28,7 @@ const full = `gateway:
   stop: {signal: term, timeout: 10s}
   backoff: {initial: 500ms, max: 30s, factor: 1.5, jitter: 0, reset_after: 2m}
   crash_loop: {failures: 3, window: 1m}
-  output: {max_lines_per_second: 50}
+  output: {max_lines_per_second: 50, keep_lines: 20}
 restart:
   allow_signal: false
   cooldown: 0
@@ -103,6 +103,7 @@ func TestDefault(t *testing.T) {
 		{"backoff", c.Gateway.Backoff, Backoff{Duration(time.Second), Duration(time.Minute), 2, 0.2, Duration(time.Minute)}},
 		{"crash loop", c.Gateway.CrashLoop, CrashLoop{5, Duration(2 * time.Minute)}},
 		{"output", c.Gateway.Output.MaxLinesPerSecond, 1000},
+		{"output kept", c.Gateway.Output.KeepLines, 1000},
 		{"allow signal", *c.Restart.AllowSignal, true},
 		{"cooldown", c.Restart.Cooldown.D(), 30 * time.Second},
 		{"delay", c.Restart.Delay.D(), 2 * time.Second},

@@ -23,6 +23,8 @@ const (
 	DefaultHTTPMethod         = "POST"
 	DefaultSQLitePath         = "schedd.db"
 	DefaultMaxLinesPerSecond  = 1000
+	DefaultKeepLines          = 1000
+	MaxKeepLines              = 100_000 // at most 400 MiB of lines of api.MaxLogLine bytes
 	MinDeferralPoll           = 10 * time.Millisecond
 	MaxRestartDelay           = 60 * time.Second
 	DefaultTransientExitCode  = 75
@@ -38,7 +40,7 @@ const (
 //
 //	gateway:    readiness none (timeout 60s); no liveness; stop SIGTERM/30s;
 //	            backoff 1s..60s x2, jitter 0.2, reset after 60s; crash_loop 5 in 2m;
-//	            output 1000 lines/s
+//	            output 1000 lines/s, 1000 lines kept
 //	restart:    allow_signal true; cooldown 30s; delay 2s; method respawn; signal SIGHUP;
 //	            defer_until_idle off (poll 500ms, max_wait 5m)
 //	heartbeat:  enabled; defaults every 30m, enabled; no agents
@@ -114,6 +116,7 @@ func applyDefaults(c *Config) {
 	c.defInt("gateway.crash_loop.failures", &g.CrashLoop.Failures, 5)
 	c.defDur("gateway.crash_loop.window", &g.CrashLoop.Window, 2*time.Minute)
 	c.defInt("gateway.output.max_lines_per_second", &g.Output.MaxLinesPerSecond, DefaultMaxLinesPerSecond)
+	c.defInt("gateway.output.keep_lines", &g.Output.KeepLines, DefaultKeepLines)
 
 	r := &c.Restart
 	c.defBool("restart.allow_signal", &r.AllowSignal, true)

@@ -59,6 +59,7 @@ gateway:
     window: 2m
   output:
     max_lines_per_second: 1000  # gateway output lines logged per second; the rest are counted
+    keep_lines: 1000            # latest lines kept in memory for "schedd logs" (1 to 100000)
 
 # Restart requests: SIGUSR1, "schedd restart", the control API, a changed gateway command.
 restart:

@@ -150,6 +150,9 @@ func TestParseErrors(t *testing.T) {
 		// Ranges.
 		{"negative integer", "deliveries: {max_retries: -1}\n", "f.yaml:1:27: deliveries.max_retries: must be at least 0, got -1"},
 		{"zero workers", "deliveries: {workers: 0}\n", "f.yaml:1:23: deliveries.workers: must be at least 1, got 0"},
+		{"no output lines kept", "gateway:\n  output: {keep_lines: 0}\n", "f.yaml:2:24: gateway.output.keep_lines: must be from 1 to 100000, got 0"},
+		{"too many output lines kept", "gateway:\n  output:\n    keep_lines: 100001\n",
+			"f.yaml:3:17: gateway.output.keep_lines: must be from 1 to 100000, got 100001"},
 		{"jitter above 1", "gateway:\n  backoff: {jitter: 1.5}\n", "f.yaml:2:21: gateway.backoff.jitter: must be between 0 and 1, got 1.5"},
 		{"jitter NaN", "deliveries: {jitter: .nan}\n", "f.yaml:1:22: deliveries.jitter: must be between 0 and 1, got NaN"},
 		{"factor below 1", "gateway:\n  backoff: {factor: 0.5}\n",

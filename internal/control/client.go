@@ -91,12 +91,7 @@ func (c *Client) Do(ctx context.Context, method, path string, body, out any) err
 		return fmt.Errorf("read reply of %s %s: %w", method, path, err)
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		var eb api.ErrorBody
-		if json.Unmarshal(data, &eb) == nil && eb.Error.Code != "" {
-			eb.Error.Status = resp.StatusCode
-			return &eb.Error
-		}
-		return &api.Error{Status: resp.StatusCode, Code: api.CodeInternal, Message: fmt.Sprintf("%s %s: status %d", method, path, resp.StatusCode)}
+		return replyError(method, path, resp.StatusCode, data)
 	}
 	if out == nil {
 		return nil

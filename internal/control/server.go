@@ -80,7 +80,8 @@ func (s *Server) Handle(pattern string, h http.HandlerFunc) {
 }
 
 // HandleLong adds an endpoint whose replies may wait longer than the request timeout
-// (`schedd restart --wait`); it ends when the client goes away or the server shuts down.
+// (`schedd restart --wait`, `schedd logs -f`); it ends when the client goes away or the
+// server shuts down.
 func (s *Server) HandleLong(pattern string, h http.HandlerFunc) { s.mux.HandleFunc(pattern, h) }
 
 // Serve serves ln until ctx ends, then shuts down, waiting up to a few seconds for

@@ -111,11 +111,13 @@ func (s *Service) arm(timer *time.Timer) {
 	timer.Reset(max(min(s.due[0].wake.Sub(now), maxSleep), 0))
 }
 
-// tick handles every job whose wake time has come.
+// tick handles every job whose wake time has come. The clock is read again for each job:
+// a pass that handles thousands of them records when each run was queued, and handles the
+// jobs that came due meanwhile too.
 func (s *Service) tick() {
 	now := s.wall()
 	s.watchClock(now)
-	for len(s.due) > 0 && !s.due[0].wake.After(now) {
+	for ; len(s.due) > 0 && !s.due[0].wake.After(now); now = s.wall() {
 		j := s.due[0]
 		if !j.next.IsZero() && !j.next.Add(j.offset).After(now) {
 			s.onSlots(j, now)

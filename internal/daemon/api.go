@@ -13,6 +13,7 @@ import (
 func (d *Daemon) routes(srv *control.Server) {
 	srv.Handle("POST /v1/stop", d.apiStop)
 	srv.HandleLong("POST /v1/restart", d.apiRestart)
+	srv.HandleLong("GET /v1/logs", d.apiLogs)
 }
 
 // apiStop is `schedd stop`: the same as SIGTERM.

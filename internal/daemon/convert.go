@@ -2,6 +2,8 @@ package daemon
 
 import (
 	"fmt"
+	"net"
+	"net/url"
 
 	"github.com/schedd/schedd/internal/backoff"
 	"github.com/schedd/schedd/internal/config"
@@ -54,7 +56,43 @@ func SupervisorConfig(c *config.Config, environ []string) (respawn.Config, error
 			rc.Liveness.Probe = checker(*l, environ)
 		}
 	}
+	rc.Port = gatewayPort(g)
 	return rc, nil
+}
+
+// gatewayPort is the local host:port the gateway listens on, as its readiness or liveness
+// probe names it (http URL or tcp address); "" when no probe names a local one. Only a
+// loopback or wildcard host is taken: a remote one says nothing about a port schedd's
+// gateway could collide on.
+func gatewayPort(g config.Gateway) string {
+	for _, p := range []*config.Probe{&g.Readiness, g.Liveness} {
+		var host, port string
+		switch {
+		case p == nil:
+			continue
+		case p.TCP != nil:
+			h, pt, err := net.SplitHostPort(p.TCP.Address)
+			if err != nil {
+				continue
+			}
+			host, port = h, pt
+		case p.HTTP != nil:
+			u, err := url.Parse(p.HTTP.URL)
+			if err != nil {
+				continue
+			}
+			host, port = u.Hostname(), u.Port()
+			if port == "" {
+				port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
+			}
+		default:
+			continue
+		}
+		if ip := net.ParseIP(host); port != "" && (host == "localhost" || ip != nil && (ip.IsLoopback() || ip.IsUnspecified())) {
+			return net.JoinHostPort(host, port)
+		}
+	}
+	return ""
 }
 
 // checker builds the probe a config probe names (http, tcp or exec).

@@ -71,6 +71,8 @@ type Daemon struct {
 
 	readyOnce  sync.Once
 	restarting atomic.Bool // RELOADING=1 sent; READY=1 is due when the gateway is ready
+	// interrupted is the restart an earlier schedd died in, until this one's first start ends.
+	interrupted atomic.Pointer[restartRecord]
 
 	notifyPath string // the gateway's NOTIFY_SOCKET ("" when unsupported)
 
@@ -80,6 +82,8 @@ type Daemon struct {
 	// heartbeats and deliveries take the work of cron's heartbeat_wake and deliver actions.
 	heartbeats *heartbeat.Service
 	deliveries *recovery.Service
+	// output keeps the gateway's recent output lines for `schedd logs`.
+	output *respawn.OutputRing
 	// metrics is nil unless metrics.listen is set (metrics.go).
 	metrics   *metrics.Metrics
 	metricsLn net.Listener
@@ -171,7 +175,9 @@ func (d *Daemon) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	sopts := []respawn.Option{respawn.WithLogger(d.log), respawn.OnStateChange(d.stateChanged)}
+	d.output = respawn.NewOutputRing(o.Config.Gateway.Output.KeepLines)
+	sopts := []respawn.Option{respawn.WithLogger(d.log), respawn.OnStateChange(d.stateChanged),
+		respawn.WithOutputRing(d.output), respawn.OnStopWait(d.extendTimeout)}
 	if o.Starter != nil {
 		sopts = append(sopts, respawn.WithStarter(o.Starter))
 	}
@@ -186,8 +192,12 @@ func (d *Daemon) run(ctx context.Context) error {
 	d.coord = restart.New(rcfg, supRestarter{d}, d.log.Named("restart"), restart.Hooks{
 		OnPending: d.restartPending,
 		OnBegin:   d.restartBegins,
-		OnEnd:     d.metrics.RestartEnded,
+		OnEnd: func(r api.RestartResult) {
+			d.metrics.RestartEnded(r)
+			d.restartEnds(r)
+		},
 	})
+	d.loadInterruptedRestart()
 	for _, setup := range []func() (*component, error){d.setupMetrics, d.setupHeartbeat, d.setupDeliveries, d.setupCron} {
 		c, err := setup()
 		if err != nil {
@@ -303,8 +313,10 @@ loop:
 	}
 	stopCoord()
 	stopComps()
+	d.output.Close() // ends `schedd logs -f` streams, which the server's shutdown waits for
 	bgCancel()
 	err = errors.Join(supErr, <-coordDone, comps.Wait(), ignoreClosed(g.Wait()))
+	d.forgetRestart() // a stop ends any restart in progress: none is left to complete
 	if last != nil && err == nil {
 		// Release the lock and the sockets before the successor needs them.
 		ln.Close()
@@ -373,6 +385,7 @@ func (d *Daemon) watchdog(ctx context.Context) {
 // began with RELOADING=1.
 func (d *Daemon) stateChanged(st api.Gateway) {
 	d.metrics.Gateway(st)
+	d.completeInterrupted(st)
 	d.notify("STATUS=" + statusLine(st))
 	if st.State != api.GatewayReady {
 		return
@@ -384,6 +397,12 @@ func (d *Daemon) stateChanged(st api.Gateway) {
 			d.log.Info("told the service manager schedd is ready")
 		}
 	}
+}
+
+// extendTimeout asks the service manager for at least left more time while the gateway
+// drains, so a long but finite drain is not killed by its stop (or reload) timeout.
+func (d *Daemon) extendTimeout(left time.Duration) {
+	d.notify(fmt.Sprintf("EXTEND_TIMEOUT_USEC=%d", left.Microseconds()))
 }
 
 // notify sends state to the service manager; false when there is none to tell (no

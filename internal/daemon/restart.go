@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -42,6 +43,7 @@ func (d *Daemon) supervisorConfig(c *config.Config) (respawn.Config, error) {
 	}
 	scfg.NotifySocket = d.notifyPath
 	scfg.ControlSocket = d.opts.Socket
+	scfg.PIDFile = filepath.Join(d.opts.StateDir, "gateway.pid")
 	return scfg, nil
 }
 
@@ -110,6 +112,7 @@ func (s supRestarter) Restart(ctx context.Context, m restart.Method) (restart.Ou
 // the gateway is ready again (stateChanged).
 func (d *Daemon) restartBegins(p api.RestartPending) {
 	d.restarting.Store(true)
+	d.recordRestart(p)
 	msg := "RELOADING=1\nSTATUS=restarting the gateway: " + strings.Join(p.Reasons, "; ")
 	if mu := (platform.SdNotifier{}).MonotonicUsec(); mu != "" {
 		msg += "\n" + strings.TrimSuffix(mu, "\n")
@@ -171,6 +174,7 @@ func (d *Daemon) reload() {
 	prev := d.cfg
 	d.cfg = next
 	d.mu.Unlock()
+	d.output.Resize(next.Gateway.Output.KeepLines)
 	for _, c := range d.components {
 		if c.reload == nil {
 			continue

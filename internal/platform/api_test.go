@@ -55,3 +55,11 @@ var (
 	_ Stream                                            = Stdout
 	_ Stream                                            = Stderr
 )
+
+// The reaper's API.
+var (
+	_ func(func(int, ExitStatus)) (func(), error)                 = StartReaper
+	_ func() []AdoptedProcess                                     = Adopted
+	_ func([]AdoptedProcess, os.Signal) ([]AdoptedProcess, error) = SignalAdopted
+	_                                                             = AdoptedProcess{PID: 0, PGID: 0, Name: ""}
+)

@@ -28,12 +28,18 @@ type Detached struct{ p *os.Process }
 // PID returns the process id.
 func (d *Detached) PID() int { return d.p.Pid }
 
-// Release gives the process up: schedd will never wait for it.
-func (d *Detached) Release() error { return d.p.Release() }
+// Release gives the process up: schedd will never wait for it. Should it exit while
+// schedd still runs, the reaper (where there is one) reaps it; it is never stopped as an
+// orphan of the gateway.
+func (d *Detached) Release() error {
+	keep(d.p.Pid)
+	return d.p.Release()
+}
 
 // Wait reaps the process once it has exited.
 func (d *Detached) Wait() (ExitStatus, error) {
 	ps, err := d.p.Wait()
+	waited(d.p.Pid)
 	if err != nil {
 		return unknownStatus, err
 	}
@@ -47,6 +53,7 @@ func (d *Detached) Kill() error {
 		err = nil
 	}
 	_, werr := d.p.Wait()
+	waited(d.p.Pid)
 	return errors.Join(err, werr)
 }
 
@@ -70,10 +77,13 @@ func StartDetached(c DetachedCommand) (*Detached, error) {
 		return f
 	}
 	files := []*os.File{devnull, or(c.Stdout), or(c.Stderr)}
+	forked := forking()
 	p, err := startDetached(c, files)
 	if err != nil {
+		forked(0)
 		return nil, &SpawnError{Op: "exec", Path: c.Argv[0], Err: underlyingErr(err)}
 	}
+	forked(p.Pid)
 	return &Detached{p: p}, nil
 }
 

@@ -60,6 +60,19 @@ func runHelper(args []string) int {
 	case "sleep":
 		time.Sleep(time.Hour)
 		return 0
+	case "nap":
+		d, _ := time.ParseDuration(args[0])
+		time.Sleep(d)
+		return 0
+	case "setsid-fork": // a grandchild in a session of its own, then exit
+		cmd := exec.Command(selfExe(), args...)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		if err := cmd.Start(); err != nil {
+			fmt.Fprintln(os.Stderr, "fork:", err)
+			return 1
+		}
+		fmt.Println("grandchild", cmd.Process.Pid)
+		return 0
 	case "echo":
 		for _, a := range args {
 			fmt.Println(a)

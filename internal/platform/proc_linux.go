@@ -62,22 +62,52 @@ func groupHasLiveMember(pgid int) bool {
 	return false
 }
 
-// parseProcStat reads the state and pgrp fields of /proc/PID/stat:
-// "pid (comm) state ppid pgrp ...", where comm may hold spaces and parentheses.
+// parseProcStat reads the state and pgrp fields of /proc/PID/stat.
 func parseProcStat(stat []byte) (state byte, pgrp int, ok bool) {
-	i := bytes.LastIndexByte(stat, ')')
-	if i < 0 {
-		return 0, 0, false
+	st, ok := parseStat(stat)
+	return st.state, st.pgrp, ok
+}
+
+// procStat is what schedd reads of /proc/PID/stat.
+type procStat struct {
+	name       string // comm, at most 15 bytes
+	state      byte
+	ppid, pgrp int
+	start      uint64 // start time in clock ticks after boot: with the pid, an identity
+}
+
+// parseStat parses "pid (comm) state ppid pgrp ... starttime ...", where comm may hold
+// spaces and parentheses.
+func parseStat(stat []byte) (procStat, bool) {
+	open, i := bytes.IndexByte(stat, '('), bytes.LastIndexByte(stat, ')')
+	if open < 0 || i < open {
+		return procStat{}, false
 	}
 	fields := bytes.Fields(stat[i+1:])
 	if len(fields) < 3 || len(fields[0]) != 1 {
-		return 0, 0, false
+		return procStat{}, false
 	}
-	pgrp, err := strconv.Atoi(string(fields[2]))
+	st := procStat{name: string(stat[open+1 : i]), state: fields[0][0]}
+	var err error
+	if st.ppid, err = strconv.Atoi(string(fields[1])); err != nil {
+		return procStat{}, false
+	}
+	if st.pgrp, err = strconv.Atoi(string(fields[2])); err != nil {
+		return procStat{}, false
+	}
+	if len(fields) > 19 { // starttime is field 22 of the line, the 20th after comm
+		st.start, _ = strconv.ParseUint(string(fields[19]), 10, 64)
+	}
+	return st, true
+}
+
+// readStat reads /proc/PID/stat.
+func readStat(pid int) (procStat, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
-		return 0, 0, false
+		return procStat{}, false
 	}
-	return fields[0][0], pgrp, true
+	return parseStat(b)
 }
 
 // SetChildSubreaper makes schedd the reaper of orphaned descendants (PR_SET_CHILD_SUBREAPER),

@@ -17,6 +17,7 @@ import (
 // Process is a started child: the leader of its own process group (pgid == pid).
 type Process struct {
 	pid    int
+	group  pgroup // guarded by mu once Start has returned
 	done   chan struct{}
 	status ExitStatus // written before done is closed
 	out    *drainers
@@ -83,12 +84,16 @@ func Start(cmd Command) (*Process, error) {
 func (p *Process) supervise(path string, argv []string, attr *os.ProcAttr, started chan<- error) {
 	unlock := lockSpawnThread()
 	defer unlock()
+	forked := forking()
 	proc, err := os.StartProcess(path, argv, attr)
 	if err != nil {
+		forked(0)
 		started <- err
 		return
 	}
+	forked(proc.Pid)
 	p.pid = proc.Pid
+	p.group = openGroup(proc.Pid)
 	// From here on the pid is waited for with wait4 directly, so that where the platform
 	// allows it (Linux) the leader stays a zombie, pinning its pgid, until p.mu is held.
 	_ = proc.Release()
@@ -107,6 +112,7 @@ func (p *Process) supervise(path string, argv []string, attr *os.ProcAttr, start
 		p.reaped = true
 		p.mu.Unlock()
 	}
+	waited(p.pid)
 	if err2 != nil {
 		p.status = unknownStatus
 	} else {
@@ -148,8 +154,9 @@ func (p *Process) ExitStatus() ExitStatus {
 	}
 }
 
-// Signal sends sig to the whole process group (kill(-pgid, sig)). It returns
-// os.ErrProcessDone when no member of the group is left.
+// Signal sends sig to the whole process group. It returns os.ErrProcessDone when no
+// member of the group is left, and never reaches a group that took over the number
+// once ours is gone (see pgroup).
 func (p *Process) Signal(sig os.Signal) error {
 	s, ok := sig.(syscall.Signal)
 	if !ok {
@@ -162,7 +169,7 @@ func (p *Process) Signal(sig os.Signal) error {
 	if p.groupGone {
 		return os.ErrProcessDone
 	}
-	if err := unix.Kill(-p.pid, s); err != nil {
+	if err := p.group.signal(s, p.reaped); err != nil {
 		if errors.Is(err, unix.ESRCH) {
 			return os.ErrProcessDone
 		}
@@ -205,7 +212,7 @@ func (p *Process) KillGroupAndWait(ctx context.Context) error {
 	delay := time.Millisecond
 	for {
 		reapGroup(pgid)
-		alive, err := groupAlive(pgid)
+		alive, err := p.groupAlive()
 		if err != nil {
 			return fmt.Errorf("kill process group %d: %w", pgid, err)
 		}
@@ -214,11 +221,14 @@ func (p *Process) KillGroupAndWait(ctx context.Context) error {
 			reapGroup(pgid)
 			p.mu.Lock()
 			p.groupGone = true
+			p.group.close()
 			p.mu.Unlock()
 			return nil
 		}
 		// Members may still fork: kill on every round, not once.
-		_ = unix.Kill(-pgid, unix.SIGKILL)
+		p.mu.Lock()
+		_ = p.group.signal(unix.SIGKILL, p.reaped)
+		p.mu.Unlock()
 		t := time.NewTimer(delay)
 		select {
 		case <-t.C:
@@ -231,8 +241,11 @@ func (p *Process) KillGroupAndWait(ctx context.Context) error {
 }
 
 // groupAlive reports whether the group still has a member that is not a zombie.
-func groupAlive(pgid int) (bool, error) {
-	err := unix.Kill(-pgid, 0)
+func (p *Process) groupAlive() (bool, error) {
+	p.mu.Lock()
+	err := p.group.signal(0, p.reaped)
+	p.mu.Unlock()
+	pgid := p.pid
 	switch {
 	case errors.Is(err, unix.ESRCH):
 		return false, nil
@@ -244,8 +257,11 @@ func groupAlive(pgid int) (bool, error) {
 }
 
 // reapGroup reaps members of pgid that are our own children. The leader is reaped by
-// supervise; others become our children only when we are their subreaper.
+// supervise; others become our children only when we are their subreaper. It excludes
+// the reaper, which may be signalling those same adopted children.
 func reapGroup(pgid int) {
+	children.fork.Lock()
+	defer children.fork.Unlock()
 	for {
 		var ws syscall.WaitStatus
 		pid, err := syscall.Wait4(-pgid, &ws, syscall.WNOHANG, nil)
@@ -267,6 +283,9 @@ func (p *Process) Release() error {
 	default:
 		return errStillRunning
 	}
+	p.mu.Lock()
+	p.group.close()
+	p.mu.Unlock()
 	p.out.release()
 	return nil
 }

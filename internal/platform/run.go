@@ -85,9 +85,13 @@ func RunCommand(ctx context.Context, spec RunSpec) (RunResult, error) {
 
 	unlock := lockSpawnThread()
 	defer unlock()
+	forked := forking()
 	if err := cmd.Start(); err != nil {
+		forked(0)
 		return res, &SpawnError{Op: "exec", Path: path, Err: underlyingErr(err)}
 	}
+	forked(cmd.Process.Pid)
+	defer waited(cmd.Process.Pid)
 	if err := group.started(); err != nil {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()

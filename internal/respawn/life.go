@@ -367,9 +367,12 @@ func (l *life) exited() outcome {
 		s.log.Warn("gateway exited", append(fields, zap.Intp("code", e.Code))...)
 	}
 	l.cleanupGroup()
+	t := time.NewTimer(s.cfg.StopTimeout)
+	defer t.Stop()
+	later := l.adopted().wait(t.C, false)
 	s.recordExit(e)
 	failRestarts(l.pending, "gateway exited before it was ready ("+exitText(e)+")")
-	return outcome{exit: e}
+	return outcome{exit: e, pending: later}
 }
 
 // stop stops the gateway gracefully: the stop signal to the whole group, SIGKILL at the
@@ -382,8 +385,11 @@ func (l *life) stop(reason api.ExitReason, detail string) outcome {
 	if err := l.proc.Signal(s.cfg.StopSignal); err != nil {
 		s.log.Warn("could not signal the gateway", zap.Int("pid", l.pid), zap.Error(err))
 	}
+	adopted := l.adopted()
+	adopted.round(false)
 	t := time.NewTimer(s.cfg.StopTimeout)
 	defer t.Stop()
+	s.stopWait(s.cfg.StopTimeout)
 	timedOut, killed := false, false
 	kill := func(why string) {
 		if killed {
@@ -413,6 +419,7 @@ wait:
 			if v, ok := m.Fields["EXTEND_TIMEOUT_USEC"]; ok && !killed {
 				if us, err := strconv.ParseInt(v, 10, 64); err == nil && us > 0 {
 					t.Reset(time.Duration(us) * time.Microsecond)
+					s.stopWait(time.Duration(us) * time.Microsecond)
 					s.log.Info("gateway extended its stop timeout", zap.Int("pid", l.pid), zap.Int64("usec", us))
 				}
 			}
@@ -434,6 +441,11 @@ wait:
 	s.log.Info("gateway stopped", zap.Int("pid", l.pid), zap.String("reason", string(e.Reason)),
 		zap.String("status", exitText(e)))
 	l.cleanupGroup()
+	deadline := t.C
+	if killed {
+		deadline = nil
+	}
+	l.pending = append(l.pending, adopted.wait(deadline, killed)...)
 	s.recordExit(e)
 	out := outcome{exit: e}
 	switch reason {
@@ -451,6 +463,13 @@ wait:
 	return out
 }
 
+// stopWait reports that the gateway may take up to d more before SIGKILL.
+func (s *Supervisor) stopWait(d time.Duration) {
+	if s.onDrain != nil {
+		s.onDrain(d + groupCleanupTimeout)
+	}
+}
+
 // cleanupGroup makes sure no process of the gateway's group outlives it, so the next
 // gateway never meets a stale one holding its port or lock.
 func (l *life) cleanupGroup() {
@@ -458,6 +477,8 @@ func (l *life) cleanupGroup() {
 	defer cancel()
 	if err := l.proc.KillGroupAndWait(ctx); err != nil {
 		l.s.log.Warn("processes of the gateway's group survived", zap.Int("pgid", l.pid), zap.Error(err))
+	} else {
+		l.s.forgetPID()
 	}
 	if err := l.proc.Release(); err != nil {
 		l.s.log.Debug("release gateway process", zap.Int("pid", l.pid), zap.Error(err))

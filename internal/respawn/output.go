@@ -11,9 +11,11 @@ import (
 
 // outputLogger logs a gateway's output line by line with its pid. It is called from the
 // platform's drainer goroutines, which must never block on us: lines beyond the rate cap
-// are dropped and counted, and the count is logged once per second.
+// are dropped and counted, and the count is logged once per second. Every line, dropped
+// or not, is also kept in the ring (if any) for `schedd logs`.
 type outputLogger struct {
 	log     *zap.Logger
+	ring    *OutputRing
 	perSec  int
 	pidc    chan struct{} // closed once pid is known
 	pid     int
@@ -23,8 +25,8 @@ type outputLogger struct {
 	dropped int
 }
 
-func newOutputLogger(log *zap.Logger, perSec int) *outputLogger {
-	return &outputLogger{log: log, perSec: perSec, pidc: make(chan struct{})}
+func newOutputLogger(log *zap.Logger, perSec int, ring *OutputRing) *outputLogger {
+	return &outputLogger{log: log, ring: ring, perSec: perSec, pidc: make(chan struct{})}
 }
 
 // started records the pid; lines that arrived before it wait for it.
@@ -50,7 +52,9 @@ func (o *outputLogger) line(s platform.Stream, b []byte) {
 		o.dropped++
 	}
 	o.mu.Unlock()
+	text := string(b)
+	o.ring.add(now, o.pid, s.String(), text, !keep)
 	if keep {
-		o.log.Info(string(b), zap.Int("pid", o.pid), zap.Stringer("stream", s))
+		o.log.Info(text, zap.Int("pid", o.pid), zap.Stringer("stream", s))
 	}
 }

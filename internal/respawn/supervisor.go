@@ -33,12 +33,15 @@ var ErrNotRunning = errors.New("supervisor is not running")
 
 // Supervisor runs one gateway. Create it with New, then call Run once.
 type Supervisor struct {
-	cfg     Config
-	log     *zap.Logger
-	starter Starter
-	groupOf func(pid int) (int, error)
-	rand    func() float64
-	onState func(api.Gateway)
+	cfg      Config
+	log      *zap.Logger
+	starter  Starter
+	groupOf  func(pid int) (int, error)
+	portBusy func(addr string) bool
+	rand     func() float64
+	onState  func(api.Gateway)
+	onDrain  func(time.Duration)
+	ring     *OutputRing
 
 	notifyc chan platform.NotifyMessage
 	reqc    chan request
@@ -71,9 +74,23 @@ func WithRand(f func() float64) Option { return func(sv *Supervisor) { sv.rand =
 // platform.ProcessGroup).
 func WithGroupOf(f func(pid int) (int, error)) Option { return func(sv *Supervisor) { sv.groupOf = f } }
 
+// WithPortBusy replaces the check of whether the gateway's port is still held (default:
+// a connect, then a bind).
+func WithPortBusy(f func(addr string) bool) Option { return func(sv *Supervisor) { sv.portBusy = f } }
+
 // OnStateChange registers f to be called, from the supervisor goroutine, with a snapshot
 // after every state change. f must not block.
 func OnStateChange(f func(api.Gateway)) Option { return func(sv *Supervisor) { sv.onState = f } }
+
+// WithOutputRing keeps every gateway output line in r as well (`schedd logs`).
+func WithOutputRing(r *OutputRing) Option { return func(sv *Supervisor) { sv.ring = r } }
+
+// OnStopWait registers f to be called, from the supervisor goroutine, when a stop of the
+// gateway begins and whenever the gateway extends it, with the longest the stop can still
+// take (until SIGKILL, plus the wait for the group). schedd passes it on to its own
+// service manager as EXTEND_TIMEOUT_USEC, so a long drain is not cut short there (R-CHILD-11).
+// f must not block.
+func OnStopWait(f func(time.Duration)) Option { return func(sv *Supervisor) { sv.onDrain = f } }
 
 // New returns a supervisor for cfg with defaults filled in.
 func New(cfg Config, opts ...Option) (*Supervisor, error) {
@@ -107,16 +124,20 @@ func New(cfg Config, opts ...Option) (*Supervisor, error) {
 	if cfg.MaxLinesPerSecond <= 0 {
 		cfg.MaxLinesPerSecond = 1000
 	}
+	if cfg.PortWait <= 0 {
+		cfg.PortWait = 10 * time.Second
+	}
 	s := &Supervisor{
-		cfg:     cfg,
-		log:     zap.NewNop(),
-		starter: PlatformStarter{},
-		groupOf: platform.ProcessGroup,
-		rand:    rand.Float64,
-		notifyc: make(chan platform.NotifyMessage, 64),
-		reqc:    make(chan request),
-		done:    make(chan struct{}),
-		status:  api.Gateway{State: api.GatewayStopped},
+		cfg:      cfg,
+		log:      zap.NewNop(),
+		starter:  PlatformStarter{},
+		groupOf:  platform.ProcessGroup,
+		portBusy: portInUse,
+		rand:     rand.Float64,
+		notifyc:  make(chan platform.NotifyMessage, 64),
+		reqc:     make(chan request),
+		done:     make(chan struct{}),
+		status:   api.Gateway{State: api.GatewayStopped},
 	}
 	for _, o := range opts {
 		o(s)
@@ -258,6 +279,7 @@ func (s *Supervisor) do(ctx context.Context, r request) (request, error) {
 // It must be called once.
 func (s *Supervisor) Run(ctx context.Context) error {
 	defer close(s.done)
+	s.stopStale(ctx)
 	var pendingRestarts []request // restart requests waiting for the next ready (or failed) start
 	for {
 		if ctx.Err() != nil {
@@ -321,6 +343,11 @@ func (s *Supervisor) runOnce(ctx context.Context, pending []request) outcome {
 		st.StatusText = ""
 		st.Inflight = nil
 	})
+	out, pending, end := s.waitPortFree(ctx, pending)
+	if end {
+		out.pending = pending
+		return out
+	}
 	proc, err := s.start()
 	if err != nil {
 		e := api.Exit{Reason: api.ExitSpawnFailed, At: time.Now(), Error: err.Error()}
@@ -330,6 +357,7 @@ func (s *Supervisor) runOnce(ctx context.Context, pending []request) outcome {
 		return outcome{exit: e}
 	}
 	pid := proc.PID()
+	s.recordPID(proc)
 	s.update(func(st *api.Gateway) { st.PID = pid })
 	s.log.Info("gateway started", zap.Int("pid", pid), zap.Strings("command", s.cfg.Argv))
 
@@ -352,7 +380,7 @@ func (s *Supervisor) start() (Proc, error) {
 	if s.cfg.Liveness.Watchdog > 0 {
 		set["WATCHDOG_USEC"] = strconv.FormatInt(s.cfg.Liveness.Watchdog.Microseconds(), 10)
 	}
-	out := newOutputLogger(s.log.Named("gateway"), s.cfg.MaxLinesPerSecond)
+	out := newOutputLogger(s.log.Named("gateway"), s.cfg.MaxLinesPerSecond, s.ring)
 	proc, err := s.starter.Start(platform.Command{
 		Argv:   s.cfg.Argv,
 		Env:    platform.ChildEnv(s.cfg.BaseEnv, set),
@@ -369,8 +397,8 @@ func (s *Supervisor) start() (Proc, error) {
 
 // nextDelay decides how long to wait before the next start after e, and counts e toward
 // the crash loop. The first failure after a healthy run restarts at once; backoff starts
-// with the second consecutive failure. A spawn failure always waits, so a missing binary
-// never becomes a busy loop.
+// with the second consecutive failure. A spawn failure or a busy port always waits, so a
+// missing binary or a stale listener never becomes a busy loop.
 func (s *Supervisor) nextDelay(e api.Exit) time.Duration {
 	if !failure(e) {
 		return 0
@@ -393,7 +421,7 @@ func (s *Supervisor) nextDelay(e api.Exit) time.Duration {
 			zap.Duration("max_delay", s.cfg.Backoff.Max), zap.String("last_exit", string(e.Reason)))
 	}
 	switch {
-	case e.Reason == api.ExitSpawnFailed:
+	case e.Reason == api.ExitSpawnFailed || e.Reason == api.ExitPortInUse:
 		return s.cfg.Backoff.Delay(n, s.rand())
 	case n <= 1:
 		return 0

@@ -84,6 +84,15 @@ type Config struct {
 	Readiness Readiness
 	Liveness  Liveness
 
+	// PIDFile, when set, holds the running gateway's pid and start time, so that the next
+	// schedd can stop a gateway this one could not (R-SUP-01).
+	PIDFile string
+
+	// Port is the local host:port the gateway listens on ("" = unknown). Before each start
+	// schedd waits up to PortWait (default 10s) for it to be free.
+	Port     string
+	PortWait time.Duration
+
 	StopSignal  os.Signal     // default SIGTERM
 	StopTimeout time.Duration // then SIGKILL to the whole group; default 30s
 

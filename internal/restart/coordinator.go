@@ -476,13 +476,7 @@ func (s *run) finished(rr runResult) {
 		c.log.Error("restart failed; the crash backoff takes over", zap.String("reason", res.Reason),
 			zap.String("error", res.Error))
 	}
-	c.mu.Lock()
-	c.status.Last = &res
-	c.status.History = append(c.status.History, res)
-	if n := len(c.status.History); n > historyLen {
-		c.status.History = append([]api.RestartResult(nil), c.status.History[n-historyLen:]...)
-	}
-	c.mu.Unlock()
+	c.remember(res)
 	for _, w := range rr.p.waiters {
 		w <- outcome{res: res}
 	}
@@ -496,6 +490,25 @@ func (s *run) finished(rr runResult) {
 		s.schedule(f, time.Now())
 	}
 	s.publish()
+}
+
+// remember makes res the last restart and adds it to the history.
+func (c *Coordinator) remember(res api.RestartResult) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.status.Last = &res
+	c.status.History = append(c.status.History, res)
+	if n := len(c.status.History); n > historyLen {
+		c.status.History = append([]api.RestartResult(nil), c.status.History[n-historyLen:]...)
+	}
+}
+
+// Recovered records the outcome of a restart that an earlier schedd began and died in
+// (R-SUP-04); res.Mode should be ModeRecovered. It may be called before Run.
+func (c *Coordinator) Recovered(res api.RestartResult) {
+	c.log.Info("restart begun by an earlier schedd completed", zap.String("reason", res.Reason),
+		zap.Bool("ok", res.OK), zap.Int("pid", res.PID), zap.Int("previous_pid", res.PreviousPID))
+	c.remember(res)
 }
 
 // cancelAll answers every waiter of what has not run with ErrStopping.

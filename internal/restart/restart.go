@@ -124,6 +124,8 @@ const (
 	ModeImmediate = "immediate" // Now: no delay, cooldown or deferral
 	ModeScheduled = "scheduled" // after the delay (and cooldown), no deferral
 	ModeDeferred  = "deferred"  // waited for the gateway to be idle
+	// ModeRecovered: an earlier schedd began it and died; this one's first gateway ended it.
+	ModeRecovered = "recovered"
 )
 
 // Ticket is the answer to a request.

@@ -39,6 +39,13 @@
 //	                   time, the pulse read from stdin, the SCHEDD_* variables) to FILE
 //	                   and exit 0
 //	busy-once=FILE     with pulse-log: if FILE exists, remove it and exit 75 (busy)
+//	orphan=FILE        double-fork: start a child (never waited for) that starts a
+//	                   grandchild in a session of its own and exits; the grandchild
+//	                   appends its pid to FILE, keeps the http= listener open if there is
+//	                   one, and exits 0 on SIGTERM
+//	stubborn           with orphan: the grandchild ignores SIGTERM
+//	orphan-churn=D     every D, start a child that starts a grandchild living 20ms and
+//	                   exits at once: each grandchild dies an orphan
 //
 // Without exit/signal the fake runs until SIGTERM or SIGINT and then exits 0.
 package testgateway
@@ -148,6 +155,9 @@ func run(o options) int {
 		signal.Ignore(syscall.SIGTERM)
 		select {}
 	}
+	if code, ok := runOrphanModes(o); ok {
+		return code
+	}
 	sigs := make(chan os.Signal, 8)
 	if o.has("ignore-term") {
 		signal.Ignore(syscall.SIGTERM)
@@ -181,14 +191,22 @@ func run(o options) int {
 	if f := o["grandchild"]; f != "" {
 		startGrandchild(f)
 	}
+	var listener *net.TCPListener
 	if addr := o["http"]; addr != "" {
 		ln, err := net.Listen("tcp", addr)
 		if err != nil {
 			fail("%v", err)
 		}
+		listener = ln.(*net.TCPListener)
 		go http.Serve(ln, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			fmt.Fprintln(w, `{"ok":true,"inFlight":0}`)
 		}))
+	}
+	if f := o["orphan"]; f != "" {
+		startOrphan(f, o.has("stubborn"), listener)
+	}
+	if d := o.dur("orphan-churn"); d > 0 {
+		go churnOrphans(d)
 	}
 	fmt.Println("fake gateway started, pid", os.Getpid())
 	if n := o["flood"]; n != "" {

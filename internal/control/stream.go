@@ -1,0 +1,84 @@
+package control
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+
+	"github.com/schedd/schedd/internal/api"
+)
+
+// maxStreamLine bounds one line of a streamed reply the client accepts.
+const maxStreamLine = 1 << 20
+
+// StreamWriter writes a reply as newline-delimited JSON (application/x-ndjson), one
+// value per line, each flushed to the client as it is written.
+type StreamWriter struct {
+	rc  *http.ResponseController
+	enc *json.Encoder
+}
+
+// NewStream starts a 200 streamed reply on w.
+func NewStream(w http.ResponseWriter) *StreamWriter {
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	w.WriteHeader(http.StatusOK)
+	return &StreamWriter{rc: http.NewResponseController(w), enc: json.NewEncoder(w)}
+}
+
+// Send writes v as one line; it returns an error once the client is gone.
+func (s *StreamWriter) Send(v any) error {
+	if err := s.enc.Encode(v); err != nil {
+		return err
+	}
+	return s.rc.Flush()
+}
+
+// Stream sends GET path and calls each with every line of the streamed reply until it
+// ends (nil), each fails (its error), or ctx ends (ctx's error). A non-2xx reply is an
+// *api.Error, no daemon the same error as Do's.
+func (c *Client) Stream(ctx context.Context, path string, each func(line []byte) error) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://schedd"+path, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := c.HTTP.Do(req)
+	if err != nil {
+		return c.dialError(ctx, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		data, _ := io.ReadAll(io.LimitReader(resp.Body, maxReply))
+		return replyError(http.MethodGet, path, resp.StatusCode, data)
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 0, 64<<10), maxStreamLine)
+	for sc.Scan() {
+		if err := each(sc.Bytes()); err != nil {
+			return err
+		}
+	}
+	if err := sc.Err(); err != nil {
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return ctxErr
+		}
+		if errors.Is(err, bufio.ErrTooLong) {
+			return fmt.Errorf("GET %s: a streamed line is over %d bytes", path, maxStreamLine)
+		}
+		return fmt.Errorf("read the stream of GET %s: %w", path, err)
+	}
+	return ctx.Err()
+}
+
+// replyError turns a non-2xx reply into the *api.Error it carries.
+func replyError(method, path string, status int, data []byte) error {
+	var eb api.ErrorBody
+	if json.Unmarshal(data, &eb) == nil && eb.Error.Code != "" {
+		eb.Error.Status = status
+		return &eb.Error
+	}
+	return &api.Error{Status: status, Code: api.CodeInternal, Message: fmt.Sprintf("%s %s: status %d", method, path, status)}
+}

@@ -1,0 +1,84 @@
+package respawn
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"syscall"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/schedd/schedd/internal/api"
+)
+
+// Polling for a busy port starts at portPollMin and doubles up to portPollMax.
+const (
+	portPollMin = 50 * time.Millisecond
+	portPollMax = time.Second
+)
+
+// portInUse reports whether something still holds addr: a connection opens, or a bind to
+// it fails with EADDRINUSE (a socket bound but not listening, or Linux's view of a
+// listener on the wildcard address). Other bind errors (not a local address, a privileged
+// port) say nothing about the gateway and count as free.
+func portInUse(addr string) bool {
+	if c, err := net.DialTimeout("tcp", addr, 500*time.Millisecond); err == nil {
+		c.Close()
+		return true
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return errors.Is(err, syscall.EADDRINUSE)
+	}
+	ln.Close()
+	return false
+}
+
+// waitPortFree waits, before a start, until the gateway's port is free, for PortWait at
+// most (R-CHILD-18): an old gateway or an orphan of it that still listens would make the
+// new one fail to bind and crash loop, or, with SO_REUSEPORT, run beside it. Requests are
+// answered meanwhile; a restart request joins pending. It returns the outcome that ends
+// this start (stopped, or port_in_use) and end=false when the port is free.
+func (s *Supervisor) waitPortFree(ctx context.Context, pending []request) (outcome, []request, bool) {
+	addr := s.cfg.Port
+	if addr == "" || !s.portBusy(addr) {
+		return outcome{}, pending, false
+	}
+	s.log.Warn("the gateway's port is still in use; waiting for it to be released before starting the gateway",
+		zap.String("address", addr), zap.Duration("up_to", s.cfg.PortWait))
+	deadline := time.Now().Add(s.cfg.PortWait)
+	delay := portPollMin
+	t := time.NewTimer(delay)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return outcome{stopped: true}, pending, true
+		case <-s.notifyc: // no gateway: nothing to hear from
+		case r := <-s.reqc:
+			close(r.ack)
+			if r.kind == reqRestart || r.kind == reqReload {
+				pending = append(pending, r)
+			}
+		case <-t.C:
+			if !s.portBusy(addr) {
+				s.log.Info("the gateway's port is free again", zap.String("address", addr))
+				return outcome{}, pending, false
+			}
+			left := time.Until(deadline)
+			if left <= 0 {
+				e := api.Exit{Reason: api.ExitPortInUse, At: time.Now(),
+					Error: fmt.Sprintf("%s still in use after %s", addr, s.cfg.PortWait)}
+				s.log.Error("the gateway's port is still in use; not starting a second gateway on it",
+					zap.String("address", addr), zap.Duration("waited", s.cfg.PortWait))
+				s.recordExit(e)
+				failRestarts(pending, "port in use: "+e.Error)
+				return outcome{exit: e}, nil, true
+			}
+			delay = min(2*delay, portPollMax)
+			t.Reset(min(delay, left))
+		}
+	}
+}
