@@ -8,15 +8,16 @@ import (
 	"testing"
 )
 
-// TestConfigNotSupportedYet: a config file that sets a feature this version does not have
-// makes both `config validate` and `run` exit 78 and name the key with its position,
-// before anything starts.
+// TestConfigNotSupportedYet: a config file that sets a feature this version does not have,
+// or a metrics endpoint other hosts could reach without metrics.allow_remote, makes both
+// `config validate` and `run` exit 78 and name the key with its position, before anything
+// starts.
 func TestConfigNotSupportedYet(t *testing.T) {
 	for _, tc := range []struct {
 		name, src, want string
 	}{
-		{"metrics", "metrics: {listen: 127.0.0.1:9477}\n",
-			":2:19: metrics.listen: not supported yet"},
+		{"metrics beyond this host", "metrics: {listen: 0.0.0.0:9477}\n",
+			`:2:19: metrics.listen: "0.0.0.0:9477" is not a loopback address and the endpoint has no authentication`},
 		{"postgres", "deliveries: {store: {postgres: {dsn: 'postgres://db/schedd'}}}\n",
 			":2:32: deliveries.store.postgres: not supported yet"},
 	} {
@@ -41,7 +42,7 @@ func TestConfigNotSupportedYet(t *testing.T) {
 	}
 	// Without them, the same file is valid.
 	path := filepath.Join(t.TempDir(), "schedd.yaml")
-	if err := os.WriteFile(path, []byte("gateway: {command: [gw]}\nmetrics: {listen: \"\"}\n"), 0o600); err != nil {
+	if err := os.WriteFile(path, []byte("gateway: {command: [gw]}\nmetrics: {listen: 0.0.0.0:9477, allow_remote: true}\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	var stdout, stderr bytes.Buffer

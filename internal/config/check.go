@@ -5,6 +5,7 @@ import (
 	"maps"
 	"math"
 	"net"
+	"net/netip"
 	"net/url"
 	"regexp"
 	"slices"
@@ -74,6 +75,7 @@ func (k *checker) all() {
 	k.deliveries()
 	k.cron()
 	k.control()
+	k.metrics()
 	k.notYet()
 }
 
@@ -85,8 +87,6 @@ var notYet = []struct {
 	set      func(*Config) bool
 	why, fix string
 }{
-	{"metrics.listen", func(c *Config) bool { return c.Metrics.Listen != "" },
-		"the metrics endpoint is not implemented in this version", "remove the metrics section"},
 	{"deliveries.store.postgres", func(c *Config) bool { return c.Deliveries.Store.Postgres != nil },
 		"the Postgres store is not implemented in this version", "use sqlite"},
 	{"control.group", func(c *Config) bool { return c.Control.Group != "" },
@@ -591,4 +591,31 @@ func (k *checker) control() {
 	if !slices.Contains(logLevels, c.Log.Level) {
 		k.errf("log.level", "must be one of %s, got %s", strings.Join(logLevels, ", "), quote(c.Log.Level))
 	}
+}
+
+// metrics checks the endpoint's address. It has no authentication, so it stays on this host
+// unless the file says otherwise. A host name other than localhost counts as remote: what
+// it resolves to is not known here.
+func (k *checker) metrics() {
+	m := k.c.Metrics
+	if m.Listen == "" {
+		return
+	}
+	host, _, err := net.SplitHostPort(m.Listen)
+	k.hostPort("metrics.listen", m.Listen)
+	if err != nil || m.AllowRemote || loopback(host) {
+		return
+	}
+	k.errf("metrics.listen", "%s is not a loopback address and the endpoint has no authentication; "+
+		"listen on 127.0.0.1 or [::1], or set metrics.allow_remote: true to serve it to other hosts", quote(m.Listen))
+}
+
+// loopback reports whether host (of a host:port) names only this host: localhost or a
+// loopback IP. "" (every interface) is not.
+func loopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
 }

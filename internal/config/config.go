@@ -8,9 +8,9 @@
 // (`notify:`), which selects that kind. Probes, targets, sinks and cron actions name exactly
 // one kind. Validate adds what is needed to run, such as a gateway command.
 //
-// Not supported yet: metrics.listen, deliveries.store.postgres and control.group are in the
-// schema for features to come, but nothing reads them; a file that sets one is refused with
-// the key and its position, so that no setting is accepted and then ignored.
+// Not supported yet: deliveries.store.postgres and control.group are in the schema for
+// features to come, but nothing reads them; a file that sets one is refused with the key and
+// its position, so that no setting is accepted and then ignored.
 //
 // Problems come back as Errors, all at once and sorted by position; cmd maps them to exit
 // code 78 so that a broken config never restart-loops under a service manager (R-INIT-01).
@@ -38,7 +38,7 @@ type Config struct {
 	Deliveries Deliveries `yaml:"deliveries"`
 	Cron       Cron       `yaml:"cron"`
 	Control    Control    `yaml:"control"`
-	Metrics    Metrics    `yaml:"metrics"` // not supported yet: refused unless empty
+	Metrics    Metrics    `yaml:"metrics"`
 	Log        Log        `yaml:"log"`
 	// StateDir holds schedd's durable state. "" means the platform default, which cmd fills.
 	StateDir string `yaml:"state_dir"`
@@ -452,9 +452,13 @@ type Control struct {
 	RequestTimeout Duration `yaml:"request_timeout"`
 }
 
-// Metrics is the Prometheus endpoint (not supported yet).
+// Metrics is the Prometheus endpoint: GET /metrics on Listen, without authentication.
 type Metrics struct {
-	Listen string `yaml:"listen"` // host:port; "" = off (default); any other value is refused
+	// Listen is host:port; "" = off (default). A host that is not a loopback address is
+	// refused unless AllowRemote is set.
+	Listen string `yaml:"listen"`
+	// AllowRemote allows a Listen that other hosts can reach.
+	AllowRemote bool `yaml:"allow_remote"`
 }
 
 // Log configures schedd's own logs.

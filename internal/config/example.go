@@ -203,6 +203,11 @@ control:
   max_body: 2097152        # request body limit in bytes; at least deliveries.max_payload
   request_timeout: 30s     # to read a request and write its reply
 
+# Prometheus metrics: GET /metrics over plain HTTP, without authentication.
+metrics:
+  listen: ""               # host:port, e.g. 127.0.0.1:9477; "" = off
+  allow_remote: false      # true lets listen be a non-loopback address that other hosts reach
+
 log:
   format: console          # console or json
   level: info              # debug, info, warn or error

@@ -244,15 +244,12 @@ gateway2: {}
 // refused with its key and position, whatever else is wrong with it; an empty one passes.
 func TestNotSupportedYet(t *testing.T) {
 	const (
-		metricsMsg  = "metrics.listen: not supported yet (the metrics endpoint is not implemented in this version); remove the metrics section"
 		postgresMsg = "deliveries.store.postgres: not supported yet (the Postgres store is not implemented in this version); use sqlite"
 		groupMsg    = "control.group: not supported yet (the control socket is always 0600, for its owner only); remove the key"
 	)
 	for _, tt := range []struct {
 		name, src, want string
 	}{
-		{"metrics.listen", cmd + "metrics:\n  listen: 127.0.0.1:9477\n", "f.yaml:3:11: " + metricsMsg},
-		{"metrics.listen not host:port", cmd + "metrics: {listen: 'localhost:http'}\n", "f.yaml:2:19: " + metricsMsg},
 		{"postgres", cmd + "deliveries:\n  store:\n    postgres: {dsn: 'postgres://db/schedd'}\n", "f.yaml:4:15: " + postgresMsg},
 		{"postgres without a dsn", cmd + "deliveries: {store: {postgres: }}\n", "f.yaml:2:32: " + postgresMsg},
 		{"postgres beside sqlite", cmd + "deliveries: {store: {sqlite: {}, postgres: {dsn: x}}}\n", "f.yaml:2:44: " + postgresMsg},
@@ -265,15 +262,52 @@ func TestNotSupportedYet(t *testing.T) {
 		})
 	}
 	// Empty values ask for nothing.
-	mustParse(t, cmd+"metrics: {listen: \"\"}\ncontrol: {group: \"\"}\n")
+	mustParse(t, cmd+"control: {group: \"\"}\n")
 	// A config built in code is refused the same way, without a position.
 	c := Default()
 	c.Gateway.Command = []string{"gw"}
-	c.Metrics.Listen = ":9477"
 	c.Deliveries.Store = Store{Postgres: &PostgresStore{DSN: "postgres://db"}}
 	c.Control.Group = "schedd"
-	want := strings.Join([]string{metricsMsg, postgresMsg, groupMsg}, "\n")
+	want := strings.Join([]string{postgresMsg, groupMsg}, "\n")
 	if err := c.Validate(); err == nil || err.Error() != want {
 		t.Errorf("Validate:\n got: %v\nwant: %s", err, want)
+	}
+}
+
+// TestMetricsListen: the endpoint has no authentication, so an address other hosts can reach
+// is refused, at the key's position, unless allow_remote says so; loopback ones pass.
+func TestMetricsListen(t *testing.T) {
+	const remote = " is not a loopback address and the endpoint has no authentication; " +
+		"listen on 127.0.0.1 or [::1], or set metrics.allow_remote: true to serve it to other hosts"
+	for _, tt := range []struct {
+		name, src, want string
+	}{
+		{"every interface", cmd + "metrics:\n  listen: ':9477'\n", `f.yaml:3:11: metrics.listen: ":9477"` + remote},
+		{"wildcard IP", cmd + "metrics: {listen: 0.0.0.0:9477}\n", `f.yaml:2:19: metrics.listen: "0.0.0.0:9477"` + remote},
+		{"host name", cmd + "metrics: {listen: 'metrics.example:9477'}\n", `f.yaml:2:19: metrics.listen: "metrics.example:9477"` + remote},
+		{"remote false", cmd + "metrics: {listen: '192.0.2.1:9477', allow_remote: false}\n", `f.yaml:2:19: metrics.listen: "192.0.2.1:9477"` + remote},
+		{"not host:port", cmd + "metrics: {listen: 'localhost:http'}\n",
+			`f.yaml:2:19: metrics.listen: must be host:port with a numeric port, got "localhost:http"`},
+		{"no port", cmd + "metrics: {listen: 127.0.0.1}\n", `f.yaml:2:19: metrics.listen: must be host:port with a numeric port, got "127.0.0.1"`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := parseErr(t, tt.src); got != tt.want {
+				t.Errorf("Parse(%q):\n got: %s\nwant: %s", tt.src, got, tt.want)
+			}
+		})
+	}
+	for _, ok := range []string{
+		"metrics: {listen: ''}\n",
+		"metrics: {listen: '127.0.0.1:9477'}\n",
+		"metrics: {listen: '127.0.0.1:0'}\n",
+		"metrics: {listen: '[::1]:9477'}\n",
+		"metrics: {listen: 'localhost:9477'}\n",
+		"metrics: {listen: '0.0.0.0:9477', allow_remote: true}\n",
+		"metrics: {listen: ':9477', allow_remote: true}\n",
+	} {
+		c := mustParse(t, cmd+ok)
+		if c.Metrics.Listen == "" && ok != "metrics: {listen: ''}\n" {
+			t.Errorf("%q: listen not read", ok)
+		}
 	}
 }

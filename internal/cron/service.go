@@ -56,6 +56,8 @@ type Config struct {
 	Logger *zap.Logger
 	// Deps are what actions need from the rest of schedd.
 	Deps Deps
+	// Observe is told of tasks that start and end, for metrics.
+	Observe Observer
 
 	// offset replaces schedule.Offset, in tests.
 	offset func(name string, jitter time.Duration) time.Duration

@@ -100,6 +100,7 @@ func (s *Service) dispatch() {
 			continue
 		}
 		t.state, t.started = api.TaskRunning, now
+		s.cfg.Observe.late(t.job, now.Sub(t.due))
 		s.markTask(t)
 		s.running++
 		j.running++
@@ -239,6 +240,7 @@ func (s *Service) dropRetry(j *jobState, reason string, now time.Time) {
 // history is pruned to its limit.
 func (s *Service) end(t *task, state api.TaskState, reason string, at time.Time) {
 	t.state, t.reason, t.ended = state, reason, at
+	s.cfg.Observe.ended(t.job, state)
 	s.markTask(t)
 	s.ended = append(s.ended, t)
 	delete(s.tasks, t.id)

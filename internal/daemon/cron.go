@@ -38,6 +38,7 @@ func (d *Daemon) setupCron() (*component, error) {
 		StateDir:  d.opts.StateDir,
 		Logger:    d.log.Named("cron"),
 		Deps:      cron.Deps{Wake: d.cronWake, Deliver: d.cronDeliver, Environ: d.opts.Environ},
+		Observe:   d.cronObserver(),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("cron: %w", err)

@@ -22,6 +22,7 @@ import (
 	"github.com/schedd/schedd/internal/config"
 	"github.com/schedd/schedd/internal/control"
 	"github.com/schedd/schedd/internal/heartbeat"
+	"github.com/schedd/schedd/internal/metrics"
 	"github.com/schedd/schedd/internal/platform"
 	"github.com/schedd/schedd/internal/recovery"
 	"github.com/schedd/schedd/internal/respawn"
@@ -83,6 +84,9 @@ type Daemon struct {
 	deliveries *recovery.Service
 	// output keeps the gateway's recent output lines for `schedd logs`.
 	output *respawn.OutputRing
+	// metrics is nil unless metrics.listen is set (metrics.go).
+	metrics   *metrics.Metrics
+	metricsLn net.Listener
 
 	stopc    chan string  // stop requests from the control API
 	handoffc chan handoff // a replacement of schedd itself, once the gateway is stopped
@@ -158,6 +162,13 @@ func (d *Daemon) run(ctx context.Context) error {
 		return err
 	}
 	defer ln.Close()
+	mln, err := d.listenMetrics(o.Config)
+	if err != nil {
+		return err
+	}
+	if mln != nil {
+		defer mln.Close()
+	}
 
 	d.notifyPath = notifyPath
 	scfg, err := d.supervisorConfig(o.Config)
@@ -181,10 +192,13 @@ func (d *Daemon) run(ctx context.Context) error {
 	d.coord = restart.New(rcfg, supRestarter{d}, d.log.Named("restart"), restart.Hooks{
 		OnPending: d.restartPending,
 		OnBegin:   d.restartBegins,
-		OnEnd:     d.restartEnds,
+		OnEnd: func(r api.RestartResult) {
+			d.metrics.RestartEnded(r)
+			d.restartEnds(r)
+		},
 	})
 	d.loadInterruptedRestart()
-	for _, setup := range []func() (*component, error){d.setupHeartbeat, d.setupDeliveries, d.setupCron} {
+	for _, setup := range []func() (*component, error){d.setupMetrics, d.setupHeartbeat, d.setupDeliveries, d.setupCron} {
 		c, err := setup()
 		if err != nil {
 			return err
@@ -370,6 +384,7 @@ func (d *Daemon) watchdog(ctx context.Context) {
 // READY=1 the first time it is ready, and again when it is ready after a restart that
 // began with RELOADING=1.
 func (d *Daemon) stateChanged(st api.Gateway) {
+	d.metrics.Gateway(st)
 	d.completeInterrupted(st)
 	d.notify("STATUS=" + statusLine(st))
 	if st.State != api.GatewayReady {

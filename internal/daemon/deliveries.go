@@ -48,7 +48,7 @@ func (d *Daemon) setupDeliveries() (*component, error) {
 		store.Close()
 		return nil, err
 	}
-	svc, err := recovery.New(DeliveryConfig(c.Deliveries), store, sinks, recovery.Deps{Log: d.log})
+	svc, err := recovery.New(DeliveryConfig(c.Deliveries), store, sinks, recovery.Deps{Log: d.log, Observe: d.deliveryObserver()})
 	if err != nil {
 		store.Close()
 		return nil, err
@@ -158,6 +158,7 @@ func (d *Daemon) openDeliveryStore(c *config.Config) (*queue.Lazy, error) {
 		MaxPayload:  int(dc.MaxPayload.Bytes()),
 		MaxEntries:  dc.MaxEntries,
 		Log:         d.log.Named("deliveries"),
+		OnCommit:    d.storeCommits(),
 	})
 	switch {
 	case errors.Is(err, queue.ErrCorrupt):

@@ -35,6 +35,7 @@ func (d *Daemon) setupHeartbeat() (*component, error) {
 		Gateway: gw,
 		Store:   heartbeat.NewFileStore(d.opts.StateDir, log),
 		Run:     targetRunner(d.opts.Environ),
+		Observe: d.heartbeatObserver(),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("heartbeat: %w", err)

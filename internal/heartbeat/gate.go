@@ -180,6 +180,7 @@ func (s *Service) agentForSessionLocked(key string) string {
 // leaves the schedule alone: nothing ran, so there is no fresh run to count from.
 func (s *Service) skipLocked(a *agent, w Wake, kind ReasonKind, reason string, now time.Time, advance bool) note {
 	a.last = &api.HeartbeatRun{Status: api.RunSkipped, Reason: reason, At: now}
+	s.obs.pulse(a.id, api.RunSkipped)
 	if advance && kind == KindInterval {
 		a.attempt, a.retrySched = 0, time.Time{}
 		s.setDue(a, advanceDue(now, kind, a.interval, a.phase, a.window.Within))

@@ -80,6 +80,9 @@ func (s *Service) worker(ctx context.Context) {
 			s.busy.Add(1)
 			startWall, start := s.wall(), time.Now()
 			res := safePulse(ctx, job.t, job.p, s.log)
+			if res.outcome != outcomeBusy {
+				s.obs.late(job.p.AgentID, startWall.Sub(job.p.ScheduledAt))
+			}
 			s.finish(job.a, job.p, res, startWall, time.Since(start))
 			s.busy.Add(-1)
 		case <-ctx.Done():
@@ -149,6 +152,7 @@ func (s *Service) finish(a *agent, p Pulse, res pulseResult, startWall time.Time
 	kick := !s.saveArmed // Run arms the save timer when it next looks
 	s.mu.Unlock()
 
+	s.obs.pulse(p.AgentID, last.Status)
 	s.logPulse(p, res, last.Status, startWall, took)
 	if res.outcome == outcomeBusy {
 		s.disp.retry(Wake{Reason: p.Reason, AgentID: p.AgentID, SessionKey: p.SessionKey})

@@ -42,6 +42,7 @@ type Deps struct {
 	Run        RunFunc          // required for exec targets
 	Host       *time.Location   // the host zone for active hours; nil: time.Local
 	Now        func() time.Time // the wall clock; nil: time.Now
+	Observe    Observer         // told of outcomes, for metrics
 }
 
 // WakeRequest asks for a heartbeat now (after DefaultCoalesce). An empty AgentID with an
@@ -94,6 +95,7 @@ type Service struct {
 	run       RunFunc
 	host      *time.Location
 	now       func() time.Time
+	obs       Observer
 	kick      chan struct{}
 	jobs      chan pulseJob
 
@@ -132,6 +134,7 @@ func New(cfg Config, deps Deps) (*Service, error) {
 		run:    deps.Run,
 		host:   deps.Host,
 		now:    deps.Now,
+		obs:    deps.Observe,
 		kick:   make(chan struct{}, 1),
 		jobs:   make(chan pulseJob, pulseQueue),
 		due:    newDueHeap(),

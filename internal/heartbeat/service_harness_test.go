@@ -160,6 +160,7 @@ func baseConfig(agents ...AgentConfig) Config {
 type harnessOpts struct {
 	store   StateStore
 	gateway bool
+	observe Observer
 }
 
 // serviceTest runs f in a bubble against a running service with a fake exec target.
@@ -193,7 +194,7 @@ func startHarness(t *testing.T, cfg Config, opts harnessOpts) *harness {
 	t.Helper()
 	core, logs := observer.New(zapcore.DebugLevel)
 	h := &harness{t: t, start: time.Now(), exec: &fakeExec{start: time.Now()}, clk: &clock{}, logs: logs}
-	deps := Deps{Logger: zap.New(core), Run: h.exec.run, Host: time.UTC, Now: h.clk.now, Store: opts.store}
+	deps := Deps{Logger: zap.New(core), Run: h.exec.run, Host: time.UTC, Now: h.clk.now, Store: opts.store, Observe: opts.observe}
 	if opts.gateway {
 		h.gw = &fakeGateway{}
 		deps.Gateway = h.gw

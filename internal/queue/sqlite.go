@@ -64,6 +64,10 @@ type Options struct {
 	// handled as a storage error at that step: the transaction is rolled back and every
 	// caller in the batch gets the error. For fault injection in tests.
 	FaultHook func(op string) error
+	// OnCommit, when set, is told of each group commit once it is over: how long it took
+	// (its fsync included) and the storage error that failed it (nil: committed). It runs on
+	// the writer and must be quick.
+	OnCommit func(took time.Duration, err error)
 
 	// beforeCommit, in tests, sees each batch size just before its commit.
 	beforeCommit func(n int)

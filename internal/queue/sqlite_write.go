@@ -111,6 +111,7 @@ func (s *SQLite) lead() {
 func (s *SQLite) runBatch(ops []*writeOp) {
 	var results []error
 	var err error
+	began := time.Now()
 	rerr := s.wconn.Raw(func(dc any) error {
 		c, ok := dc.(rawConn)
 		if !ok {
@@ -138,6 +139,9 @@ func (s *SQLite) runBatch(ops []*writeOp) {
 		s.stats.Ops += int64(len(ops))
 	}
 	s.statsMu.Unlock()
+	if s.opts.OnCommit != nil {
+		s.opts.OnCommit(time.Since(began), err)
+	}
 	if err != nil {
 		for i := range results {
 			if results[i] == nil || !logical(results[i]) {

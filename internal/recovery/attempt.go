@@ -48,6 +48,7 @@ type attemptResult struct {
 	interrupted bool
 	err         error
 	next        time.Time // outFailed: when the entry is due again
+	class       string    // the send error's class, when it failed
 }
 
 // attempt re-reads entry id (the store is the source of truth), applies the checks, and if
@@ -106,6 +107,7 @@ func (s *Service) attempt(ctx context.Context, epoch, id int64, o attemptOpts) a
 		return r
 	}
 	log = log.With(zap.Int("attempt", claimed.Attempts))
+	defer func() { s.obs.attempt(claimed, r) }()
 	if interrupted {
 		log.Warn("delivery interrupted by a crash, resending with the same idempotency key",
 			zap.Int64("interrupted_epoch", e.Epoch))
@@ -134,6 +136,7 @@ func (s *Service) attempt(ctx context.Context, epoch, id int64, o attemptOpts) a
 		return r
 	}
 	v := p.cls.Classify(sendErr)
+	r.class = v.Class.String()
 	msg := sendErr.Error()
 	switch {
 	case v.Class == NotReady:
@@ -177,6 +180,7 @@ func (s *Service) deadUnsent(ctx context.Context, log *zap.Logger, e queue.Entry
 		return outStoreError
 	}
 	log.Warn("delivery dead-lettered", zap.String("reason", reason), zap.Int("failures", e.Failures))
+	s.obs.dead(reason)
 	return out
 }
 

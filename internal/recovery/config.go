@@ -146,4 +146,6 @@ type Deps struct {
 	Log *zap.Logger
 	// Rand returns uniform values in [0, 1) for jitter (default math/rand/v2).
 	Rand func() float64
+	// Observe is told of sends, dead letters and recovery passes, for metrics.
+	Observe Observer
 }

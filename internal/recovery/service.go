@@ -36,6 +36,7 @@ type Service struct {
 	store queue.Store
 	log   *zap.Logger
 	rand  func() float64
+	obs   Observer
 	rt    *scheduler
 
 	mu       sync.Mutex
@@ -84,7 +85,7 @@ func New(cfg Config, store queue.Store, sinks map[string]Sink, deps Deps) (*Serv
 	if err != nil {
 		return nil, err
 	}
-	s := &Service{cfg: cfg, store: store, log: deps.Log, rand: deps.Rand}
+	s := &Service{cfg: cfg, store: store, log: deps.Log, rand: deps.Rand, obs: deps.Observe}
 	s.pol.Store(pol)
 	if s.log == nil {
 		s.log = zap.NewNop()
@@ -171,6 +172,7 @@ func (s *Service) Run(ctx context.Context) error {
 		s.mu.Lock()
 		s.last = &sum.RecoverySummary
 		s.mu.Unlock()
+		s.obs.pass(sum.RecoverySummary)
 		began := time.Now()
 		n := s.rt.adopt(view)
 		s.log.Info("delivery runtime armed the pending entries", zap.Int("entries", n), zap.Duration("took", time.Since(began)))
