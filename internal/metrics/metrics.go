@@ -30,7 +30,7 @@ const other = "other"
 
 // The fixed label sets.
 var (
-	exitReasons = []string{string(api.ExitExited), string(api.ExitSignal), string(api.ExitSpawnFailed),
+	exitReasons = []string{string(api.ExitExited), string(api.ExitSignal), string(api.ExitSpawnFailed), string(api.ExitPortInUse),
 		string(api.ExitReadinessTimeout), string(api.ExitLivenessTimeout), string(api.ExitKilledAfterTimeout),
 		string(api.ExitRestart), string(api.ExitStop)}
 	gatewayStates = []string{string(api.GatewayStarting), string(api.GatewayReady), string(api.GatewayStopping),
