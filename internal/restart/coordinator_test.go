@@ -392,6 +392,9 @@ func TestStorm(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newHarness(t, Config{Delay: DefaultDelay, Cooldown: 30 * time.Second}, &fakeRestarter{took: 500 * time.Millisecond})
 		h.c.Request(Request{Source: api.SourceSignal, Now: true})
+		// The restart has begun before the storm: a request at its very instant could
+		// otherwise join it, and the second restart would serve 999.
+		synctest.Wait()
 		for range 1000 {
 			h.c.Request(Request{Source: api.SourceSignal})
 			time.Sleep(time.Millisecond)
