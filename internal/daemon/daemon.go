@@ -153,6 +153,7 @@ func (d *Daemon) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	ln = control.Keep(ln, o.Socket, 0o600, control.KeepEvery, d.log.Named("control"))
 	defer ln.Close()
 
 	d.notifyPath = notifyPath
