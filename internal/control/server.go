@@ -198,9 +198,6 @@ func (l *checkedListener) Accept() (net.Conn, error) {
 // by a dead daemon is replaced, but only after checking that nothing answers on it; a
 // live one is ErrInUse. The parent directory is created (mode 0700) if missing.
 func Listen(path string, mode os.FileMode) (net.Listener, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, fmt.Errorf("control socket dir: %w", err)
-	}
 	if fi, err := os.Lstat(path); err == nil {
 		if fi.Mode()&os.ModeSocket == 0 {
 			return nil, fmt.Errorf("control socket %s: a file that is not a socket is in the way; remove it or choose another --socket", path)
@@ -213,6 +210,14 @@ func Listen(path string, mode os.FileMode) (net.Listener, error) {
 		if err := os.Remove(path); err != nil {
 			return nil, fmt.Errorf("remove stale control socket: %w", err)
 		}
+	}
+	return bind(path, mode)
+}
+
+// bind creates the socket at path with the given mode, and its directory if missing.
+func bind(path string, mode os.FileMode) (net.Listener, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("control socket dir: %w", err)
 	}
 	ln, err := net.Listen("unix", path)
 	if err != nil {

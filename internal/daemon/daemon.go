@@ -161,6 +161,7 @@ func (d *Daemon) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	ln = control.Keep(ln, o.Socket, 0o600, control.KeepEvery, d.log.Named("control"))
 	defer ln.Close()
 	mln, err := d.listenMetrics(o.Config)
 	if err != nil {
@@ -234,6 +235,7 @@ func (d *Daemon) run(ctx context.Context) error {
 	})
 	if ns != nil {
 		g.Go(func() error { d.readNotify(bg, ns); return nil })
+		g.Go(func() error { d.keepNotify(bg, ns); return nil })
 	}
 	g.Go(func() error { d.watchdog(bg); return nil })
 
@@ -346,6 +348,30 @@ func (d *Daemon) readNotify(ctx context.Context, ns *platform.NotifySocket) {
 			return
 		}
 		d.sup.HandleNotify(ctx, m)
+	}
+}
+
+// keepNotify binds the notify socket again when its file is gone (R-ENV-07): without it
+// the gateway's READY=1 and WATCHDOG=1 go nowhere, and its watchdog would kill it.
+func (d *Daemon) keepNotify(ctx context.Context, ns *platform.NotifySocket) {
+	t := time.NewTicker(control.KeepEvery)
+	defer t.Stop()
+	failing := false // say it again only once it works
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		switch ok, err := ns.Rebind(); {
+		case err != nil && !failing:
+			d.log.Error("the gateway's notify socket is gone and cannot be bound again; retrying",
+				zap.String("socket", ns.Path()), zap.Error(err))
+			failing = true
+		case ok:
+			failing = false
+			d.log.Warn("the gateway's notify socket was removed; bound it again", zap.String("socket", ns.Path()))
+		}
 	}
 }
 

@@ -134,3 +134,50 @@ func TestNotifySocketClose(t *testing.T) {
 		t.Errorf("second Close: %v", err)
 	}
 }
+
+// R-ENV-07: the runtime dir holding the notify socket is removed while schedd runs.
+// Rebind makes the directory and the socket again, and a Recv waiting on the old socket
+// gets the next message sent to the path; with the file in place Rebind does nothing.
+func TestNotifySocketRebind_RENV07(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "run")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	s, err := ListenNotify(filepath.Join(dir, "notify.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	got := make(chan NotifyMessage, 1)
+	go func() {
+		m, err := s.Recv()
+		if err != nil {
+			t.Errorf("Recv: %v", err)
+		}
+		got <- m
+	}()
+	if ok, err := s.Rebind(); ok || err != nil {
+		t.Fatalf("Rebind with the socket in place = %v, %v", ok, err)
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := s.Rebind(); !ok || err != nil {
+		t.Fatalf("Rebind once the dir was removed = %v, %v", ok, err)
+	}
+	for p, want := range map[string]os.FileMode{s.Path(): 0o600, dir: 0o700} {
+		if fi, err := os.Stat(p); err != nil || fi.Mode().Perm() != want {
+			t.Fatalf("%s: %v, want mode %v", p, err, want)
+		}
+	}
+	sendNotify(t, s.Path(), "WATCHDOG=1\n")
+	if m := <-got; m.Fields["WATCHDOG"] != "1" {
+		t.Fatalf("message after the rebind = %+v", m)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(s.Path()); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("socket file left after Close: %v", err)
+	}
+}

@@ -16,5 +16,8 @@ func (*NotifySocket) Path() string { return "" }
 // Recv returns net.ErrClosed.
 func (*NotifySocket) Recv() (NotifyMessage, error) { return NotifyMessage{}, net.ErrClosed }
 
+// Rebind does nothing.
+func (*NotifySocket) Rebind() (bool, error) { return false, nil }
+
 // Close does nothing.
 func (*NotifySocket) Close() error { return nil }

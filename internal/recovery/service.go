@@ -44,6 +44,7 @@ type Service struct {
 	epoch    int64
 	last     *api.RecoverySummary
 	enqueueE *api.StoreError
+	fullAt   int // with enqueueE a full queue: its bound (max_entries)
 }
 
 // policy is what Reconfigure can change while the service runs. Each attempt, pass and
@@ -234,7 +235,7 @@ func (s *Service) EnqueueBatch(ctx context.Context, rs []Request) ([]queue.Enque
 	}
 	if len(ns) > 0 {
 		res, err := s.store.EnqueueBatch(ctx, ns)
-		s.noteStore(err)
+		s.noteStore(fullIn(res, err))
 		if err != nil {
 			return nil, err
 		}
@@ -288,21 +289,38 @@ func (s *Service) enqueued(e queue.Entry) {
 }
 
 // noteStore records the outcome of an enqueue for the status: the store's own failures
-// (a full disk, an I/O error, a damaged file) are kept until an enqueue succeeds again.
+// (a full disk, an I/O error, a damaged file) and a full queue (max_entries, R-DLV-06) are
+// kept until an enqueue succeeds again.
 func (s *Service) noteStore(err error) {
 	switch {
 	case err == nil:
 		s.noteEnqueueError(nil)
-	case errors.Is(err, queue.ErrDiskFull), errors.Is(err, queue.ErrStorage), errors.Is(err, queue.ErrCorrupt):
+	case errors.Is(err, queue.ErrDiskFull), errors.Is(err, queue.ErrStorage), errors.Is(err, queue.ErrCorrupt),
+		errors.Is(err, queue.ErrQueueFull):
 		s.noteEnqueueError(err)
 	}
 }
 
-// noteEnqueueError keeps the last enqueue that the store failed (a full disk, an I/O error)
-// until an enqueue succeeds again; it is logged once per episode.
+// fullIn is err, or else the queue-full error of an entry of a batch, for the status.
+func fullIn(res []queue.EnqueueResult, err error) error {
+	for _, r := range res {
+		if err == nil && errors.Is(r.Err, queue.ErrQueueFull) {
+			return r.Err
+		}
+	}
+	return err
+}
+
+// noteEnqueueError keeps the last enqueue that the store failed (a full disk, an I/O error,
+// a full queue) until an enqueue succeeds again, or, for a full queue, until it has room;
+// it is logged once per episode.
 func (s *Service) noteEnqueueError(err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.fullAt = 0
+	if be, ok := errors.AsType[*queue.BoundError](err); ok && errors.Is(err, queue.ErrQueueFull) {
+		s.fullAt = be.Limit
+	}
 	if err == nil {
 		if s.enqueueE != nil {
 			s.log.Info("delivery enqueues work again", zap.Time("failing_since", s.enqueueE.At))
@@ -387,7 +405,8 @@ func (s *Service) Status(ctx context.Context) (api.Deliveries, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st.Epoch = s.epoch
-	if s.enqueueE != nil {
+	// A queue that was full and has room again is not shown as refusing enqueues.
+	if s.enqueueE != nil && (s.fullAt == 0 || c.Pending+c.Sending >= s.fullAt) {
 		e := *s.enqueueE
 		st.EnqueueError = &e
 	}

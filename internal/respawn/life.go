@@ -41,10 +41,11 @@ type life struct {
 
 	wdInterval time.Duration
 	wdTimer    *time.Timer
+	wdDue      time.Time // when wdTimer is set to fire
 	wdMisses   int
 
 	liveTicker   *time.Ticker
-	liveResults  chan error
+	liveResults  chan liveResult
 	liveInFlight bool
 	liveFails    int
 
@@ -81,7 +82,7 @@ func (l *life) run(ctx context.Context) outcome {
 		}
 	}
 	l.wdInterval = s.cfg.Liveness.Watchdog
-	l.liveResults = make(chan error, 1)
+	l.liveResults = make(chan liveResult, 1)
 
 	for {
 		var tick <-chan time.Time
@@ -116,6 +117,14 @@ func (l *life) run(ctx context.Context) outcome {
 			l.resetTimer = nil
 			s.healthy()
 		case <-chanOf(l.wdTimer):
+			if late := time.Since(l.wdDue); late > l.wdInterval {
+				// More than a whole period late: schedd itself was not running (suspend,
+				// a paused VM or cgroup), so the gateway could not be heard either (R-ENV-02).
+				s.log.Warn("schedd was not running for a while; the missed watchdog period is not counted",
+					zap.Int("pid", l.pid), zap.Duration("gap", late))
+				l.rearmWatchdog()
+				continue
+			}
 			l.wdMisses++
 			missed := time.Duration(l.wdMisses) * l.wdInterval
 			if l.wdMisses >= s.cfg.Liveness.Failures {
@@ -126,15 +135,15 @@ func (l *life) run(ctx context.Context) outcome {
 			s.log.Warn("gateway missed its watchdog ping", zap.Int("pid", l.pid),
 				zap.Duration("silent_for", missed), zap.Int("misses", l.wdMisses),
 				zap.Int("kill_after", s.cfg.Liveness.Failures))
-			l.wdTimer.Reset(l.wdInterval)
+			l.rearmWatchdog()
 		case <-tick:
 			if !l.liveInFlight && l.ready {
 				l.liveInFlight = true
 				l.wg.Go(func() { l.checkLiveness(pctx) })
 			}
-		case err := <-l.liveResults:
+		case res := <-l.liveResults:
 			l.liveInFlight = false
-			if out, end := l.liveness(err); end {
+			if out, end := l.liveness(res); end {
 				return out
 			}
 		case <-ctx.Done():
@@ -231,9 +240,16 @@ func (l *life) armWatchdog() {
 		return
 	}
 	if l.wdTimer == nil {
+		l.wdDue = time.Now().Add(l.wdInterval)
 		l.wdTimer = time.NewTimer(l.wdInterval)
 		return
 	}
+	l.rearmWatchdog()
+}
+
+// rearmWatchdog sets the armed watchdog timer a full period from now.
+func (l *life) rearmWatchdog() {
+	l.wdDue = time.Now().Add(l.wdInterval)
 	l.wdTimer.Reset(l.wdInterval)
 }
 
@@ -321,19 +337,34 @@ func (l *life) pollReadiness(ctx context.Context) {
 	}
 }
 
+// liveResult is the outcome of one liveness check and how long it took.
+type liveResult struct {
+	err  error
+	took time.Duration
+}
+
 func (l *life) checkLiveness(ctx context.Context) {
 	cctx, cancel := context.WithTimeout(ctx, l.s.cfg.Liveness.Timeout)
 	defer cancel()
+	start := time.Now()
 	err := l.s.cfg.Liveness.Probe.Check(cctx)
 	select {
-	case l.liveResults <- err:
+	case l.liveResults <- liveResult{err: err, took: time.Since(start)}:
 	case <-ctx.Done():
 	}
 }
 
 // liveness applies one liveness check result.
-func (l *life) liveness(err error) (outcome, bool) {
+func (l *life) liveness(res liveResult) (outcome, bool) {
 	s := l.s
+	err := res.err
+	if late := res.took - s.cfg.Liveness.Timeout; err != nil && late > s.cfg.Liveness.Every {
+		// A check bounded by its timeout that ends a whole period past it was frozen with
+		// schedd (suspend, a paused VM or cgroup): it says nothing of the gateway (R-ENV-02).
+		s.log.Warn("schedd was not running for a while; the liveness check cut by the gap is not counted",
+			zap.Int("pid", l.pid), zap.Duration("took", res.took), zap.Error(err))
+		return outcome{}, false
+	}
 	if err == nil {
 		if l.liveFails > 0 {
 			s.log.Info("gateway liveness check passes again", zap.Int("pid", l.pid), zap.Int("after_failures", l.liveFails))

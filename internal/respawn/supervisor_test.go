@@ -37,12 +37,13 @@ type harness struct {
 	states chan api.Gateway
 }
 
-func start(t *testing.T, cfg Config, fs *fakeStarter, extra ...Option) *harness {
+// start runs a supervisor of cfg with fs as its starter; opts come after the harness's own.
+func start(t *testing.T, cfg Config, fs *fakeStarter, opts ...Option) *harness {
 	t.Helper()
 	h := &harness{t: t, fs: fs, done: make(chan error, 1), t0: time.Now(), states: make(chan api.Gateway, 1000)}
 	sup, err := New(cfg, append([]Option{WithStarter(fs), WithRand(func() float64 { return 0 }),
 		WithGroupOf(func(pid int) (int, error) { return pid, nil }),
-		OnStateChange(func(st api.Gateway) { h.states <- st })}, extra...)...)
+		OnStateChange(func(st api.Gateway) { h.states <- st })}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

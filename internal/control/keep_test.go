@@ -1,0 +1,73 @@
+//go:build unix
+
+package control
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
+)
+
+// R-ENV-07: the runtime dir holding the control socket is removed while schedd runs (a
+// cleaned /run or tmp dir). The directory and the socket come back owner-only within the
+// watch period, the server that never stopped answers on it again, and the socket is
+// removed once more at shutdown.
+func TestRuntimeDirRemoved_RENV07(t *testing.T) {
+	dir := filepath.Join(socketPath(t), "..", "run", "schedd")
+	path := filepath.Join(dir, "schedd.sock")
+	ln, err := Listen(path, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	core, logs := observer.New(zap.InfoLevel)
+	kept := Keep(ln, path, 0o600, 10*time.Millisecond, zap.New(core))
+	srv := NewServer(ServerOptions{Backend: fakeBackend{}})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, kept) }()
+	c := NewClient(path)
+	status := func(when string) {
+		t.Helper()
+		if st, err := c.Status(context.Background()); err != nil || st.Schedd.PID != 7 {
+			t.Fatalf("status %s: %+v, %v", when, st, err)
+		}
+	}
+	status("before")
+
+	for round := range 2 { // and again: the new socket is watched too
+		if err := os.RemoveAll(filepath.Dir(dir)); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			if _, err := os.Stat(path); err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("round %d: the control socket was not bound again", round)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		status("after the runtime dir was removed")
+		for p, want := range map[string]os.FileMode{path: 0o600, dir: 0o700} {
+			if fi, err := os.Stat(p); err != nil || fi.Mode().Perm() != want {
+				t.Fatalf("%s: %v, %v; want mode %v", p, fi.Mode(), err, want)
+			}
+		}
+	}
+	if n := logs.FilterMessage("the control socket was removed; bound it again").Len(); n != 2 {
+		t.Errorf("%d rebinds logged, want 2", n)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Serve: %v", err)
+	}
+	if _, err := os.Lstat(path); !os.IsNotExist(err) {
+		t.Fatalf("socket left after shutdown: %v", err)
+	}
+}
