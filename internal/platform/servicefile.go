@@ -183,9 +183,11 @@ WatchdogSec=30s
 Restart=on-failure
 RestartSec=2s
 RestartPreventExitStatus=2 73 78
-# SIGTERM goes to schedd alone, which stops the gateway's process group gracefully
-# (its stop signal, SIGKILL after gateway.stop.timeout); what is left at TimeoutStopSec
-# gets SIGKILL from systemd.
+# SIGTERM goes to schedd alone, which stops the gateway's process group and the
+# processes it adopted as their subreaper (the gateway's orphans, also those that left
+# the group) gracefully: their stop signal, SIGKILL after gateway.stop.timeout. While a
+# long drain runs schedd asks for more time with EXTEND_TIMEOUT_USEC; what is left at
+# TimeoutStopSec gets SIGKILL from systemd.
 KillMode=mixed
 # gateway.stop.timeout ({{secs .StopTimeout}}) plus {{margin}} for schedd's own shutdown.
 TimeoutStopSec={{budget .StopTimeout}}
