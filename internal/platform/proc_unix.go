@@ -245,7 +245,12 @@ func (p *Process) groupAlive() (bool, error) {
 	p.mu.Lock()
 	err := p.group.signal(0, p.reaped)
 	p.mu.Unlock()
-	pgid := p.pid
+	return groupLiveAfter(err, p.pid)
+}
+
+// groupLiveAfter is whether group pgid has a member that is not a zombie, given err of a
+// signal 0 sent to it.
+func groupLiveAfter(err error, pgid int) (bool, error) {
 	switch {
 	case errors.Is(err, unix.ESRCH):
 		return false, nil

@@ -69,14 +69,4 @@ func StopStaleGroup(ctx context.Context, pid int, start uint64, sig os.Signal, g
 
 // groupAlive reports whether the group pgid, known by number only (it is not a Process of
 // ours), still has a member that is not a zombie.
-func groupAlive(pgid int) (bool, error) {
-	err := unix.Kill(-pgid, 0)
-	switch {
-	case errors.Is(err, unix.ESRCH):
-		return false, nil
-	case err != nil:
-		// EPERM: members exist but none can be signalled by us.
-		return true, err
-	}
-	return groupHasLiveMember(pgid), nil
-}
+func groupAlive(pgid int) (bool, error) { return groupLiveAfter(unix.Kill(-pgid, 0), pgid) }
