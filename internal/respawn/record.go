@@ -39,7 +39,8 @@ func (s *Supervisor) recordPID(p Proc) {
 		return
 	}
 	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, fmt.Appendf(nil, "%d %d\n", p.PID(), start), 0o600); err == nil {
+	err = os.WriteFile(tmp, fmt.Appendf(nil, "%d %d\n", p.PID(), start), 0o600)
+	if err == nil {
 		err = os.Rename(tmp, path)
 	}
 	if err != nil {
