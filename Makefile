@@ -87,6 +87,7 @@ demo: build ## Supervise the example gateway, with heartbeats, a delivery and a 
 	@echo "a heartbeat every 10s, a cron job every 30s, and one delivery once the daemon answers."
 	@echo "In another terminal:"
 	@echo "  export SCHEDD_SOCKET=$(DEMO_SOCKET); bin/schedd status"
+	@echo "  bin/schedd logs -f          # the gateway's output; bin/schedd cron list, bin/schedd tasks list"
 	@# The delivery is enqueued once the control socket answers (at most 10 s from now).
 	@(for i in $$(seq 100); do \
 	  if $(BIN)/schedd status --socket $(DEMO_SOCKET) >/dev/null 2>&1; then \
