@@ -11,20 +11,26 @@ import (
 	"go.uber.org/zap"
 )
 
-// KeepEvery is how often Keep looks for the control socket's file: one lstat.
-const KeepEvery = 2 * time.Second
+// KeepEvery is how often schedd looks for its sockets' files: one lstat each. A removed
+// runtime dir is rare (a tmp cleaner, a logout), so the look is cheap and seldom: it keeps
+// an idle daemon's wake-ups well within its budget.
+const KeepEvery = 10 * time.Second
 
 // Keep returns ln, bound at path, as a listener that binds the socket again (mode, and its
-// directory 0700) whenever the file is gone: a runtime dir or tmp dir cleaned while schedd
-// runs would otherwise leave it unreachable for good (R-ENV-07). It looks every every.
-// Close stops the watch and closes the socket of the moment.
-func Keep(ln net.Listener, path string, mode os.FileMode, every time.Duration, log *zap.Logger) net.Listener {
-	k := &keptListener{path: path, mode: mode, log: log, cur: ln, done: make(chan struct{})}
-	k.wg.Go(func() { k.watch(every) })
+// directory 0700) whenever Check finds the file gone: a runtime dir or tmp dir cleaned
+// while schedd runs would otherwise leave it unreachable for good (R-ENV-07). With every >
+// 0 it checks every every by itself; with 0 the caller calls Check. Close stops the watch
+// and closes the socket of the moment.
+func Keep(ln net.Listener, path string, mode os.FileMode, every time.Duration, log *zap.Logger) *KeptListener {
+	k := &KeptListener{path: path, mode: mode, log: log, cur: ln, done: make(chan struct{})}
+	if every > 0 {
+		k.wg.Go(func() { k.watch(every) })
+	}
 	return k
 }
 
-type keptListener struct {
+// KeptListener is the listener of Keep.
+type KeptListener struct {
 	path string
 	mode os.FileMode
 	log  *zap.Logger
@@ -38,7 +44,7 @@ type keptListener struct {
 
 // Accept accepts on the socket of the moment; one replaced meanwhile ends its Accept with
 // an error, and Accept goes on with the new one.
-func (k *keptListener) Accept() (net.Conn, error) {
+func (k *KeptListener) Accept() (net.Conn, error) {
 	for {
 		ln := k.current()
 		c, err := ln.Accept()
@@ -54,15 +60,15 @@ func (k *keptListener) Accept() (net.Conn, error) {
 	}
 }
 
-func (k *keptListener) current() net.Listener {
+func (k *KeptListener) current() net.Listener {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	return k.cur
 }
 
-func (k *keptListener) Addr() net.Addr { return k.current().Addr() }
+func (k *KeptListener) Addr() net.Addr { return k.current().Addr() }
 
-func (k *keptListener) Close() error {
+func (k *KeptListener) Close() error {
 	k.mu.Lock()
 	if k.closed {
 		k.mu.Unlock()
@@ -75,37 +81,57 @@ func (k *keptListener) Close() error {
 	return k.current().Close()
 }
 
-func (k *keptListener) watch(every time.Duration) {
+func (k *KeptListener) watch(every time.Duration) {
 	t := time.NewTicker(every)
 	defer t.Stop()
-	failing := false // a rebind failed: say it again only once it works
+	var failing bool
 	for {
 		select {
 		case <-k.done:
 			return
 		case <-t.C:
 		}
-		if _, err := os.Lstat(k.path); !errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
-		ln, err := bind(k.path, k.mode)
-		if err != nil {
-			if !failing {
-				k.log.Error("the control socket is gone and cannot be bound again; retrying",
-					zap.String("socket", k.path), zap.Duration("every", every), zap.Error(err))
-			}
-			failing = true
-			continue
-		}
-		failing = false
-		k.mu.Lock()
-		old := k.cur
-		k.cur = ln
+		ok, err := k.Check()
+		ReportRebind(k.log, "the control socket", k.path, ok, err, &failing)
+	}
+}
+
+// Check binds the socket again if its file is gone, and reports whether it did.
+func (k *KeptListener) Check() (bool, error) {
+	if _, err := os.Lstat(k.path); !errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	ln, err := bind(k.path, k.mode)
+	if err != nil {
+		return false, err
+	}
+	k.mu.Lock()
+	if k.closed {
 		k.mu.Unlock()
-		if ul, ok := old.(*net.UnixListener); ok {
-			ul.SetUnlinkOnClose(false) // its name is the new socket's now
+		ln.Close()
+		return false, nil
+	}
+	old := k.cur
+	k.cur = ln
+	k.mu.Unlock()
+	if ul, ok := old.(*net.UnixListener); ok {
+		ul.SetUnlinkOnClose(false) // its name is the new socket's now
+	}
+	old.Close()
+	return true, nil
+}
+
+// ReportRebind logs what a check of a kept socket found: a failed rebind once until one
+// works again (failing remembers), a rebind as a warning.
+func ReportRebind(log *zap.Logger, what, path string, rebound bool, err error, failing *bool) {
+	switch {
+	case err != nil:
+		if !*failing {
+			log.Error(what+" is gone and cannot be bound again; retrying", zap.String("socket", path), zap.Error(err))
 		}
-		old.Close()
-		k.log.Warn("the control socket was removed; bound it again", zap.String("socket", k.path))
+		*failing = true
+	case rebound:
+		*failing = false
+		log.Warn(what+" was removed; bound it again", zap.String("socket", path))
 	}
 }

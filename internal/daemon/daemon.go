@@ -161,7 +161,8 @@ func (d *Daemon) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	ln = control.Keep(ln, o.Socket, 0o600, control.KeepEvery, d.log.Named("control"))
+	kept := control.Keep(ln, o.Socket, 0o600, 0, d.log.Named("control"))
+	ln = kept
 	defer ln.Close()
 	mln, err := d.listenMetrics(o.Config)
 	if err != nil {
@@ -235,8 +236,8 @@ func (d *Daemon) run(ctx context.Context) error {
 	})
 	if ns != nil {
 		g.Go(func() error { d.readNotify(bg, ns); return nil })
-		g.Go(func() error { d.keepNotify(bg, ns); return nil })
 	}
+	g.Go(func() error { d.keepSockets(bg, kept, ns); return nil })
 	g.Go(func() error { d.watchdog(bg); return nil })
 
 	supDone := make(chan error, 1)
@@ -351,26 +352,25 @@ func (d *Daemon) readNotify(ctx context.Context, ns *platform.NotifySocket) {
 	}
 }
 
-// keepNotify binds the notify socket again when its file is gone (R-ENV-07): without it
-// the gateway's READY=1 and WATCHDOG=1 go nowhere, and its watchdog would kill it.
-func (d *Daemon) keepNotify(ctx context.Context, ns *platform.NotifySocket) {
+// keepSockets binds the control socket and the gateway's notify socket again when their
+// files are gone (R-ENV-07): without them the CLI cannot reach schedd, and the gateway's
+// READY=1 and WATCHDOG=1 go nowhere, so its watchdog would kill it. One look every
+// control.KeepEvery serves both.
+func (d *Daemon) keepSockets(ctx context.Context, ctl *control.KeptListener, ns *platform.NotifySocket) {
 	t := time.NewTicker(control.KeepEvery)
 	defer t.Stop()
-	failing := false // say it again only once it works
+	var ctlFailing, nsFailing bool
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
-		switch ok, err := ns.Rebind(); {
-		case err != nil && !failing:
-			d.log.Error("the gateway's notify socket is gone and cannot be bound again; retrying",
-				zap.String("socket", ns.Path()), zap.Error(err))
-			failing = true
-		case ok:
-			failing = false
-			d.log.Warn("the gateway's notify socket was removed; bound it again", zap.String("socket", ns.Path()))
+		ok, err := ctl.Check()
+		control.ReportRebind(d.log.Named("control"), "the control socket", ctl.Addr().String(), ok, err, &ctlFailing)
+		if ns != nil {
+			ok, err := ns.Rebind()
+			control.ReportRebind(d.log, "the gateway's notify socket", ns.Path(), ok, err, &nsFailing)
 		}
 	}
 }
