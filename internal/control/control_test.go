@@ -58,7 +58,11 @@ func serve(t *testing.T, opts ServerOptions) (*Client, *Server) {
 			t.Errorf("Serve: %v", err)
 		}
 	})
-	return NewClient(path), srv
+	c := NewClient(path)
+	// Before the server stops (cleanups run last first): a connection the client dialled
+	// and never used is new to the server, and its shutdown waits up to 5 s for such ones.
+	t.Cleanup(c.Close)
+	return c, srv
 }
 
 func TestStatus(t *testing.T) {
