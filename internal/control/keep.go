@@ -11,9 +11,9 @@ import (
 	"go.uber.org/zap"
 )
 
-// KeepEvery is how often schedd looks for its sockets' files: one lstat each. A removed
-// runtime dir is rare (a tmp cleaner, a logout), so the look is cheap and seldom: it keeps
-// an idle daemon's wake-ups well within its budget.
+// KeepEvery is how often schedd looks for its sockets' files where it cannot be told of
+// their removal (on Linux it is, by inotify): one lstat each. A removed runtime dir is rare
+// (a tmp cleaner, a logout), so the look is seldom.
 const KeepEvery = 10 * time.Second
 
 // Keep returns ln, bound at path, as a listener that binds the socket again (mode, and its

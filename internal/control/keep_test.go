@@ -45,7 +45,8 @@ func TestRuntimeDirRemoved_RENV07(t *testing.T) {
 		}
 		deadline := time.Now().Add(5 * time.Second)
 		for {
-			if _, err := os.Stat(path); err == nil {
+			// Bound, then made owner-only: wait for both.
+			if fi, err := os.Stat(path); err == nil && fi.Mode().Perm() == 0o600 {
 				break
 			}
 			if time.Now().After(deadline) {

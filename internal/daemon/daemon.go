@@ -354,25 +354,22 @@ func (d *Daemon) readNotify(ctx context.Context, ns *platform.NotifySocket) {
 
 // keepSockets binds the control socket and the gateway's notify socket again when their
 // files are gone (R-ENV-07): without them the CLI cannot reach schedd, and the gateway's
-// READY=1 and WATCHDOG=1 go nowhere, so its watchdog would kill it. One look every
-// control.KeepEvery serves both.
+// READY=1 and WATCHDOG=1 go nowhere, so its watchdog would kill it. It waits on their
+// directories' removals (inotify; a look every control.KeepEvery elsewhere).
 func (d *Daemon) keepSockets(ctx context.Context, ctl *control.KeptListener, ns *platform.NotifySocket) {
-	t := time.NewTicker(control.KeepEvery)
-	defer t.Stop()
+	dirs := []string{filepath.Dir(ctl.Addr().String())}
+	if ns != nil && filepath.Dir(ns.Path()) != dirs[0] {
+		dirs = append(dirs, filepath.Dir(ns.Path()))
+	}
 	var ctlFailing, nsFailing bool
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	platform.WatchRemovals(ctx, dirs, control.KeepEvery, func() {
 		ok, err := ctl.Check()
 		control.ReportRebind(d.log.Named("control"), "the control socket", ctl.Addr().String(), ok, err, &ctlFailing)
 		if ns != nil {
 			ok, err := ns.Rebind()
 			control.ReportRebind(d.log, "the gateway's notify socket", ns.Path(), ok, err, &nsFailing)
 		}
-	}
+	})
 }
 
 // watchdog feeds our own service manager's watchdog at half its interval, but only while
