@@ -24,6 +24,13 @@ var scrubbedKeys = []string{
 	"LAUNCH_JOB_NAME",
 	"XPC_SERVICE_NAME",
 	"SCHEDD_SERVICE_MANAGER",
+	// OpenClaw's own service markers: a gateway that sees them believes it runs under the
+	// manager they name and defers to it (or repairs its unit) instead of to schedd.
+	"OPENCLAW_SYSTEMD_UNIT",
+	"OPENCLAW_LAUNCHD_LABEL",
+	"OPENCLAW_WINDOWS_TASK_NAME",
+	"OPENCLAW_SERVICE_MARKER",
+	"OPENCLAW_SERVICE_KIND",
 }
 
 // scrubbedPrefix marks the schtasks markers; every variable starting with it is dropped.

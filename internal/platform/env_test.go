@@ -32,6 +32,27 @@ func TestChildEnvScrubsEveryKey(t *testing.T) {
 	}
 }
 
+// OpenClaw reads these to decide which service manager it runs under: from schedd's own
+// environment (schedd installed as an OpenClaw-named unit, say) they never reach the
+// gateway, and gateway.env may still set them on purpose.
+func TestChildEnvScrubsOpenClawMarkers(t *testing.T) {
+	markers := []string{"INVOCATION_ID", "SYSTEMD_EXEC_PID", "JOURNAL_STREAM", "OPENCLAW_SYSTEMD_UNIT",
+		"OPENCLAW_LAUNCHD_LABEL", "LAUNCH_JOB_LABEL", "LAUNCH_JOB_NAME", "XPC_SERVICE_NAME",
+		"OPENCLAW_WINDOWS_TASK_NAME", "OPENCLAW_SERVICE_MARKER", "OPENCLAW_SERVICE_KIND"}
+	var parent []string
+	for _, k := range markers {
+		parent = append(parent, k+"=from-schedd")
+	}
+	parent = append(parent, "OPENCLAW_NO_RESPAWN=1")
+	if got := ChildEnv(parent, nil); !slices.Equal(got, []string{"OPENCLAW_NO_RESPAWN=1"}) {
+		t.Errorf("ChildEnv = %q, want only OPENCLAW_NO_RESPAWN", got)
+	}
+	got := ChildEnv(parent, map[string]string{"OPENCLAW_SERVICE_KIND": "schedd"})
+	if !slices.Contains(got, "OPENCLAW_SERVICE_KIND=schedd") {
+		t.Errorf("an explicit gateway.env value was dropped: %q", got)
+	}
+}
+
 func TestChildEnvSet(t *testing.T) {
 	parent := []string{"A=1", "B=2", "NOTIFY_SOCKET=/run/systemd/notify", "A=3", "junk", "=C:=C:\\x"}
 	got := ChildEnv(parent, map[string]string{
