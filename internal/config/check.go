@@ -282,7 +282,8 @@ func set(pairs ...any) []string {
 
 func (k *checker) gateway() {
 	g := &k.c.Gateway
-	k.env("gateway.env", g.Env)
+	set, _ := g.EnvSplit()
+	k.env("gateway.env", set)
 	k.probe("gateway.readiness", &g.Readiness, roleReadiness)
 	if g.Liveness != nil {
 		k.probe("gateway.liveness", g.Liveness, roleLiveness)

@@ -26,6 +26,7 @@ package config
 
 import (
 	"net/url"
+	"slices"
 	"time"
 )
 
@@ -54,8 +55,9 @@ type Config struct {
 type Gateway struct {
 	// Command is argv of the gateway. Required to run; `schedd run -- CMD` may supply it.
 	Command []string `yaml:"command"`
-	// Env is added to the gateway's environment (values are secrets: never printed).
-	Env map[string]string `yaml:"env" schedd:"secret"`
+	// Env is added to the gateway's environment (values are secrets: never printed). A null
+	// value (`TERM: null`) removes that variable from what the gateway inherits.
+	Env map[string]*string `yaml:"env" schedd:"secret"`
 	// Workdir is the gateway's working directory; "" inherits schedd's.
 	Workdir string `yaml:"workdir"`
 	// Readiness decides when a started gateway counts as ready. Default none: {} with a
@@ -486,3 +488,18 @@ func (c *Config) GatewayBaseURL() string {
 
 // D returns d as a time.Duration.
 func (d Duration) D() time.Duration { return time.Duration(d) }
+
+// EnvSplit is gateway.env as the variables it sets and the names it removes (null values),
+// the names sorted.
+func (g *Gateway) EnvSplit() (set map[string]string, unset []string) {
+	set = make(map[string]string, len(g.Env))
+	for k, v := range g.Env {
+		if v == nil {
+			unset = append(unset, k)
+			continue
+		}
+		set[k] = *v
+	}
+	slices.Sort(unset)
+	return set, unset
+}

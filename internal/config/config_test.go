@@ -3,8 +3,10 @@ package config
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -493,14 +495,14 @@ func TestRedacted(t *testing.T) {
 	if got := r.Gateway.Readiness.HTTP.Headers["Authorization"]; got != RedactedValue {
 		t.Errorf("header = %q", got)
 	}
-	if got := r.Gateway.Env["OPENCLAW_NO_RESPAWN"]; got != RedactedValue {
-		t.Errorf("env = %q", got)
+	if got := r.Gateway.Env["OPENCLAW_NO_RESPAWN"]; got == nil || *got != RedactedValue {
+		t.Errorf("env = %v", got)
 	}
 	if got := r.Deliveries.Sinks["webhook"].HTTP.URL; got != "https://user:xxxxx@example.net/hook" {
 		t.Errorf("url = %q", got)
 	}
 	// The original is untouched and everything else is equal.
-	if c.Deliveries.Sinks["webhook"].HTTP.Headers["Authorization"] != "Bearer sekrit-sink" || c.Gateway.Env["API_TOKEN"] != "sekrit-env" {
+	if c.Deliveries.Sinks["webhook"].HTTP.Headers["Authorization"] != "Bearer sekrit-sink" || *c.Gateway.Env["API_TOKEN"] != "sekrit-env" {
 		t.Error("Redacted() changed the original")
 	}
 	if r.Gateway.Readiness.HTTP.URL != c.Gateway.Readiness.HTTP.URL || r.Deliveries.Sinks["outbox"].Gateway.Path != c.Deliveries.Sinks["outbox"].Gateway.Path {
@@ -572,5 +574,18 @@ func TestCommandMissingFromFile(t *testing.T) {
 	want := "f.yaml: gateway.command: is required: set it in the config file or pass the command after `schedd run --`"
 	if err := c.Validate(); err == nil || err.Error() != want {
 		t.Errorf("got %v, want %s", err, want)
+	}
+}
+
+// A null value in gateway.env removes the variable from what the gateway inherits; an empty
+// string sets it empty. Both survive a round trip through the decoder.
+func TestGatewayEnvNullRemoves(t *testing.T) {
+	c := mustParse(t, "gateway:\n  command: [gw]\n  env: {TERM: null, EMPTY: \"\", A: x, B: ~}\n")
+	set, unset := c.Gateway.EnvSplit()
+	if !maps.Equal(set, map[string]string{"EMPTY": "", "A": "x"}) || !slices.Equal(unset, []string{"B", "TERM"}) {
+		t.Fatalf("EnvSplit = %v, %v", set, unset)
+	}
+	if v, ok := c.Gateway.Env["TERM"]; !ok || v != nil {
+		t.Fatalf("TERM: %v, %v; want present and nil", v, ok)
 	}
 }

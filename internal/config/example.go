@@ -16,7 +16,8 @@ const example = `# schedd configuration file.
 # The gateway: the one child process schedd supervises.
 gateway:
   command: [openclaw, gateway, run, --port, "18789"]  # argv; required here or after "schedd run --"
-  env: {}                  # extra environment, e.g. {OPENCLAW_NO_RESPAWN: "1"}; values are secrets
+  env: {}                  # extra environment, e.g. {OPENCLAW_NO_RESPAWN: "1"}; values are secrets;
+                           # a null value removes an inherited variable: {TERM: null}
   workdir: ""              # working directory, relative to this file's directory; "" = schedd's own
 
   # Readiness: when a started gateway counts as ready. Exactly one kind.

@@ -105,7 +105,8 @@ func redact(v reflect.Value) {
 	}
 }
 
-// hide replaces a secret string, or every value of a map of strings.
+// hide replaces a secret string, or every value of a map of strings or of string pointers
+// (a nil one, a variable removed from the gateway's environment, hides nothing and stays).
 func hide(v reflect.Value) {
 	switch v.Kind() {
 	case reflect.String:
@@ -114,7 +115,13 @@ func hide(v reflect.Value) {
 		}
 	case reflect.Map:
 		for _, k := range v.MapKeys() {
-			v.SetMapIndex(k, reflect.ValueOf(RedactedValue))
+			switch e := v.MapIndex(k); {
+			case e.Kind() != reflect.Pointer:
+				v.SetMapIndex(k, reflect.ValueOf(RedactedValue))
+			case !e.IsNil():
+				s := RedactedValue
+				v.SetMapIndex(k, reflect.ValueOf(&s))
+			}
 		}
 	}
 }

@@ -20,9 +20,11 @@ func SupervisorConfig(c *config.Config, environ []string) (respawn.Config, error
 	if err != nil {
 		return respawn.Config{}, fmt.Errorf("gateway.stop.signal: %w", err)
 	}
+	set, unset := g.EnvSplit()
 	rc := respawn.Config{
 		Argv:        g.Command,
-		Env:         g.Env,
+		Env:         set,
+		Unset:       unset,
 		BaseEnv:     environ,
 		Dir:         g.Workdir,
 		StopSignal:  sig,

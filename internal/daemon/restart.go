@@ -201,7 +201,7 @@ func gatewayChanges(a, b config.Gateway) []string {
 	if !slices.Equal(a.Command, b.Command) {
 		out = append(out, "gateway.command")
 	}
-	if !maps.Equal(a.Env, b.Env) {
+	if !maps.EqualFunc(a.Env, b.Env, func(x, y *string) bool { return (x == nil) == (y == nil) && (x == nil || *x == *y) }) {
 		out = append(out, "gateway.env")
 	}
 	if a.Workdir != b.Workdir {

@@ -49,7 +49,8 @@ func TestGatewayChanges(t *testing.T) {
 		t.Fatalf("no change: %v", got)
 	}
 	b.Command = []string{"gw", "--v2"}
-	b.Env = map[string]string{"A": "2"}
+	two := "2"
+	b.Env = map[string]*string{"A": &two}
 	b.Workdir = "/srv"
 	b.Stop.Timeout = 1 // not a restart reason
 	got := gatewayChanges(a, b)
@@ -61,6 +62,7 @@ func TestGatewayChanges(t *testing.T) {
 func gatewayFixture() config.Gateway {
 	g := config.Default().Gateway
 	g.Command = []string{"gw"}
-	g.Env = map[string]string{"A": "1"}
+	one := "1" // a pointer of each fixture's own: the values compare, not the pointers
+	g.Env = map[string]*string{"A": &one, "TERM": nil}
 	return g
 }

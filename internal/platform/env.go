@@ -81,6 +81,26 @@ func ChildEnv(parent []string, set map[string]string) []string {
 	return out
 }
 
+// WithoutKeys returns env (os.Environ() form) without the variables named in keys (on
+// Windows compared case-insensitively); env itself is not changed.
+func WithoutKeys(env []string, keys []string) []string {
+	if len(keys) == 0 {
+		return env
+	}
+	drop := make(map[string]bool, len(keys))
+	for _, k := range keys {
+		drop[normKey(k)] = true
+	}
+	out := make([]string, 0, len(env))
+	for _, kv := range env {
+		if key, ok := envKey(kv); ok && drop[normKey(key)] {
+			continue
+		}
+		out = append(out, kv)
+	}
+	return out
+}
+
 // envKey splits the key off "KEY=VALUE". A leading '=' belongs to the key (Windows keeps
 // per-drive directories as "=C:=C:\dir").
 func envKey(kv string) (string, bool) {

@@ -309,8 +309,10 @@ func TestRealNotifyReady(t *testing.T) {
 	envFile := filepath.Join(t.TempDir(), "env")
 	t.Setenv("WATCHDOG_USEC", "123")
 	t.Setenv("INVOCATION_ID", "leaked")
+	t.Setenv("SCHEDD_TEST_UNSET", "inherited") // removed by a null in gateway.env
 	cfg := realConfig(t, "ready", "ready-delay=50ms", "status=serving", "inflight=2", "env-file="+envFile)
 	cfg.BaseEnv = os.Environ()
+	cfg.Unset = []string{"SCHEDD_TEST_UNSET"}
 	cfg.ControlSocket = "/run/test/schedd.sock"
 	cfg.Readiness = Readiness{Notify: true, Timeout: 10 * time.Second}
 	h := runReal(t, cfg, true)
@@ -329,7 +331,7 @@ func TestRealNotifyReady(t *testing.T) {
 		}
 	}
 	for _, v := range env {
-		if strings.HasPrefix(v, "WATCHDOG_USEC=") || strings.HasPrefix(v, "INVOCATION_ID=") {
+		if strings.HasPrefix(v, "WATCHDOG_USEC=") || strings.HasPrefix(v, "INVOCATION_ID=") || strings.HasPrefix(v, "SCHEDD_TEST_UNSET=") {
 			t.Errorf("gateway env has the parent's %s", v)
 		}
 	}

@@ -383,7 +383,7 @@ func (s *Supervisor) start() (Proc, error) {
 	out := newOutputLogger(s.log.Named("gateway"), s.cfg.MaxLinesPerSecond, s.ring)
 	proc, err := s.starter.Start(platform.Command{
 		Argv:   s.cfg.Argv,
-		Env:    platform.ChildEnv(s.cfg.BaseEnv, set),
+		Env:    platform.ChildEnv(platform.WithoutKeys(s.cfg.BaseEnv, s.cfg.Unset), set),
 		Dir:    s.cfg.Dir,
 		Output: out.line,
 	})

@@ -73,6 +73,7 @@ type Liveness struct {
 type Config struct {
 	Argv    []string
 	Env     map[string]string // set in the gateway's environment over BaseEnv
+	Unset   []string          // removed from BaseEnv (a null in gateway.env)
 	BaseEnv []string          // the environment to start from (os.Environ()); it is scrubbed
 	Dir     string
 
