@@ -77,7 +77,8 @@ func promtool(t *testing.T) string {
 }
 
 // TestE2EMetrics is the acceptance of the metrics endpoint: a daemon with metrics.listen
-// goes through a restart, a heartbeat and a delivery; the scrape shows each series moved,
+// goes through a restart, a heartbeat, a delivery and a cron run; the scrape shows each
+// series moved,
 // holds no secret, key or ID, and passes `promtool check metrics`.
 func TestE2EMetrics(t *testing.T) {
 	addr := freeAddr(t)
@@ -90,6 +91,9 @@ gateway: {env: {API_TOKEN: %s}}
 deliveries:
   sinks:
     hook: {http: {url: "%s/hook"}}
+cron:
+  jobs:
+    - {name: tick, schedule: "0 0 1 1 *", action: {exec: {command: ["true"]}}}
 %s`, addr, envSecret, sink.URL, heartbeatYAML(t, log, "{id: main}")))
 	d := startDaemon(t, daemonOpts{dir: dir, args: []string{"--config", cfg}, gateway: []string{}})
 	first := d.waitFor("ready", func(g api.Gateway) bool { return g.State == api.GatewayReady }).Gateway.PID
@@ -106,6 +110,9 @@ deliveries:
 	waitPulses(t, log, "main", 1)
 	e := enqueueCLI(t, d, "--sink", "hook", "--key", key, "--header", "Authorization="+headerSecret, "--data", `{"n": 1}`)
 	d.waitDelivery(t, e.ID, "delivered", func(v api.Delivery) bool { return v.State == api.DeliveryDelivered })
+	if code, out, errOut := cli("cron", "run", "tick", "--wait", "--socket", d.socket); code != 0 {
+		t.Fatalf("cron run tick --wait: %d %q %s", code, out, errOut)
+	}
 
 	want := []string{
 		"schedd_gateway_up 1",
@@ -123,6 +130,9 @@ deliveries:
 		"schedd_deliveries_oldest_pending_age_seconds 0",
 		"schedd_delivery_recovery_passes_total 1",
 		`schedd_delivery_store_commit_errors_total{kind="io"} 0`,
+		`schedd_cron_runs_total{job="tick",state="succeeded"} 1`,
+		`schedd_cron_lateness_seconds_count{job="tick"} 1`,
+		`schedd_cron_tasks{state="running"} 0`,
 	}
 	// The last hooks run just after what the test waited for is visible: poll a little.
 	var body string
