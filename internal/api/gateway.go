@@ -18,6 +18,11 @@ const (
 	GatewayStopped      GatewayState = "stopped"       // not running and not going to be restarted
 )
 
+// GatewayStates lists every GatewayState, for the label sets of metrics: a state added
+// above belongs here too.
+var GatewayStates = []GatewayState{GatewayStarting, GatewayReady, GatewayStopping, GatewayBackoff,
+	GatewayCrashLooping, GatewayStopped}
+
 // ExitReason says why a gateway process ended.
 type ExitReason string
 
@@ -33,6 +38,11 @@ const (
 	ExitRestart            ExitReason = "restart"              // stopped for a requested restart
 	ExitStop               ExitReason = "stop"                 // stopped because schedd stops
 )
+
+// ExitReasons lists every ExitReason, for the label sets of metrics: a reason added above
+// belongs here too.
+var ExitReasons = []ExitReason{ExitExited, ExitSignal, ExitSpawnFailed, ExitPortInUse, ExitReadinessTimeout,
+	ExitLivenessTimeout, ExitKilledAfterTimeout, ExitRestart, ExitStop}
 
 // Exit records how one gateway process ended.
 type Exit struct {

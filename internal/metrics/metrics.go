@@ -30,11 +30,8 @@ const other = "other"
 
 // The fixed label sets.
 var (
-	exitReasons = []string{string(api.ExitExited), string(api.ExitSignal), string(api.ExitSpawnFailed), string(api.ExitPortInUse),
-		string(api.ExitReadinessTimeout), string(api.ExitLivenessTimeout), string(api.ExitKilledAfterTimeout),
-		string(api.ExitRestart), string(api.ExitStop)}
-	gatewayStates = []string{string(api.GatewayStarting), string(api.GatewayReady), string(api.GatewayStopping),
-		string(api.GatewayBackoff), string(api.GatewayCrashLooping), string(api.GatewayStopped)}
+	exitReasons    = names(api.ExitReasons)
+	gatewayStates  = names(api.GatewayStates)
 	restartSources = []string{string(api.SourceSignal), string(api.SourceCLI), string(api.SourceAPI), string(api.SourceConfig)}
 	pulseStatuses  = []string{string(api.RunRan), string(api.RunSkipped), string(api.RunFailed)}
 	// AttemptResults are the results of a delivery attempt (a send that was made).
@@ -55,6 +52,15 @@ var (
 	commitBuckets     = prometheus.ExponentialBuckets(0.0005, 2, 14)
 	scrapeStatusLimit = 5 * time.Second
 )
+
+// names are the string values of a list of api constants.
+func names[T ~string](vs []T) []string {
+	out := make([]string, len(vs))
+	for i, v := range vs {
+		out[i] = string(v)
+	}
+	return out
+}
 
 // oneOf returns v when it is in set, else "other": a label never takes a value outside its set.
 func oneOf(v string, set []string) string {
