@@ -18,24 +18,17 @@ const KeepEvery = 10 * time.Second
 
 // Keep returns ln, bound at path, as a listener that binds the socket again (mode, and its
 // directory 0700) whenever Check finds the file gone: a runtime dir or tmp dir cleaned
-// while schedd runs would otherwise leave it unreachable for good (R-ENV-07). With every >
-// 0 it checks every every by itself; with 0 the caller calls Check. Close stops the watch
-// and closes the socket of the moment.
-func Keep(ln net.Listener, path string, mode os.FileMode, every time.Duration, log *zap.Logger) *KeptListener {
-	k := &KeptListener{path: path, mode: mode, log: log, cur: ln, done: make(chan struct{})}
-	if every > 0 {
-		k.wg.Go(func() { k.watch(every) })
-	}
-	return k
+// while schedd runs would otherwise leave it unreachable for good (R-ENV-07). The caller
+// decides when to check (the daemon: platform.WatchRemovals). Close closes the socket of
+// the moment; a Check after it binds nothing.
+func Keep(ln net.Listener, path string, mode os.FileMode) *KeptListener {
+	return &KeptListener{path: path, mode: mode, cur: ln}
 }
 
 // KeptListener is the listener of Keep.
 type KeptListener struct {
 	path string
 	mode os.FileMode
-	log  *zap.Logger
-	wg   sync.WaitGroup
-	done chan struct{}
 
 	mu     sync.Mutex
 	cur    net.Listener
@@ -74,26 +67,9 @@ func (k *KeptListener) Close() error {
 		k.mu.Unlock()
 		return nil
 	}
-	k.closed = true
-	close(k.done)
+	k.closed = true // no rebind after this
 	k.mu.Unlock()
-	k.wg.Wait() // no rebind after this
 	return k.current().Close()
-}
-
-func (k *KeptListener) watch(every time.Duration) {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	var failing bool
-	for {
-		select {
-		case <-k.done:
-			return
-		case <-t.C:
-		}
-		ok, err := k.Check()
-		ReportRebind(k.log, "the control socket", k.path, ok, err, &failing)
-	}
 }
 
 // Check binds the socket again if its file is gone, and reports whether it did.

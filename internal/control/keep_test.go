@@ -25,7 +25,26 @@ func TestRuntimeDirRemoved_RENV07(t *testing.T) {
 		t.Fatal(err)
 	}
 	core, logs := observer.New(zap.InfoLevel)
-	kept := Keep(ln, path, 0o600, 10*time.Millisecond, zap.New(core))
+	kept := Keep(ln, path, 0o600)
+	// A look every 10 ms, as the daemon does where it cannot be told of a removal (told at
+	// once, it would race the test's own RemoveAll of the tree).
+	stopWatch, watched := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(watched)
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
+		var failing bool
+		for {
+			select {
+			case <-stopWatch:
+				return
+			case <-tick.C:
+			}
+			ok, err := kept.Check()
+			ReportRebind(zap.New(core), "the control socket", path, ok, err, &failing)
+		}
+	}()
+	defer func() { close(stopWatch); <-watched }()
 	srv := NewServer(ServerOptions{Backend: fakeBackend{}})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

@@ -161,7 +161,7 @@ func (d *Daemon) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	kept := control.Keep(ln, o.Socket, 0o600, 0, d.log.Named("control"))
+	kept := control.Keep(ln, o.Socket, 0o600)
 	ln = kept
 	defer ln.Close()
 	mln, err := d.listenMetrics(o.Config)

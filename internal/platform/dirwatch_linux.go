@@ -33,11 +33,13 @@ func WatchRemovals(ctx context.Context, dirs []string, fallback time.Duration, c
 			_, _ = unix.InotifyAddWatch(fd, d, removalEvents)
 		}
 	}
-	watch()
-	check()
-	watch()
 	buf := make([]byte, 4096)
 	for {
+		// Watched before the check, so a removal right after it is not missed, and again
+		// after it: a directory it made anew is a new one to watch.
+		watch()
+		check()
+		watch()
 		if _, err := f.Read(buf); err != nil {
 			f.Close()
 			if ctx.Err() == nil {
@@ -45,8 +47,5 @@ func WatchRemovals(ctx context.Context, dirs []string, fallback time.Duration, c
 			}
 			return
 		}
-		watch()
-		check()
-		watch()
 	}
 }
