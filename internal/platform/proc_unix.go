@@ -209,32 +209,48 @@ func (p *Process) KillGroupAndWait(ctx context.Context) error {
 		return nil
 	}
 	pgid := p.pid
-	delay := time.Millisecond
-	for {
+	err := untilGone(ctx, func() (bool, error) {
 		reapGroup(pgid)
-		alive, err := p.groupAlive()
-		if err != nil {
-			return fmt.Errorf("kill process group %d: %w", pgid, err)
-		}
-		if !alive {
-			// Members seen as zombies a moment ago may be ours to reap by now.
-			reapGroup(pgid)
-			p.mu.Lock()
-			p.groupGone = true
-			p.group.close()
-			p.mu.Unlock()
-			return nil
-		}
-		// Members may still fork: kill on every round, not once.
+		return p.groupAlive()
+	}, func() {
 		p.mu.Lock()
 		_ = p.group.signal(unix.SIGKILL, p.reaped)
 		p.mu.Unlock()
+	}, time.Time{})
+	if err != nil {
+		return fmt.Errorf("kill process group %d: %w", pgid, err)
+	}
+	// Members seen as zombies a moment ago may be ours to reap by now.
+	reapGroup(pgid)
+	p.mu.Lock()
+	p.groupGone = true
+	p.group.close()
+	p.mu.Unlock()
+	return nil
+}
+
+// untilGone asks alive, with a pause that doubles from 1 ms to killPollMax, until it says
+// the group is gone, and calls kill on every round from killAt on (members may still fork:
+// once is not enough). It returns alive's error, or ctx's if ctx ends first.
+func untilGone(ctx context.Context, alive func() (bool, error), kill func(), killAt time.Time) error {
+	delay := time.Millisecond
+	for {
+		a, err := alive()
+		if err != nil {
+			return err
+		}
+		if !a {
+			return nil
+		}
+		if !time.Now().Before(killAt) {
+			kill()
+		}
 		t := time.NewTimer(delay)
 		select {
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
-			return fmt.Errorf("kill process group %d: %w", pgid, ctx.Err())
+			return ctx.Err()
 		}
 		delay = min(delay*2, killPollMax)
 	}

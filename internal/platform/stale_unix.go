@@ -46,25 +46,16 @@ func StopStaleGroup(ctx context.Context, pid int, start uint64, sig os.Signal, g
 		return false, nil
 	}
 	_ = unix.Kill(-pid, s)
-	killAt := time.Now().Add(grace)
-	delay := time.Millisecond
-	for {
-		if alive, _ := groupAlive(pid); !alive {
-			return true, nil
-		}
-		if !time.Now().Before(killAt) {
-			_ = unix.Kill(-pid, unix.SIGKILL) // every round: members may still fork
-		}
-		t := time.NewTimer(delay)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			_ = unix.Kill(-pid, unix.SIGKILL)
-			return true, fmt.Errorf("stale process group %d: %w", pid, ctx.Err())
-		}
-		delay = min(delay*2, killPollMax)
+	kill := func() { _ = unix.Kill(-pid, unix.SIGKILL) }
+	err := untilGone(ctx, func() (bool, error) {
+		alive, _ := groupAlive(pid)
+		return alive, nil
+	}, kill, time.Now().Add(grace))
+	if err != nil {
+		kill()
+		return true, fmt.Errorf("stale process group %d: %w", pid, err)
 	}
+	return true, nil
 }
 
 // groupAlive reports whether the group pgid, known by number only (it is not a Process of
