@@ -1,4 +1,5 @@
-// Package backoff computes retry delays for schedd.
+// Package backoff computes retry delays for schedd, and reads the delay a destination asks
+// for (an HTTP Retry-After, [ParseRetryAfter]).
 //
 // It holds two tools:
 //

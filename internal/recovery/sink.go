@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/schedd/schedd/internal/backoff"
 )
 
 // Delivery is what a sink is asked to send.
@@ -125,7 +127,7 @@ func (s *HTTPSink) Send(ctx context.Context, d Delivery) error {
 	}
 	se := &SendError{Class: statusClass(resp.StatusCode), Err: errors.New(msg), Status: resp.StatusCode}
 	if se.Class == Transient {
-		if ra, ok := ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now()); ok {
+		if ra, ok := backoff.ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now()); ok {
 			se.RetryAfter = ra
 		}
 	}
