@@ -48,6 +48,12 @@ type AgentStatus struct {
 	NextDueAt      *time.Time      `json:"next_due_at"`
 	Last           *HeartbeatRun   `json:"last"`
 	Event          *HeartbeatEvent `json:"event,omitempty"`
+	// ConfigError is the target's refusal of the last pulse it refused (an OpenClaw 401,
+	// 404, 400 "unknown agentId" ...), quoting it; it stays until a pulse is accepted or
+	// the target is reconfigured.
+	ConfigError string `json:"config_error,omitempty"`
+	// RateLimitedUntil is when a target's Retry-After ends; no pulse is sent before it.
+	RateLimitedUntil *time.Time `json:"rate_limited_until,omitempty"`
 }
 
 // RunStatus is how one heartbeat run ended.
@@ -66,6 +72,9 @@ type HeartbeatRun struct {
 	Reason     string    `json:"reason"`
 	DurationMS int64     `json:"duration_ms"`
 	At         time.Time `json:"at"`
+	// Outcome is what the target said it did with the pulse: an OpenClaw wake's
+	// eventOutcome, "queued" or "coalesced".
+	Outcome string `json:"outcome,omitempty"`
 }
 
 // HeartbeatEvent is what the gateway did with a pulse, as its reply said.

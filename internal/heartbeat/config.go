@@ -50,8 +50,9 @@ type AgentConfig struct {
 
 // Target is where a due heartbeat is pulsed: exactly one kind.
 type Target struct {
-	HTTP *HTTPTarget
-	Exec *ExecTarget
+	HTTP     *HTTPTarget
+	Exec     *ExecTarget
+	OpenClaw *OpenClawTarget
 }
 
 // HTTPTarget POSTs the pulse as JSON.
@@ -181,16 +182,19 @@ func checkTarget(field string, t *Target) []error {
 		return nil
 	}
 	var errs []error
-	switch {
-	case t.HTTP != nil && t.Exec != nil:
-		errs = append(errs, &ConfigError{field, "names both http and exec; pick one"})
-	case t.HTTP == nil && t.Exec == nil:
-		errs = append(errs, &ConfigError{field, "needs http or exec"})
-	case t.HTTP != nil:
-		u, err := url.Parse(t.HTTP.URL)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			errs = append(errs, &ConfigError{field + ".http.url", fmt.Sprintf("%q is not an absolute http(s) URL", t.HTTP.URL)})
+	kinds := 0
+	for _, set := range []bool{t.HTTP != nil, t.Exec != nil, t.OpenClaw != nil} {
+		if set {
+			kinds++
 		}
+	}
+	switch {
+	case kinds > 1:
+		errs = append(errs, &ConfigError{field, "names more than one of http, exec and openclaw; pick one"})
+	case kinds == 0:
+		errs = append(errs, &ConfigError{field, "needs http, exec or openclaw"})
+	case t.HTTP != nil:
+		errs = append(errs, checkURL(field+".http.url", t.HTTP.URL)...)
 		if t.HTTP.Timeout < 0 {
 			errs = append(errs, &ConfigError{field + ".http.timeout", "must not be negative"})
 		}
@@ -201,6 +205,28 @@ func checkTarget(field string, t *Target) []error {
 		if t.Exec.Timeout < 0 {
 			errs = append(errs, &ConfigError{field + ".exec.timeout", "must not be negative"})
 		}
+	case t.OpenClaw != nil:
+		errs = append(errs, checkOpenClaw(field+".openclaw", t.OpenClaw)...)
+	}
+	return errs
+}
+
+func checkURL(field, raw string) []error {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return []error{&ConfigError{field, fmt.Sprintf("%q is not an absolute http(s) URL", raw)}}
+	}
+	return nil
+}
+
+// checkOpenClaw never echoes the token.
+func checkOpenClaw(field string, o *OpenClawTarget) []error {
+	errs := checkURL(field+".url", o.URL)
+	if o.Token == "" {
+		errs = append(errs, &ConfigError{field + ".token", "is required (the gateway's hooks.token)"})
+	}
+	if o.Timeout < 0 {
+		errs = append(errs, &ConfigError{field + ".timeout", "must not be negative"})
 	}
 	return errs
 }

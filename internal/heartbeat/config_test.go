@@ -80,6 +80,14 @@ func TestValidate(t *testing.T) {
 		{"relative url", Config{Defaults: AgentConfig{Target: &Target{HTTP: &HTTPTarget{URL: "/hooks"}}}}, "heartbeat.defaults.target.http.url"},
 		{"no command", Config{Agents: []AgentConfig{{ID: "a", Target: &Target{Exec: &ExecTarget{}}}}}, "heartbeat.agents[0].target.exec.command"},
 		{"negative timeout", Config{Defaults: AgentConfig{Target: &Target{Exec: &ExecTarget{Command: []string{"x"}, Timeout: -1}}}}, "heartbeat.defaults.target.exec.timeout"},
+		{"http and openclaw", Config{Defaults: AgentConfig{Target: &Target{HTTP: &HTTPTarget{URL: "http://x"},
+			OpenClaw: &OpenClawTarget{URL: "http://x/hooks/wake", Token: "t"}}}}, "heartbeat.defaults.target"},
+		{"openclaw relative url", Config{Defaults: AgentConfig{Target: &Target{OpenClaw: &OpenClawTarget{URL: "/hooks/wake", Token: "t"}}}},
+			"heartbeat.defaults.target.openclaw.url"},
+		{"openclaw no token", Config{Agents: []AgentConfig{{ID: "a", Target: &Target{OpenClaw: &OpenClawTarget{URL: "http://x/hooks/wake"}}}}},
+			"heartbeat.agents[0].target.openclaw.token"},
+		{"openclaw negative timeout", Config{Defaults: AgentConfig{Target: &Target{OpenClaw: &OpenClawTarget{URL: "http://x", Token: "t", Timeout: -1}}}},
+			"heartbeat.defaults.target.openclaw.timeout"},
 	} {
 		err := tc.cfg.Validate()
 		if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), tc.field+":") {

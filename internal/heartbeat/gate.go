@@ -148,6 +148,16 @@ func (s *Service) dispatch(ctx context.Context, w Wake) RunResult {
 			last = reason
 			continue
 		}
+		if a.notBefore.After(now) {
+			// The target's Retry-After: an interval slot is skipped, any other wake waits.
+			if kind == KindInterval {
+				notes = append(notes, s.skipLocked(a, w, kind, SkipRateLimited, now, true))
+			} else {
+				notes = append(notes, s.deferLocked(a, w, SkipRateLimited, a.notBefore))
+			}
+			last = SkipRateLimited
+			continue
+		}
 		if until, why, deferred := cooldown(kind, a.starts, now); deferred {
 			notes = append(notes, s.deferLocked(a, w, why, until))
 			last = why

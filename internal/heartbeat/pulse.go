@@ -121,17 +121,18 @@ func safePulse(ctx context.Context, t pulser, p Pulse, log *zap.Logger) (res pul
 // finish records a pulse's outcome. A busy answer is retried through the dispatcher after
 // RetryDelay with the same reason and target, and does not count as a run start.
 func (s *Service) finish(a *agent, p Pulse, res pulseResult, startWall time.Time, took time.Duration) {
-	last := &api.HeartbeatRun{DurationMS: took.Milliseconds(), At: startWall, Reason: res.reason}
+	last := &api.HeartbeatRun{DurationMS: took.Milliseconds(), At: startWall, Reason: res.reason, Outcome: res.answer}
 	s.mu.Lock()
 	a.inflight = false
 	switch res.outcome {
 	case outcomeRan:
 		last.Status = api.RunRan
-	case outcomeBusy:
+	case outcomeBusy, outcomeLimited:
 		last.Status = api.RunSkipped
 	case outcomeFailed:
 		last.Status = api.RunFailed
 	}
+	newConfigErr := s.noteRefusalLocked(a, p, res, startWall.Add(took))
 	if res.outcome == outcomeBusy {
 		a.attempt++
 		a.retrySched = p.ScheduledAt
@@ -149,17 +150,41 @@ func (s *Service) finish(a *agent, p Pulse, res pulseResult, startWall time.Time
 		a.event = &ev
 	}
 	s.dirty = true
-	kick := !s.saveArmed // Run arms the save timer when it next looks
+	// Run arms the save timer when it next looks; a wake deferred by a Retry-After needs
+	// the scheduler timer re-armed now.
+	kick := !s.saveArmed || res.outcome == outcomeLimited
 	s.mu.Unlock()
 
 	s.obs.pulse(p.AgentID, last.Status)
 	s.logPulse(p, res, last.Status, startWall, took)
+	if newConfigErr {
+		s.log.Error("heartbeat target refused the pulse: check its configuration; not retried, the agent keeps its schedule",
+			zap.String("agent", p.AgentID), zap.String("error", res.configErr))
+	}
 	if res.outcome == outcomeBusy {
 		s.disp.retry(Wake{Reason: p.Reason, AgentID: p.AgentID, SessionKey: p.SessionKey})
 	}
 	if kick {
 		s.poke()
 	}
+}
+
+// noteRefusalLocked keeps what the target said about itself: a refusal (reported whether
+// it is new), an acceptance that clears it, a Retry-After that holds the agent back. The
+// wake a Retry-After interrupted runs again when it ends, unless the agent's next slot comes
+// first and covers it.
+func (s *Service) noteRefusalLocked(a *agent, p Pulse, res pulseResult, end time.Time) (fresh bool) {
+	switch {
+	case res.configErr != "":
+		fresh = a.configErr != res.configErr
+		a.configErr = res.configErr
+	case res.outcome == outcomeRan:
+		a.configErr = ""
+	case res.outcome == outcomeLimited:
+		a.notBefore = end.Add(res.retryAfter)
+		s.deferLocked(a, Wake{Reason: p.Reason, AgentID: p.AgentID, SessionKey: p.SessionKey}, SkipRateLimited, a.notBefore)
+	}
+	return fresh
 }
 
 // logPulse writes the line of a pulse that finished.
@@ -177,6 +202,9 @@ func (s *Service) logPulse(p Pulse, res pulseResult, status api.RunStatus, start
 	}
 	if res.event != nil {
 		fields = append(fields, zap.String("event", res.event.Status))
+	}
+	if res.answer != "" {
+		fields = append(fields, zap.String("outcome", res.answer))
 	}
 	s.log.Info("heartbeat pulse", fields...)
 }

@@ -82,6 +82,9 @@ type agent struct {
 	starts     []time.Time
 	last       *api.HeartbeatRun
 	event      *api.HeartbeatEvent
+	targetKey  string
+	configErr  string    // the target's last refusal, until a pulse is accepted
+	notBefore  time.Time // a target's Retry-After: no pulse before it
 }
 
 // Service runs the heartbeats of all configured agents with one timer.
@@ -193,6 +196,7 @@ func (s *Service) apply(cfg Config) error {
 		return err
 	}
 	pulsers := make([]pulser, len(plans))
+	keys := make([]string, len(plans))
 	shared := make(map[string]pulser)
 	for i, p := range plans {
 		if !p.runs {
@@ -200,6 +204,7 @@ func (s *Service) apply(cfg Config) error {
 		}
 		// Agents with the same target (typically the defaults') share one pulser.
 		key := targetKey(p.cfg.Target)
+		keys[i] = key
 		if pulsers[i] = shared[key]; pulsers[i] == nil {
 			if pulsers[i], err = newPulser(p.cfg.Target, s.httpc, s.run); err != nil {
 				return fmt.Errorf("heartbeat agent %s: %w", p.cfg.ID, err)
@@ -234,6 +239,10 @@ func (s *Service) apply(cfg Config) error {
 		a.runs, a.why = p.runs, p.why
 		a.interval, a.window, a.vis = p.interval, p.window, p.vis
 		a.target, a.session = pulsers[i], p.cfg.Session
+		if a.targetKey != keys[i] {
+			// A new target: what the old one refused or asked for no longer holds.
+			a.targetKey, a.configErr, a.notBefore = keys[i], "", time.Time{}
+		}
 		if p.everyErr != nil {
 			warns = append(warns, configWarning{id, "every: " + p.everyErr.Error() + "; heartbeat disabled"})
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -161,6 +162,7 @@ type harnessOpts struct {
 	store   StateStore
 	gateway bool
 	observe Observer
+	client  *http.Client // for http and openclaw targets
 }
 
 // serviceTest runs f in a bubble against a running service with a fake exec target.
@@ -194,7 +196,7 @@ func startHarness(t *testing.T, cfg Config, opts harnessOpts) *harness {
 	t.Helper()
 	core, logs := observer.New(zapcore.DebugLevel)
 	h := &harness{t: t, start: time.Now(), exec: &fakeExec{start: time.Now()}, clk: &clock{}, logs: logs}
-	deps := Deps{Logger: zap.New(core), Run: h.exec.run, Host: time.UTC, Now: h.clk.now, Store: opts.store, Observe: opts.observe}
+	deps := Deps{Logger: zap.New(core), Run: h.exec.run, Host: time.UTC, Now: h.clk.now, Store: opts.store, Observe: opts.observe, HTTPClient: opts.client}
 	if opts.gateway {
 		h.gw = &fakeGateway{}
 		deps.Gateway = h.gw

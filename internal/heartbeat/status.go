@@ -22,6 +22,11 @@ func (s *Service) Status() api.Heartbeat {
 			ev := *a.event
 			as.Event = &ev
 		}
+		as.ConfigError = a.configErr
+		if !a.notBefore.IsZero() && a.notBefore.After(s.wall()) {
+			until := a.notBefore
+			as.RateLimitedUntil = &until
+		}
 		st.Agents = append(st.Agents, as)
 	}
 	return st

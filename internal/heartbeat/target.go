@@ -3,6 +3,7 @@ package heartbeat
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -70,12 +71,16 @@ const (
 	outcomeRan outcome = iota
 	outcomeBusy
 	outcomeFailed
+	outcomeLimited // the target asked to be left alone for retryAfter
 )
 
 type pulseResult struct {
-	outcome outcome
-	reason  string              // busy or failure reason
-	event   *api.HeartbeatEvent // from the reply, if it carried one
+	outcome    outcome
+	reason     string              // busy or failure reason
+	event      *api.HeartbeatEvent // from the reply, if it carried one
+	answer     string              // what the target said it did (an OpenClaw eventOutcome)
+	configErr  string              // the target refused the pulse: fix the config, not a retry
+	retryAfter time.Duration       // outcomeLimited: how long to hold back
 }
 
 // pulser delivers pulses to one configured target.
@@ -174,29 +179,46 @@ func (h *httpPulser) pulse(ctx context.Context, p Pulse) pulseResult {
 	if err != nil {
 		return pulseResult{outcome: outcomeFailed, reason: "encode pulse: " + err.Error()}
 	}
-	ctx, cancel := context.WithTimeout(ctx, h.limit)
+	hdr := make(http.Header, len(h.headers))
+	for k, v := range h.headers {
+		hdr.Set(k, v)
+	}
+	code, _, data, fail := exchange(ctx, h.client, h.method, h.url, body, hdr, h.limit)
+	if fail != nil {
+		return *fail
+	}
+	return classifyHTTP(code, data)
+}
+
+// exchange sends body as JSON with hdr on top and reads the reply, all within limit. fail
+// is set when no whole reply came.
+func exchange(ctx context.Context, client *http.Client, method, url string, body []byte, hdr http.Header, limit time.Duration) (
+	code int, header http.Header, data []byte, fail *pulseResult) {
+	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, h.method, h.url, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, method, url, bytes.NewReader(body))
 	if err != nil {
-		return pulseResult{outcome: outcomeFailed, reason: "build request: " + withoutURL(err).Error()}
+		return 0, nil, nil, &pulseResult{outcome: outcomeFailed, reason: "build request: " + withoutURL(err).Error()}
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "schedd-heartbeat")
-	for k, v := range h.headers {
-		req.Header.Set(k, v)
+	for k, v := range hdr {
+		req.Header[k] = v
 	}
-	resp, err := h.client.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
-		return httpFailure(ctx, err)
+		res := httpFailure(ctx, err)
+		return 0, nil, nil, &res
 	}
 	defer resp.Body.Close()
 	// A reply up to maxReply is read whole, which lets the connection carry the next pulse;
 	// a longer one is cut there and its connection closed.
-	data, err := io.ReadAll(io.LimitReader(resp.Body, maxReply))
+	data, err = io.ReadAll(io.LimitReader(resp.Body, maxReply))
 	if err != nil {
-		return httpFailure(ctx, err)
+		res := httpFailure(ctx, err)
+		return 0, nil, nil, &res
 	}
-	return classifyHTTP(resp.StatusCode, data)
+	return resp.StatusCode, resp.Header, data, nil
 }
 
 // httpFailure is the result of an exchange that got no whole reply.
@@ -323,6 +345,10 @@ func targetKey(t *Target) string {
 		}))
 	case t.Exec != nil:
 		return fmt.Sprintf("exec %q %v", t.Exec.Command, t.Exec.Timeout)
+	case t.OpenClaw != nil:
+		// The token's hash, not the token: a key is never printed, but need not hold it.
+		sum := sha256.Sum256([]byte(t.OpenClaw.Token))
+		return fmt.Sprintf("openclaw %q %x %v", t.OpenClaw.URL, sum[:8], t.OpenClaw.Timeout)
 	}
 	return ""
 }
@@ -337,6 +363,9 @@ func newPulser(t *Target, client *http.Client, run RunFunc) (pulser, error) {
 			return nil, errNoRunFunc
 		}
 		return &execPulser{argv: t.Exec.Command, limit: nonZero(t.Exec.Timeout, DefaultExecTimeout), run: run}, nil
+	case t.OpenClaw != nil:
+		o := t.OpenClaw
+		return &openclawPulser{url: o.URL, token: o.Token, limit: nonZero(o.Timeout, DefaultHTTPTimeout), client: client}, nil
 	}
 	return nil, errors.New("target names no kind")
 }
