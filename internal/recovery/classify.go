@@ -46,6 +46,9 @@ type SendError struct {
 	// RetryAfter is the destination's hint (HTTP Retry-After): the next attempt is not
 	// made before it (clamped to Config.RetryAfterMax).
 	RetryAfter time.Duration
+	// Detail is the destination's own account of a refusal ("HTTP 401: Unauthorized"),
+	// quoted in a permanent error's dead-letter reason.
+	Detail string
 }
 
 func (e *SendError) Error() string {
@@ -145,6 +148,9 @@ func (c *Classifier) Classify(err error) Verdict {
 }
 
 func permanentReason(se *SendError) string {
+	if se.Detail != "" {
+		return fmt.Sprintf("permanent error (%s)", se.Detail)
+	}
 	if se.Status != 0 {
 		return fmt.Sprintf("permanent error (status %d)", se.Status)
 	}

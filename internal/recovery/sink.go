@@ -97,30 +97,13 @@ const snippetLen = 512
 
 // Send makes one HTTP request.
 func (s *HTTPSink) Send(ctx context.Context, d Delivery) error {
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, s.cfg.Method, s.cfg.URL, bytes.NewReader(d.Payload))
+	resp, body, err := s.exchange(ctx, d)
 	if err != nil {
-		return PermanentError(fmt.Errorf("http request: %w", err))
+		return err
 	}
-	for k, v := range s.cfg.Headers {
-		req.Header.Set(k, v)
-	}
-	for k, v := range d.Headers {
-		req.Header.Set(k, v)
-	}
-	req.Header.Set(IdempotencyHeader, d.Key)
-	resp, err := s.client.Do(req)
-	if err != nil {
-		return TransientError(fmt.Errorf("http %s: %w", s.cfg.Method, err))
-	}
-	defer resp.Body.Close()
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
-		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 		return nil
 	}
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, snippetLen))
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	msg := "HTTP " + resp.Status
 	if s := snippet(body); s != "" {
 		msg += ": " + s
@@ -132,6 +115,37 @@ func (s *HTTPSink) Send(ctx context.Context, d Delivery) error {
 		}
 	}
 	return se
+}
+
+// exchange makes the request and returns the reply with the start of its body: all of a
+// 2xx body up to 64 KiB, snippetLen bytes of any other (the rest is read and dropped, up
+// to 64 KiB, so that the connection can be kept). The body is closed.
+func (s *HTTPSink) exchange(ctx context.Context, d Delivery) (*http.Response, []byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, s.cfg.Method, s.cfg.URL, bytes.NewReader(d.Payload))
+	if err != nil {
+		return nil, nil, PermanentError(fmt.Errorf("http request: %w", err))
+	}
+	for k, v := range s.cfg.Headers {
+		req.Header.Set(k, v)
+	}
+	for k, v := range d.Headers {
+		req.Header.Set(k, v)
+	}
+	req.Header.Set(IdempotencyHeader, d.Key)
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return nil, nil, TransientError(fmt.Errorf("http %s: %w", s.cfg.Method, err))
+	}
+	defer resp.Body.Close()
+	keep := int64(snippetLen)
+	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		keep = 64 << 10
+	}
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, keep))
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	return resp, body, nil
 }
 
 // statusClass maps a non-2xx status.
