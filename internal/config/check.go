@@ -404,7 +404,7 @@ var (
 	})
 	hhmmRE     = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(?:[01]\d|2[0-3]):[0-5]\d$`) })
 	knownTZs   = []string{"user", "local"}
-	targetKind = []string{"http", "exec"}
+	targetKind = []string{"http", "exec", "openclaw"}
 )
 
 func (k *checker) heartbeat() {
@@ -473,7 +473,7 @@ func (k *checker) agent(path string, a *HeartbeatAgent) {
 	}
 	if t := a.Target; t != nil {
 		p := path + ".target"
-		if s := set("http", t.HTTP != nil, "exec", t.Exec != nil); len(s) != 1 {
+		if s := set("http", t.HTTP != nil, "exec", t.Exec != nil, "openclaw", t.OpenClaw != nil); len(s) != 1 {
 			k.kinds(p, "target kind", s, targetKind)
 		}
 		if t.HTTP != nil {
@@ -482,6 +482,9 @@ func (k *checker) agent(path string, a *HeartbeatAgent) {
 		if t.Exec != nil {
 			k.command(p+".exec.command", t.Exec.Command)
 			k.positive(p+".exec.timeout", t.Exec.Timeout)
+		}
+		if t.OpenClaw != nil {
+			k.openclaw(p+".openclaw", t.OpenClaw)
 		}
 	}
 	if v := a.Visibility; v != nil {
@@ -542,8 +545,11 @@ func (k *checker) deliveries() {
 		s := d.Sinks[name]
 		p := "deliveries.sinks." + name
 		k.name(p, "sink name", name)
-		if kinds := set("http", s.HTTP != nil, "exec", s.Exec != nil, "gateway", s.Gateway != nil); len(kinds) != 1 {
-			k.kinds(p, "sink kind", kinds, []string{"http", "exec", "gateway"})
+		if kinds := set("http", s.HTTP != nil, "exec", s.Exec != nil, "gateway", s.Gateway != nil, "openclaw", s.OpenClaw != nil); len(kinds) != 1 {
+			k.kinds(p, "sink kind", kinds, []string{"http", "exec", "gateway", "openclaw"})
+		}
+		if s.OpenClaw != nil {
+			k.openclaw(p+".openclaw", s.OpenClaw)
 		}
 		if s.HTTP != nil {
 			k.httpRequest(p+".http", s.HTTP.URL, s.HTTP.Method, s.HTTP.Headers, s.HTTP.Timeout)

@@ -19,7 +19,7 @@
 // directory of the config file when it is parsed (see Parse). deliveries.store.sqlite.path is
 // the exception: a relative store path is relative to the state dir, which cmd resolves.
 //
-// Secrets: header values, gateway.env and cron exec env values (and
+// Secrets: header values, openclaw tokens, gateway.env and cron exec env values (and
 // deliveries.store.postgres.dsn) never appear in error messages ("value hidden"), and
 // Redacted returns a copy safe to print.
 package config
@@ -297,17 +297,20 @@ type ChannelVisibility struct {
 
 // Target is where a due heartbeat is sent: exactly one kind.
 type Target struct {
-	HTTP *HTTPTarget `yaml:"http,omitempty"`
-	Exec *ExecTarget `yaml:"exec,omitempty"`
+	HTTP     *HTTPTarget `yaml:"http,omitempty"`
+	Exec     *ExecTarget `yaml:"exec,omitempty"`
+	OpenClaw *OpenClaw   `yaml:"openclaw,omitempty"` // POST /hooks/wake (openclaw.go)
 }
 
-// Kind reports "http", "exec" or "" (unset).
+// Kind reports "http", "exec", "openclaw" or "" (unset).
 func (t Target) Kind() string {
 	switch {
 	case t.HTTP != nil:
 		return "http"
 	case t.Exec != nil:
 		return "exec"
+	case t.OpenClaw != nil:
+		return "openclaw"
 	}
 	return ""
 }
@@ -398,9 +401,11 @@ type Sink struct {
 	HTTP    *HTTPSink    `yaml:"http,omitempty"`
 	Exec    *ExecSink    `yaml:"exec,omitempty"`
 	Gateway *GatewaySink `yaml:"gateway,omitempty"`
+	// OpenClaw posts the payload to an OpenClaw hook (openclaw.go).
+	OpenClaw *OpenClaw `yaml:"openclaw,omitempty"`
 }
 
-// Kind reports "http", "exec", "gateway" or "" (unset).
+// Kind reports "http", "exec", "gateway", "openclaw" or "" (unset).
 func (s Sink) Kind() string {
 	switch {
 	case s.HTTP != nil:
@@ -409,6 +414,8 @@ func (s Sink) Kind() string {
 		return "exec"
 	case s.Gateway != nil:
 		return "gateway"
+	case s.OpenClaw != nil:
+		return "openclaw"
 	}
 	return ""
 }

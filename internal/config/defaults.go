@@ -177,6 +177,9 @@ func applyDefaults(c *Config) {
 		if s.Gateway != nil {
 			c.defDur(p+".gateway.timeout", &s.Gateway.Timeout, DefaultHTTPTimeout)
 		}
+		if s.OpenClaw != nil {
+			c.defDur(p+".openclaw.timeout", &s.OpenClaw.Timeout, DefaultHTTPTimeout)
+		}
 	}
 
 	c.cronDefaults()
@@ -226,6 +229,9 @@ func (c *Config) agentDefaults(path string, a *HeartbeatAgent) {
 		}
 		if t.Exec != nil {
 			c.defDur(path+".target.exec.timeout", &t.Exec.Timeout, DefaultExecTimeout)
+		}
+		if t.OpenClaw != nil {
+			c.defDur(path+".target.openclaw.timeout", &t.OpenClaw.Timeout, DefaultHTTPTimeout)
 		}
 	}
 }

@@ -106,6 +106,11 @@ heartbeat:
     #   exec:
     #     command: [openclaw, heartbeat]
     #     timeout: 30s
+    #   openclaw:          # posts {"text", "mode": "now", "agentId", "sessionKey"} to /hooks/wake
+    #     url: http://127.0.0.1:18789/hooks/wake
+    #     token: TOKEN     # the gateway's hooks.token (a secret), or instead:
+    #     token_env: OPENCLAW_HOOKS_TOKEN  # the variable of schedd's that holds it
+    #     timeout: 10s
     # visibility:          # which results are shown; unset keys fall back to the built-ins
     #   show_ok: false
     #   show_alerts: true
@@ -158,6 +163,11 @@ deliveries:
   #       path: /hooks/deliver   # HTTP path on the gateway
   #       timeout: 10s
   #       base_url: http://127.0.0.1:18789  # default: from the readiness or liveness http url
+  #   agent:
+  #     openclaw:          # the payload is the hook's JSON body; a refusal (4xx) is permanent
+  #       url: http://127.0.0.1:18789/hooks/agent
+  #       token_env: OPENCLAW_HOOKS_TOKEN  # or token: TOKEN (the gateway's hooks.token)
+  #       timeout: 10s
 
 # Cron jobs: runs on a schedule, each one a task kept in the state dir (cron.db, created with
 # the first job). They run while the gateway is down, and their history survives restarts.

@@ -228,6 +228,10 @@ func (d *Daemon) deliverySinks(c *config.Config) (map[string]recovery.Sink, erro
 			sink, err = recovery.NewGatewaySink(recovery.HTTPConfig{
 				URL: strings.TrimSuffix(base, "/") + s.Gateway.Path, Timeout: s.Gateway.Timeout.D(),
 			}, d.gatewayReady)
+		case s.OpenClaw != nil:
+			sink, err = recovery.NewOpenClawSink(recovery.OpenClawConfig{
+				URL: s.OpenClaw.URL, Token: s.OpenClaw.HookToken(), Timeout: s.OpenClaw.Timeout.D(),
+			})
 		default:
 			err = errors.New("no sink kind")
 		}

@@ -95,6 +95,9 @@ func heartbeatAgent(a config.HeartbeatAgent) heartbeat.AgentConfig {
 		if e := t.Exec; e != nil {
 			out.Target.Exec = &heartbeat.ExecTarget{Command: slices.Clone(e.Command), Timeout: e.Timeout.D()}
 		}
+		if o := t.OpenClaw; o != nil {
+			out.Target.OpenClaw = &heartbeat.OpenClawTarget{URL: o.URL, Token: o.HookToken(), Timeout: o.Timeout.D()}
+		}
 	}
 	return out
 }
