@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -158,13 +157,9 @@ func TestOpenClawTargetOmitsEmptySessionAndNamesThePulse(t *testing.T) {
 }
 
 func TestOpenClawTargetConnectionRefusedFails(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	pl := &openclawPulser{url: "http://" + addr + "/hooks/wake", token: testToken, limit: time.Second, client: newHTTPClient()}
+	gone := httptest.NewServer(http.NotFoundHandler())
+	gone.Close() // nothing listens on its port now
+	pl := &openclawPulser{url: gone.URL + "/hooks/wake", token: testToken, limit: time.Second, client: newHTTPClient()}
 	res := pl.pulse(t.Context(), samplePulse())
 	if res.outcome != outcomeFailed || res.configErr != "" || !strings.Contains(res.reason, "refused") ||
 		strings.Contains(res.reason, testToken) {

@@ -2,7 +2,6 @@ package recovery
 
 import (
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -104,13 +103,9 @@ func mustClassifier(t *testing.T) *Classifier {
 }
 
 func TestOpenClawSinkConnectionRefusedIsTransient(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	sink, err := NewOpenClawSink(OpenClawConfig{URL: "http://" + addr + "/hooks/wake", Token: ocToken, Timeout: time.Second})
+	gone := httptest.NewServer(http.NotFoundHandler())
+	gone.Close() // nothing listens on its port now
+	sink, err := NewOpenClawSink(OpenClawConfig{URL: gone.URL + "/hooks/wake", Token: ocToken, Timeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
