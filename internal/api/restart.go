@@ -71,12 +71,12 @@ type RestartPending struct {
 	Reasons       []string        `json:"reasons"`
 	Sources       []RestartSource `json:"sources"`
 	Requests      int             `json:"requests"`
-	RequestedAt   time.Time       `json:"requested_at"`   // the first request
-	DueAt         time.Time       `json:"due_at"`         // when the delay (and cooldown) ends
-	DeferredSince *time.Time      `json:"deferred_since"` // waiting for idle since
-	Inflight      *int            `json:"inflight"`       // the last idle check's answer
-	DeadlineAt    *time.Time      `json:"deadline_at"`    // forced at
-	FollowUp      bool            `json:"follow_up"`      // waits for the running restart
+	RequestedAt   time.Time       `json:"requested_at"`          // the first request
+	DueAt         time.Time       `json:"due_at"`                // when the delay (and cooldown) ends
+	DeferredSince *time.Time      `json:"deferred_since"`        // waiting for idle since
+	Inflight      *int            `json:"inflight"`              // the last idle check's answer
+	DeadlineAt    *time.Time      `json:"deadline_at"`           // forced at
+	FollowUp      bool            `json:"follow_up"`             // waits for the running restart
 	IdleError     string          `json:"idle_error,omitempty"`  // why the last idle check failed
 	IdleDetail    *IdleDetail     `json:"idle_detail,omitempty"` // why the gateway is busy (openclaw)
 	Fence         *FenceState     `json:"fence,omitempty"`       // the idle fence, once prepared
@@ -104,9 +104,9 @@ type FenceState struct {
 
 // FenceResult says how a restart used its idle fence.
 type FenceResult struct {
-	Ready    bool   `json:"ready"`              // the gateway reported ready before the restart
-	WaitMs   int64  `json:"wait_ms"`            // from the first prepare to the restart
-	Resumed  bool   `json:"resumed"`            // admission was reopened (the old process lives on)
+	Ready    bool   `json:"ready"`   // the gateway reported ready before the restart
+	WaitMs   int64  `json:"wait_ms"` // from the first prepare to the restart
+	Resumed  bool   `json:"resumed"` // admission was reopened (the old process lives on)
 	ResumeMs int64  `json:"resume_ms,omitempty"`
 	Error    string `json:"error,omitempty"` // a failed resume
 }
