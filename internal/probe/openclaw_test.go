@@ -46,11 +46,11 @@ var fakeReplies = map[string]struct {
     "details": {"method": "gateway.restart.preflight", "reason": "gateway-suspending", "phase": "prepared"},
     "retryable": true, "retryAfterMs": 1000}
 }`, 1},
-	"garbage":  {"Gateway call: gateway.restart.preflight\nsomething went wrong\n", 0},
-	"crash":    {"", 1},
-	"noSafe":   {`{"counts": {}}`, 0},
-	"ready":    {`{"status": "ready", "suspensionId": "09916f14", "expiresAtMs": 1796150730010, "activeCount": 0, "blockers": [], "writeCustody": []}`, 0},
-	"draining": {`{"status": "draining", "suspensionId": "2c3f", "expiresAtMs": 1770000000000, "retryAfterMs": 20000, "activeCount": 2, "blockers": [{"kind": "root-request", "count": 1, "message": "1 active request"}, {"kind": "terminal-session", "count": 1, "message": "1 open terminal session"}]}`, 0},
+	"garbage":     {"Gateway call: gateway.restart.preflight\nsomething went wrong\n", 0},
+	"crash":       {"", 1},
+	"noSafe":      {`{"counts": {}}`, 0},
+	"ready":       {`{"status": "ready", "suspensionId": "09916f14", "expiresAtMs": 1796150730010, "activeCount": 0, "blockers": [], "writeCustody": []}`, 0},
+	"draining":    {`{"status": "draining", "suspensionId": "2c3f", "expiresAtMs": 1770000000000, "retryAfterMs": 20000, "activeCount": 2, "blockers": [{"kind": "root-request", "count": 1, "message": "1 active request"}, {"kind": "terminal-session", "count": 1, "message": "1 open terminal session"}]}`, 0},
 	"statusReady": {`{"status": "ready", "expiresAtMs": 1796150730010, "writeCustody": []}`, 0},
 	"resumed":     {`{"ok": true, "status": "running", "resumed": true}`, 0},
 }
