@@ -106,38 +106,34 @@ func TestFenceBeforeRestart(t *testing.T) {
 	})
 }
 
-// TestFenceResumedAfterFailure: a restart that failed leaves the old process in charge,
-// and its admission is reopened.
-func TestFenceResumedAfterFailure(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		f := &fakeFence{statuses: []string{"ready"}}
-		h := newHarness(t, fenceConfig(f, &fakeCounter{}), &fakeRestarter{fail: true})
-		res, _ := h.c.Request(Request{Source: api.SourceCLI}).Wait(context.Background())
-		if res.OK || res.Fence == nil || !res.Fence.Resumed {
-			t.Fatalf("result %+v", res)
-		}
-		if got := f.log(); !slices.Equal(got, []string{"prepare", "resume:s-1"}) {
-			t.Fatalf("fence calls %v", got)
-		}
-	})
-}
-
-// TestFenceResumedWithSignal: OpenClaw holds a signal restart while suspended, so the
-// resume goes out with the signal.
-func TestFenceResumedWithSignal(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		f := &fakeFence{statuses: []string{"ready"}}
-		cfg := fenceConfig(f, &fakeCounter{})
-		cfg.Method = MethodSignal
-		h := newHarness(t, cfg, &fakeRestarter{took: time.Second})
-		res, _ := h.c.Request(Request{Source: api.SourceCLI}).Wait(context.Background())
-		if !res.OK || res.Fence == nil || !res.Fence.Resumed {
-			t.Fatalf("result %+v", res)
-		}
-		if got := f.log(); !slices.Equal(got, []string{"prepare", "resume:s-1"}) {
-			t.Fatalf("fence calls %v", got)
-		}
-	})
+// TestFenceResumed: a restart that failed leaves the old process in charge, and with
+// method signal OpenClaw holds the restart while suspended: both reopen admission.
+func TestFenceResumed(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		method Method
+		r      *fakeRestarter
+		ok     bool
+	}{
+		{"failed respawn", MethodRespawn, &fakeRestarter{fail: true}, false},
+		{"signal", MethodSignal, &fakeRestarter{took: time.Second}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				f := &fakeFence{statuses: []string{"ready"}}
+				cfg := fenceConfig(f, &fakeCounter{})
+				cfg.Method = tc.method
+				h := newHarness(t, cfg, tc.r)
+				res, _ := h.c.Request(Request{Source: api.SourceCLI}).Wait(context.Background())
+				if res.OK != tc.ok || res.Fence == nil || !res.Fence.Resumed {
+					t.Fatalf("result %+v", res)
+				}
+				if got := f.log(); !slices.Equal(got, []string{"prepare", "resume:s-1"}) {
+					t.Fatalf("fence calls %v", got)
+				}
+			})
+		})
+	}
 }
 
 // TestFenceResumedOnCancel: schedd stopping while the fence is held reopens admission.
