@@ -63,6 +63,7 @@ type RestartResult struct {
 	At                time.Time       `json:"at"`                  // when the restart began
 	DurationMs        int64           `json:"duration_ms"`         // from begin to ready (or failure)
 	Error             string          `json:"error,omitempty"`
+	Fence             *FenceResult    `json:"fence,omitempty"` // the idle fence, when one was used
 }
 
 // RestartPending describes the restart waiting to run; it is the status's `restart.pending`.
@@ -70,12 +71,44 @@ type RestartPending struct {
 	Reasons       []string        `json:"reasons"`
 	Sources       []RestartSource `json:"sources"`
 	Requests      int             `json:"requests"`
-	RequestedAt   time.Time       `json:"requested_at"`   // the first request
-	DueAt         time.Time       `json:"due_at"`         // when the delay (and cooldown) ends
-	DeferredSince *time.Time      `json:"deferred_since"` // waiting for idle since
-	Inflight      *int            `json:"inflight"`       // the last idle check's answer
-	DeadlineAt    *time.Time      `json:"deadline_at"`    // forced at
-	FollowUp      bool            `json:"follow_up"`      // waits for the running restart
+	RequestedAt   time.Time       `json:"requested_at"`          // the first request
+	DueAt         time.Time       `json:"due_at"`                // when the delay (and cooldown) ends
+	DeferredSince *time.Time      `json:"deferred_since"`        // waiting for idle since
+	Inflight      *int            `json:"inflight"`              // the last idle check's answer
+	DeadlineAt    *time.Time      `json:"deadline_at"`           // forced at
+	FollowUp      bool            `json:"follow_up"`             // waits for the running restart
+	IdleError     string          `json:"idle_error,omitempty"`  // why the last idle check failed
+	IdleDetail    *IdleDetail     `json:"idle_detail,omitempty"` // why the gateway is busy (openclaw)
+	Fence         *FenceState     `json:"fence,omitempty"`       // the idle fence, once prepared
+}
+
+// IdleDetail is what an OpenClaw idle check (gateway.restart.preflight) said.
+type IdleDetail struct {
+	Summary  string         `json:"summary,omitempty"`
+	Counts   map[string]int `json:"counts,omitempty"`
+	Blockers []string       `json:"blockers,omitempty"`
+}
+
+// FenceState is an idle fence (an OpenClaw suspension: no new work is admitted) as its
+// last call reported it.
+type FenceState struct {
+	Status       string     `json:"status"` // draining|ready (busy: refused, retried)
+	SuspensionID string     `json:"suspension_id,omitempty"`
+	ExpiresAt    *time.Time `json:"expires_at,omitempty"` // the lease's end; renewed before
+	ActiveCount  *int       `json:"active_count,omitempty"`
+	Blockers     []string   `json:"blockers,omitempty"`
+	Reason       string     `json:"reason,omitempty"`
+	PreparedAt   *time.Time `json:"prepared_at,omitempty"`
+	Error        string     `json:"error,omitempty"` // why the last fence call failed
+}
+
+// FenceResult says how a restart used its idle fence.
+type FenceResult struct {
+	Ready    bool   `json:"ready"`   // the gateway reported ready before the restart
+	WaitMs   int64  `json:"wait_ms"` // from the first prepare to the restart
+	Resumed  bool   `json:"resumed"` // admission was reopened (the old process lives on)
+	ResumeMs int64  `json:"resume_ms,omitempty"`
+	Error    string `json:"error,omitempty"` // a failed resume
 }
 
 // Restart is the `restart` block of the status.

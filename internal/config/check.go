@@ -318,10 +318,11 @@ func (k *checker) probe(path string, p *Probe, role probeRole) {
 	case roleLiveness:
 		allowed = []string{ProbeNotify, ProbeHTTP, ProbeExec, ProbeNone}
 	case roleIdle:
-		allowed = []string{ProbeNotify, ProbeHTTP, ProbeExec}
+		allowed = []string{ProbeNotify, ProbeHTTP, ProbeExec, ProbeOpenClaw}
 	}
 	k.kinds(path, "probe kind", set(ProbeNotify, p.Notify != nil, ProbeHTTP, p.HTTP != nil,
-		ProbeTCP, p.TCP != nil, ProbeExec, p.Exec != nil, ProbeNone, p.None != nil), allowed)
+		ProbeTCP, p.TCP != nil, ProbeExec, p.Exec != nil, ProbeNone, p.None != nil,
+		ProbeOpenClaw, p.OpenClaw != nil), allowed)
 
 	k.positive(path+".timeout", p.Timeout)
 	periodic := role == roleLiveness && (p.HTTP != nil || p.Exec != nil)
@@ -365,6 +366,9 @@ func (k *checker) probe(path string, p *Probe, role probeRole) {
 	if e := p.Exec; e != nil {
 		k.command(path+".exec.command", e.Command)
 	}
+	if o := p.OpenClaw; o != nil && role == roleIdle {
+		k.openclawIdle(path+".openclaw", o)
+	}
 }
 
 func (k *checker) restart() {
@@ -389,7 +393,11 @@ func (k *checker) restart() {
 	} else if di.Enabled != nil && *di.Enabled {
 		k.errf("restart.defer_until_idle.enabled", "needs an idle probe (restart.defer_until_idle.idle)")
 	}
-	if di.Poll.D() < MinDeferralPoll {
+	k.fence(di)
+	if di.Idle != nil && di.Idle.OpenClaw != nil && di.Poll.D() < MinOpenClawPoll {
+		k.errf("restart.defer_until_idle.poll", "must be at least %s with the openclaw idle probe (each check starts its CLI, which takes seconds), got %s",
+			Duration(MinOpenClawPoll), di.Poll)
+	} else if di.Poll.D() < MinDeferralPoll {
 		k.errf("restart.defer_until_idle.poll", "must be at least %s, got %s", Duration(MinDeferralPoll), di.Poll)
 	} else if di.MaxWait < di.Poll {
 		k.errf("restart.defer_until_idle.max_wait", "must be at least poll (%s), got %s", di.Poll, di.MaxWait)

@@ -118,6 +118,8 @@ const (
 	ProbeTCP    = "tcp"
 	ProbeExec   = "exec"
 	ProbeNone   = "none"
+	// ProbeOpenClaw asks OpenClaw itself through its CLI (idle only).
+	ProbeOpenClaw = "openclaw"
 )
 
 // Probe names exactly one kind (one non-nil pointer) beside its timing keys. It is used for
@@ -127,13 +129,16 @@ const (
 //	liveness:  notify (timeout = watchdog interval, 30s), http or exec (timeout 5s per
 //	           check, every 10s, failures 3). `none: {}` is the same as no liveness.
 //	idle:      notify (X_SCHEDD_INFLIGHT), http (inflight_pointer required), exec (exit 0 =
-//	           idle); timeout 5s per check.
+//	           idle); timeout 5s per check; openclaw (its CLI's restart preflight),
+//	           timeout 20s per check.
 type Probe struct {
 	Notify *NotifyProbe `yaml:"notify,omitempty"`
 	HTTP   *HTTPProbe   `yaml:"http,omitempty"`
 	TCP    *TCPProbe    `yaml:"tcp,omitempty"`
 	Exec   *ExecProbe   `yaml:"exec,omitempty"`
 	None   *NoneProbe   `yaml:"none,omitempty"`
+	// OpenClaw (idle only) runs `openclaw gateway call gateway.restart.preflight`.
+	OpenClaw *OpenClawProbe `yaml:"openclaw,omitempty"`
 	// Timeout: readiness: the whole wait; liveness http/exec and idle: per check; notify
 	// liveness: the watchdog interval (WATCHDOG_USEC).
 	Timeout Duration `yaml:"timeout"`
@@ -158,8 +163,24 @@ func (p Probe) Kind() string {
 		return ProbeExec
 	case p.None != nil:
 		return ProbeNone
+	case p.OpenClaw != nil:
+		return ProbeOpenClaw
 	}
 	return ""
+}
+
+// OpenClawProbe asks an OpenClaw gateway whether it is idle with
+// `<command> gateway call gateway.restart.preflight --json` (safe: true = idle). Each call
+// is a CLI start (seconds), so the deferral polls it every 5s by default. The CLI runs with
+// the gateway's environment, so it reads the gateway's own config file, which must say
+// gateway.auth.mode "none" (or give the CLI a token) for calls to work.
+type OpenClawProbe struct {
+	// Command is the argv prefix of the CLI. Default ["openclaw"] (found on PATH).
+	Command []string `yaml:"command"`
+	// Port is passed as --port (the gateway's --port); 0 = the CLI's own default.
+	Port int `yaml:"port"`
+	// URL is passed as --url (ws:// or wss://) instead of a port.
+	URL string `yaml:"url"`
 }
 
 // NotifyProbe uses the sd_notify protocol on the socket schedd gives the gateway
@@ -225,6 +246,10 @@ type DeferUntilIdle struct {
 	Poll Duration `yaml:"poll"`
 	// MaxWait is the ceiling. Default 300s (5m), at least Poll.
 	MaxWait Duration `yaml:"max_wait"`
+	// Fence (openclaw idle probe only): once idle, close the gateway's admission
+	// (gateway.suspend.prepare) and restart when it reports ready; reopened
+	// (gateway.suspend.resume) if the old process lives on. Default false.
+	Fence *bool `yaml:"fence"`
 }
 
 // Heartbeat configures heartbeat schedules.

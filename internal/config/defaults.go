@@ -35,6 +35,15 @@ const (
 	DefaultDeliveredRetention = 30 * 24 * time.Hour
 )
 
+// The openclaw idle probe's defaults: a CLI call takes ~4-7 s here (its cold start), so a
+// longer timeout and a slower poll; a poll below MinOpenClawPoll would only run the calls
+// back to back.
+const (
+	DefaultOpenClawTimeout = 20 * time.Second
+	DefaultOpenClawPoll    = 5 * time.Second
+	MinOpenClawPoll        = 2 * time.Second
+)
+
 // Default returns a configuration with every default applied and no gateway command. It is
 // what `schedd run -- COMMAND` uses without a config file (cmd sets Gateway.Command).
 //
@@ -129,7 +138,15 @@ func applyDefaults(c *Config) {
 		c.probeDefaults("restart.defer_until_idle.idle", di.Idle, roleIdle)
 	}
 	c.defBool("restart.defer_until_idle.enabled", &di.Enabled, di.Idle != nil)
-	c.defDur("restart.defer_until_idle.poll", &di.Poll, 500*time.Millisecond)
+	poll := 500 * time.Millisecond
+	if di.Idle != nil && di.Idle.OpenClaw != nil {
+		poll = DefaultOpenClawPoll
+		if oc := di.Idle.OpenClaw; len(oc.Command) == 0 {
+			oc.Command = []string{"openclaw"}
+		}
+	}
+	c.defBool("restart.defer_until_idle.fence", &di.Fence, false)
+	c.defDur("restart.defer_until_idle.poll", &di.Poll, poll)
 	c.defDur("restart.defer_until_idle.max_wait", &di.MaxWait, 300*time.Second)
 
 	h := &c.Heartbeat
@@ -215,7 +232,11 @@ func (c *Config) probeDefaults(path string, p *Probe, role probeRole) {
 			c.defDur(path+".timeout", &p.Timeout, DefaultLivenessTimeout)
 		}
 	case roleIdle:
-		c.defDur(path+".timeout", &p.Timeout, DefaultIdleTimeout)
+		timeout := DefaultIdleTimeout
+		if p.OpenClaw != nil {
+			timeout = DefaultOpenClawTimeout
+		}
+		c.defDur(path+".timeout", &p.Timeout, timeout)
 	}
 }
 

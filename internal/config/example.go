@@ -78,10 +78,15 @@ restart:
     #     inflight_pointer: /inFlight  # a JSON number; 0 = idle
     #     headers: {Authorization: "Bearer TOKEN"}
     #   exec:              # idle when the command exits 0
-    #     command: [openclaw, idle]
-    #   timeout: 5s        # per check
-    poll: 500ms            # at least 10ms
+    #     command: [/usr/local/bin/gateway-idle]
+    #   openclaw:          # OpenClaw: "openclaw gateway call gateway.restart.preflight"
+    #     command: [openclaw]  # the CLI (argv prefix); its config needs gateway.auth.mode "none"
+    #     port: 18789      # the gateway's --port; or instead:
+    #     url: ws://127.0.0.1:18789
+    #   timeout: 5s        # per check (openclaw: 20s; each call starts the CLI, ~4-7s)
+    poll: 500ms            # at least 10ms (openclaw: default 5s, at least 2s)
     max_wait: 5m           # then restart anyway (forced)
+    fence: false           # openclaw only: once idle, admit no new work until the restart
 
 # Heartbeats: per-agent schedules that pulse a target when due.
 heartbeat:

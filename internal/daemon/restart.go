@@ -66,6 +66,12 @@ func (d *Daemon) restartConfig(c *config.Config) (restart.Config, error) {
 			rc.Idle = probe.HTTP{URL: idle.HTTP.URL, Pointer: idle.HTTP.InflightPointer, Headers: idle.HTTP.Headers}
 		case idle.Exec != nil:
 			rc.Idle = probe.Exec{Argv: idle.Exec.Command, Env: platform.ChildEnv(d.opts.Environ, nil)}
+		case idle.OpenClaw != nil:
+			oc := openclawProbe(c, d.opts.Environ)
+			rc.Idle = oc
+			if on(r.DeferUntilIdle.Fence, false) {
+				rc.Fence = oc
+			}
 		}
 	}
 	if rc.Method == restart.MethodSignal {
@@ -74,6 +80,15 @@ func (d *Daemon) restartConfig(c *config.Config) (restart.Config, error) {
 		}
 	}
 	return rc, nil
+}
+
+// openclawProbe is the openclaw idle probe. Its CLI runs with the gateway's environment
+// (gateway.env applied), so it reads the gateway's config file and state directory.
+func openclawProbe(c *config.Config, environ []string) probe.OpenClaw {
+	o := c.Restart.DeferUntilIdle.Idle.OpenClaw
+	set, unset := c.Gateway.EnvSplit()
+	return probe.OpenClaw{Command: o.Command, Port: o.Port, URL: o.URL,
+		Env: platform.ChildEnv(platform.WithoutKeys(environ, unset), set)}
 }
 
 // errNoInflight is the notify idle check's answer before the gateway has said anything.
@@ -133,7 +148,12 @@ func pendingLine(p api.RestartPending, now time.Time) string {
 		return fmt.Sprintf("restart in progress; another is queued (%s)", reasons)
 	case p.DeferredSince != nil:
 		busy := "busy"
-		if p.Inflight != nil {
+		switch {
+		case p.Fence != nil:
+			busy = "admission closed: " + p.Fence.Status
+		case p.IdleDetail != nil && p.IdleDetail.Summary != "":
+			busy = p.IdleDetail.Summary
+		case p.Inflight != nil:
 			busy = fmt.Sprintf("%d in flight", *p.Inflight)
 		}
 		return fmt.Sprintf("restart pending (%s): waiting for the gateway to be idle (%s), forced in %s",

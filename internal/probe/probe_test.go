@@ -27,6 +27,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(helperEnv) == "1" {
 		os.Exit(helper(os.Args[1:]))
 	}
+	if sc := os.Getenv(fakeOpenClawEnv); sc != "" {
+		os.Exit(fakeOpenClaw(sc, os.Args[1:]))
+	}
 	goleak.VerifyTestMain(m)
 }
 

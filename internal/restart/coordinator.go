@@ -113,6 +113,9 @@ type pending struct {
 	deferredSince time.Time
 	deadline      time.Time
 	inflight      *int
+	idleErr       string
+	idleDetail    *api.IdleDetail
+	fence         *fenceHold // once the idle probe said idle, with a fence configured
 }
 
 func (p *pending) snapshot(followUp bool) api.RestartPending {
@@ -132,6 +135,11 @@ func (p *pending) snapshot(followUp bool) api.RestartPending {
 		n := *p.inflight
 		s.Inflight = &n
 	}
+	s.IdleError, s.IdleDetail = p.idleErr, p.idleDetail
+	if p.fence != nil {
+		st := p.fence.state
+		s.Fence = &st
+	}
 	return s
 }
 
@@ -149,14 +157,16 @@ type run struct {
 	probing  bool
 	gen      int // deferral generation; a probe answer for an older one is ignored
 	probes   chan probeResult
+	fenced   chan fenceResult
 	ran      chan runResult
 	wg       sync.WaitGroup
 }
 
 type probeResult struct {
-	gen int
-	n   int
-	err error
+	gen    int
+	n      int
+	detail *api.IdleDetail
+	err    error
 }
 
 type runResult struct {
@@ -177,7 +187,7 @@ func timerC(t *time.Timer) <-chan time.Time {
 // with ctx, and the supervisor's stop wins over it).
 func (c *Coordinator) Run(ctx context.Context) error {
 	defer close(c.done)
-	s := &run{c: c, ctx: ctx, probes: make(chan probeResult, 1), ran: make(chan runResult, 1)}
+	s := &run{c: c, ctx: ctx, probes: make(chan probeResult, 1), fenced: make(chan fenceResult, 1), ran: make(chan runResult, 1)}
 	defer s.wg.Wait()
 	defer s.stopTimers()
 	for {
@@ -194,13 +204,20 @@ func (c *Coordinator) Run(ctx context.Context) error {
 			s.due = nil
 			s.dueReached()
 		case <-tick:
-			s.probe()
+			if s.pend != nil && s.pend.fence != nil {
+				s.fenceCall()
+			} else {
+				s.probe()
+			}
 		case pr := <-s.probes:
 			s.probing = false
 			s.probed(pr)
+		case fr := <-s.fenced:
+			s.probing = false
+			s.fenceAnswered(fr)
 		case <-timerC(s.deadline):
 			s.deadline = nil
-			if s.pend != nil && s.pend.deferring {
+			if s.pend != nil && s.pend.deferring && !s.fenceBusy(true) {
 				c.log.Warn("gateway still busy at max_wait; forcing the restart",
 					zap.Duration("waited", time.Since(s.pend.deferredSince)), zap.Intp("inflight", s.pend.inflight))
 				s.execute(true)
@@ -328,7 +345,7 @@ func (s *run) armDue(d time.Duration) {
 // request ends a deferral at once.
 func (s *run) pullEarlier(p *pending, now time.Time, delay time.Duration, reqNow bool) {
 	if p.deferring {
-		if reqNow {
+		if reqNow && !s.fenceBusy(false) {
 			s.c.log.Info("restart with --now ends the wait for idle")
 			s.execute(false)
 		}
@@ -385,11 +402,18 @@ func (s *run) probe() {
 	s.wg.Go(func() {
 		cctx, cancel := context.WithTimeout(ctx, timeout)
 		defer cancel()
-		n, err := idle.Inflight(cctx)
+		var n int
+		var detail *api.IdleDetail
+		var err error
+		if dc, ok := idle.(DetailCounter); ok {
+			n, detail, err = dc.InflightDetail(cctx)
+		} else {
+			n, err = idle.Inflight(cctx)
+		}
 		if err == nil && cctx.Err() != nil {
 			err = cctx.Err()
 		}
-		s.probes <- probeResult{gen, n, err}
+		s.probes <- probeResult{gen, n, detail, err}
 	})
 }
 
@@ -399,15 +423,20 @@ func (s *run) probed(pr probeResult) {
 		return
 	}
 	if pr.err != nil {
-		p.inflight = nil
+		p.inflight, p.idleErr = nil, pr.err.Error()
 		s.c.log.Info("idle check failed; the gateway counts as busy", zap.Error(pr.err))
 		s.publish()
 		return
 	}
 	n := pr.n
-	p.inflight = &n
+	p.inflight, p.idleErr, p.idleDetail = &n, "", pr.detail
 	if n <= 0 {
 		s.c.log.Info("gateway is idle", zap.Duration("after", time.Since(p.deferredSince)))
+		if s.c.cfg.Fence != nil {
+			s.startFence(p)
+			s.publish()
+			return
+		}
 		s.execute(false)
 		return
 	}
@@ -453,8 +482,8 @@ func (s *run) execute(forced bool) {
 	s.publish()
 	ctx, r, m := s.ctx, s.c.r, s.c.cfg.Method
 	s.wg.Go(func() {
-		o, err := r.Restart(ctx, m)
-		res.OK, res.PID, res.PreviousPID, res.Error = o.OK, o.PID, o.PreviousPID, o.Error
+		o, err, fr := s.restartFenced(ctx, r, m, p.fence)
+		res.OK, res.PID, res.PreviousPID, res.Error, res.Fence = o.OK, o.PID, o.PreviousPID, o.Error, fr
 		if err != nil {
 			res.OK = false
 			res.Error = err.Error()
@@ -520,6 +549,10 @@ func (s *run) cancelAll() {
 		s.c.log.Info("pending restart cancelled by the stop", zap.Strings("reasons", p.reasons))
 		for _, w := range p.waiters {
 			w <- outcome{err: ErrStopping}
+		}
+		if f := p.fence; f != nil && f.held {
+			ctx, timeout, log, id := s.ctx, s.c.cfg.ProbeTimeout, s.c.log, f.state.SuspensionID
+			s.wg.Go(func() { resumeFence(ctx, f.fence, timeout, id, log) })
 		}
 	}
 	s.pend, s.follow = nil, nil

@@ -84,7 +84,10 @@ type Config struct {
 	Idle         Counter
 	Poll         time.Duration // how often Idle is asked (default 500 ms, at least 10 ms)
 	MaxWait      time.Duration // then the restart is forced (default 300 s)
-	ProbeTimeout time.Duration // per Idle check (default 5 s)
+	ProbeTimeout time.Duration // per Idle check and fence call (default 5 s)
+	// Fence, with Idle, closes the gateway's admission once Idle says idle and waits for it
+	// to report ready before the restart.
+	Fence Fence
 }
 
 // withDefaults fills the zero fields of c. Negative durations count as zero.
