@@ -178,6 +178,25 @@ func (p *Process) Signal(sig os.Signal) error {
 	return nil
 }
 
+// SignalLeader sends sig to the group's leader alone (its children are its own to stop).
+// It returns os.ErrProcessDone once the leader has been reaped and, like Signal, never
+// reaches a process that took over its pid.
+func (p *Process) SignalLeader(sig os.Signal) error {
+	s, ok := sig.(syscall.Signal)
+	if !ok {
+		return fmt.Errorf("signal %v: %w", sig, ErrNotSupported)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err := p.group.signalLeader(s, p.reaped); err != nil {
+		if errors.Is(err, unix.ESRCH) {
+			return os.ErrProcessDone
+		}
+		return fmt.Errorf("signal process %d: %w", p.pid, err)
+	}
+	return nil
+}
+
 // Kill sends SIGKILL to the whole process group.
 func (p *Process) Kill() error { return p.Signal(unix.SIGKILL) }
 

@@ -3,6 +3,7 @@ package respawn
 import (
 	"context"
 	"fmt"
+	"os"
 	"strconv"
 	"sync"
 	"time"
@@ -288,7 +289,7 @@ func (l *life) reload(ctx context.Context, r request) {
 	s := l.s
 	s.log.Info("asking the gateway to restart in process", zap.Int("pid", l.pid),
 		zap.String("signal", platform.SignalName(r.sig)))
-	if err := l.proc.Signal(r.sig); err != nil {
+	if err := l.signal(r.sig); err != nil {
 		s.log.Warn("could not signal the gateway", zap.Int("pid", l.pid), zap.Error(err))
 	}
 	l.pending = append(l.pending, r)
@@ -406,14 +407,15 @@ func (l *life) exited() outcome {
 	return outcome{exit: e, pending: later}
 }
 
-// stop stops the gateway gracefully: the stop signal to the whole group, SIGKILL at the
-// stop timeout (or at once when Kill escalates), then every straggler in the group.
+// stop stops the gateway gracefully: the stop signal to the whole group (or to its own
+// pid with StopMain), SIGKILL to the whole group at the stop timeout (or at once when Kill escalates), then every straggler in the group.
 func (l *life) stop(reason api.ExitReason, detail string) outcome {
 	s := l.s
 	s.update(func(st *api.Gateway) { st.State = api.GatewayStopping })
 	s.log.Info("stopping gateway", zap.Int("pid", l.pid), zap.String("reason", string(reason)),
-		zap.String("signal", platform.SignalName(s.cfg.StopSignal)), zap.Duration("timeout", s.cfg.StopTimeout))
-	if err := l.proc.Signal(s.cfg.StopSignal); err != nil {
+		zap.String("signal", platform.SignalName(s.cfg.StopSignal)), zap.String("scope", l.scope()),
+		zap.Duration("timeout", s.cfg.StopTimeout))
+	if err := l.signal(s.cfg.StopSignal); err != nil {
 		s.log.Warn("could not signal the gateway", zap.Int("pid", l.pid), zap.Error(err))
 	}
 	adopted := l.adopted()
@@ -492,6 +494,22 @@ wait:
 	}
 	out.pending = l.pending
 	return out
+}
+
+// signal sends sig to the gateway's group, or to its own pid alone with StopMain.
+func (l *life) signal(sig os.Signal) error {
+	if l.s.cfg.StopMain {
+		return l.proc.SignalLeader(sig)
+	}
+	return l.proc.Signal(sig)
+}
+
+// scope names where signal sends, for the logs.
+func (l *life) scope() string {
+	if l.s.cfg.StopMain {
+		return "main"
+	}
+	return "group"
 }
 
 // stopWait reports that the gateway may take up to d more before SIGKILL.

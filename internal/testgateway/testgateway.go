@@ -46,6 +46,7 @@
 //	stubborn           with orphan: the grandchild ignores SIGTERM
 //	orphan-churn=D     every D, start a child that starts a grandchild living 20ms and
 //	                   exits at once: each grandchild dies an orphan
+//	helper-child       with sig-log=FILE: a leader with a helper it stops itself (helper.go)
 //
 // Without exit/signal the fake runs until SIGTERM or SIGINT and then exits 0.
 package testgateway
@@ -156,6 +157,9 @@ func run(o options) int {
 		select {}
 	}
 	if code, ok := runOrphanModes(o); ok {
+		return code
+	}
+	if code, ok := runHelperModes(o); ok {
 		return code
 	}
 	sigs := make(chan os.Signal, 8)
