@@ -88,6 +88,12 @@ func printStatus(w io.Writer, st api.Status, now time.Time) {
 			v = append(v, e.Error)
 		}
 		row("last exit", v...)
+		if gw.State == api.GatewayFailed {
+			row("", "not restarted: a no-restart exit code; schedd restart or a config reload starts it")
+		}
+		for _, l := range e.Output {
+			row("", "| "+l)
+		}
 	}
 	if gw.StatusText != "" {
 		row("gateway says", gw.StatusText)

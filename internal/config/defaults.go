@@ -38,7 +38,7 @@ const (
 // Default returns a configuration with every default applied and no gateway command. It is
 // what `schedd run -- COMMAND` uses without a config file (cmd sets Gateway.Command).
 //
-//	gateway:    readiness none (timeout 60s); no liveness; stop SIGTERM/30s;
+//	gateway:    readiness none (timeout 60s); no liveness; stop SIGTERM/30s to the group;
 //	            backoff 1s..60s x2, jitter 0.2, reset after 60s; crash_loop 5 in 2m;
 //	            output 1000 lines/s, 1000 lines kept
 //	restart:    allow_signal true; cooldown 30s; delay 2s; method respawn; signal SIGHUP;
@@ -108,6 +108,7 @@ func applyDefaults(c *Config) {
 	}
 	c.defStr("gateway.stop.signal", &g.Stop.Signal, DefaultStopSignal)
 	c.defDur("gateway.stop.timeout", &g.Stop.Timeout, DefaultStopTimeout)
+	c.defStr("gateway.stop.scope", &g.Stop.Scope, StopScopeGroup)
 	c.defDur("gateway.backoff.initial", &g.Backoff.Initial, time.Second)
 	c.defDur("gateway.backoff.max", &g.Backoff.Max, 60*time.Second)
 	c.defFloat("gateway.backoff.factor", &g.Backoff.Factor, 2)

@@ -48,7 +48,9 @@ gateway:
 
   stop:
     signal: SIGTERM        # sent to the gateway's process group; TERM or 15 work too
-    timeout: 30s           # then SIGKILL; 0 = at once
+    timeout: 30s           # then SIGKILL to the whole group; 0 = at once
+    scope: group           # group, or main: the signal (and restart.signal) goes to the
+                           # gateway's own pid, its children are its own to stop (not on Windows)
   backoff:                 # delay between crash restarts (a crash after a healthy run: at once)
     initial: 1s
     max: 1m
@@ -61,6 +63,8 @@ gateway:
   output:
     max_lines_per_second: 1000  # gateway output lines logged per second; the rest are counted
     keep_lines: 1000            # latest lines kept in memory for "schedd logs" (1 to 100000)
+  no_restart_exit_codes: []  # exit codes (1 to 255) that mean "do not restart", e.g. [78]:
+                             # state failed until "schedd restart" or a config reload
 
 # Restart requests: SIGUSR1, "schedd restart", the control API, a changed gateway command.
 restart:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -26,6 +27,7 @@ const (
 type life struct {
 	s       *Supervisor
 	proc    Proc
+	out     *outputLogger
 	pid     int
 	prevPID int
 	pending []request
@@ -402,9 +404,16 @@ func (l *life) exited() outcome {
 	t := time.NewTimer(s.cfg.StopTimeout)
 	defer t.Stop()
 	later := l.adopted().wait(t.C, false)
+	failed := e.Code != nil && slices.Contains(s.cfg.NoRestartExitCodes, *e.Code)
+	if failed {
+		// After cleanupGroup: the output pipes are drained, the last lines are in.
+		e.Output = l.out.lastLines()
+		s.log.Error("gateway exited with a code that means do not restart; it stays failed until schedd restart or a config reload",
+			zap.Int("pid", l.pid), zap.Int("code", *e.Code))
+	}
 	s.recordExit(e)
 	failRestarts(l.pending, "gateway exited before it was ready ("+exitText(e)+")")
-	return outcome{exit: e, pending: later}
+	return outcome{exit: e, pending: later, failed: failed}
 }
 
 // stop stops the gateway gracefully: the stop signal to the whole group (or to its own

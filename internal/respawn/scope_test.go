@@ -23,7 +23,10 @@ func sigLog(t *testing.T, file string) (lines []string, helper int) {
 	}
 	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
 		f := strings.Fields(l)
-		if len(f) == 3 && f[0] == "helper" && f[2] == "started" {
+		if len(f) != 3 { // an empty file, or a line being written
+			continue
+		}
+		if f[0] == "helper" && f[2] == "started" {
 			helper, _ = strconv.Atoi(f[1])
 			continue
 		}

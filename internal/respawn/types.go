@@ -103,6 +103,11 @@ type Config struct {
 	// the gateway has exited is killed as ever (systemd's KillMode=mixed).
 	StopMain bool
 
+	// NoRestartExitCodes are exit codes after which the gateway is not started again: it
+	// stays failed, with its last output lines in the status, until Restart, Reload or
+	// Reconfigure (gateway.no_restart_exit_codes).
+	NoRestartExitCodes []int
+
 	Backoff    backoff.Policy
 	ResetAfter time.Duration // ready this long resets the failure count; default 60s
 
