@@ -4,6 +4,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -106,4 +107,28 @@ func TestE2ENoRestartExitCode(t *testing.T) {
 	d.cmd.Process.Signal(syscall.SIGHUP)
 	d.waitFor("ready after a reload", func(g api.Gateway) bool { return g.State == api.GatewayReady })
 	waitStarts(t, pids, 4)
+}
+
+// TestE2ESignalMethodHTTP: restart.method signal with an http readiness probe, against a
+// gateway that restarts in process on SIGUSR2 and keeps answering /readyz 200 for 100 ms
+// first: `schedd restart --wait` returns once /readyz failed and passed again, says the pid
+// stayed, and so does `schedd status`.
+func TestE2ESignalMethodHTTP(t *testing.T) {
+	addr := freeAddr(t)
+	cfg := writeConfig(t, "gateway: {readiness: {http: {url: 'http://"+addr+"/readyz'}, timeout: 10s}}\n"+
+		"restart: {method: signal, signal: SIGUSR2, cooldown: 0s, signal_down_wait: 3s}\n")
+	d := startDaemon(t, daemonOpts{args: []string{"--config", cfg}, gateway: []string{"http=" + addr, "usr2-down=700ms"}})
+	pid := d.waitFor("ready", func(g api.Gateway) bool { return g.State == api.GatewayReady }).Gateway.PID
+	code, out, errOut := cli("restart", "--now", "--wait", "--socket", d.socket)
+	if want := fmt.Sprintf("restarted in process (signal): pid %d, ready in ", pid); code != 0 || !strings.HasPrefix(out, want) {
+		t.Fatalf("restart --now --wait = %d %q %s, want %q...", code, out, errOut, want)
+	}
+	st, err := d.status()
+	if err != nil || st.Restart == nil || st.Restart.Last == nil || st.Restart.Last.DurationMs < 800 ||
+		st.Restart.Last.Method != "signal" || st.Gateway.PID != pid {
+		t.Fatalf("status after the restart: %+v %v", st.Restart, err)
+	}
+	if code, out, _ = cli("status", "--socket", d.socket); code != 0 || !strings.Contains(out, fmt.Sprintf("pid %d, restarted in process", pid)) {
+		t.Fatalf("status = %d:\n%s", code, out)
+	}
 }

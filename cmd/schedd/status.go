@@ -126,6 +126,9 @@ func printStatus(w io.Writer, st api.Status, now time.Time) {
 		}
 		if l := rs.Last; l != nil {
 			v := []string{"ok", fmt.Sprintf("pid %d -> %d", l.PreviousPID, l.PID)}
+			if inProcess(*l) {
+				v[1] = fmt.Sprintf("pid %d, restarted in process", l.PID)
+			}
 			if !l.OK {
 				v = []string{"failed", l.Error}
 			}

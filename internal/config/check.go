@@ -390,6 +390,7 @@ func (k *checker) probe(path string, p *Probe, role probeRole) {
 func (k *checker) restart() {
 	r := &k.c.Restart
 	k.nonNegative("restart.cooldown", r.Cooldown)
+	k.nonNegative("restart.signal_down_wait", r.SignalDownWait)
 	if r.Delay < 0 || r.Delay.D() > MaxRestartDelay {
 		k.errf("restart.delay", "must be between 0s and %s, got %s", Duration(MaxRestartDelay), r.Delay)
 	}

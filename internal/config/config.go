@@ -224,6 +224,10 @@ type Restart struct {
 	Method string `yaml:"method"`
 	// Signal is sent by method signal. Default SIGHUP.
 	Signal string `yaml:"signal"`
+	// SignalDownWait: with method signal and an http, tcp or exec readiness probe, a
+	// restart is done only once the probe has failed and then passed again; this bounds
+	// the wait for the failure. Default 5s; 0 waits for a pass at once.
+	SignalDownWait Duration `yaml:"signal_down_wait"`
 	// DeferUntilIdle postpones a restart until the gateway is idle, with a ceiling.
 	DeferUntilIdle DeferUntilIdle `yaml:"defer_until_idle"`
 }

@@ -73,6 +73,8 @@ restart:
   delay: 2s                # wait before restarting (0s to 60s); requests meanwhile are merged
   method: respawn          # respawn (stop, then start a fresh process) or signal
   signal: SIGHUP           # what method signal sends to the gateway
+  signal_down_wait: 5s     # method signal with an http/tcp/exec readiness probe: done only once
+                           # the probe failed (within this) and passed again; 0 = just a pass
   defer_until_idle:        # postpone a restart until the gateway is idle
     # enabled: true        # default: true when idle is set
     # idle:                # exactly one kind; a check that hangs or fails means busy

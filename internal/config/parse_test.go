@@ -171,6 +171,7 @@ func TestParseErrors(t *testing.T) {
 			"f.yaml:2:31: gateway.no_restart_exit_codes[1]: must be an exit code from 1 to 255, got 0"},
 		{"no-restart exit code 256", "gateway:\n  no_restart_exit_codes: [256]\n",
 			"f.yaml:2:27: gateway.no_restart_exit_codes[0]: must be an exit code from 1 to 255, got 256"},
+		{"negative signal down wait", "restart: {signal_down_wait: -1s}\n", "f.yaml:1:29: restart.signal_down_wait: must not be negative, got -1s"},
 		{"unknown restart method", "restart: {method: reboot}\n", "f.yaml:1:19: restart.method: must be respawn or signal, got \"reboot\""},
 		{"unknown log level", "log: {level: loud}\n", "f.yaml:1:14: log.level: must be one of debug, info, warn, error, got \"loud\""},
 		{"unknown log format", "log: {format: xml}\n", "f.yaml:1:15: log.format: must be console or json, got \"xml\""},

@@ -61,6 +61,7 @@ func SupervisorConfig(c *config.Config, environ []string) (respawn.Config, error
 		}
 	}
 	rc.Port = gatewayPort(g)
+	rc.SignalDownWait = c.Restart.SignalDownWait.D()
 	return rc, nil
 }
 

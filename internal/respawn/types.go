@@ -103,6 +103,11 @@ type Config struct {
 	// the gateway has exited is killed as ever (systemd's KillMode=mixed).
 	StopMain bool
 
+	// SignalDownWait bounds how long a restart in process (Reload) with a readiness probe
+	// waits for that probe to fail before it waits for it to pass again
+	// (restart.signal_down_wait); 0 waits for it to pass at once.
+	SignalDownWait time.Duration
+
 	// NoRestartExitCodes are exit codes after which the gateway is not started again: it
 	// stays failed, with its last output lines in the status, until Restart, Reload or
 	// Reconfigure (gateway.no_restart_exit_codes).

@@ -50,10 +50,20 @@ func runHelper(file string) int {
 	for sig := range sigs {
 		logSignal(file, "helper", sig)
 		if sig == syscall.SIGTERM || sig == syscall.SIGINT {
+			break
+		}
+	}
+	// Log what else arrives meanwhile: a group-wide SIGTERM and the leader's SIGINT come
+	// at almost the same time, in either order.
+	t := time.After(50 * time.Millisecond)
+	for {
+		select {
+		case sig := <-sigs:
+			logSignal(file, "helper", sig)
+		case <-t:
 			return 0
 		}
 	}
-	return 0
 }
 
 func runHelperLeader(file string, ignoreTerm bool) int {
