@@ -578,3 +578,29 @@ func runCLI(args ...string) (int, string, string) {
 	code := Main(args, &stdout, &stderr)
 	return code, stdout.String(), stderr.String()
 }
+
+// TestUnitStopBudgetForOpenClaw: the unit's TimeoutStopSec stays above gateway.stop.timeout,
+// and OpenClaw, which plans its shutdown for min(325 s, TimeoutStopSec - 5 s) of the unit
+// owning its cgroup, finishes before schedd's SIGKILL at the 330 s the example recommends.
+func TestUnitStopBudgetForOpenClaw(t *testing.T) {
+	const stop = 330 * time.Second
+	unit, err := platform.RenderServiceFile(platform.ServiceSpec{Manager: platform.ManagerSystemd,
+		Binary: "/usr/local/bin/schedd", Config: "/etc/schedd/schedd.yaml", StopTimeout: stop})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := unitSettings(t, unit)["TimeoutStopSec"]
+	if len(v) != 1 {
+		t.Fatalf("TimeoutStopSec=%q", v)
+	}
+	d, err := time.ParseDuration(v[0])
+	if err != nil {
+		t.Fatalf("TimeoutStopSec=%q: %v", v[0], err)
+	}
+	if d <= stop {
+		t.Errorf("TimeoutStopSec=%v, not above gateway.stop.timeout %v", d, stop)
+	}
+	if plan := min(325*time.Second, d-5*time.Second); plan > stop {
+		t.Errorf("OpenClaw would plan %v of shutdown, past schedd's stop timeout %v", plan, stop)
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/schedd/schedd/internal/api"
+	"github.com/schedd/schedd/internal/restart"
 	"github.com/spf13/cobra"
 )
 
@@ -143,7 +144,11 @@ func printRestartReply(w io.Writer, r api.RestartReply, now time.Time) {
 		if res.Requests > 1 {
 			notes = append(notes, fmt.Sprintf("%d requests merged", res.Requests))
 		}
-		fmt.Fprintf(w, "restarted: pid %d -> %d, ready in %s", res.PreviousPID, res.PID, time.Duration(res.DurationMs)*time.Millisecond)
+		if inProcess(*res) {
+			fmt.Fprintf(w, "restarted in process (%s): pid %d, ready in %s", res.Method, res.PID, time.Duration(res.DurationMs)*time.Millisecond)
+		} else {
+			fmt.Fprintf(w, "restarted: pid %d -> %d, ready in %s", res.PreviousPID, res.PID, time.Duration(res.DurationMs)*time.Millisecond)
+		}
 		if len(notes) > 0 {
 			fmt.Fprintf(w, " (%s)", strings.Join(notes, ", "))
 		}
@@ -163,4 +168,9 @@ func printRestartReply(w io.Writer, r api.RestartReply, now time.Time) {
 			fmt.Fprintf(w, "%s: due in %s\n", what, p.DueAt.Sub(now).Round(time.Millisecond))
 		}
 	}
+}
+
+// inProcess reports a restart that kept the gateway's pid (method signal): no fresh pid.
+func inProcess(r api.RestartResult) bool {
+	return r.Method == string(restart.MethodSignal) && r.PID != 0 && r.PID == r.PreviousPID
 }

@@ -88,6 +88,12 @@ func printStatus(w io.Writer, st api.Status, now time.Time) {
 			v = append(v, e.Error)
 		}
 		row("last exit", v...)
+		if gw.State == api.GatewayFailed {
+			row("", "not restarted: a no-restart exit code; schedd restart or a config reload starts it")
+		}
+		for _, l := range e.Output {
+			row("", "| "+l)
+		}
 	}
 	if gw.StatusText != "" {
 		row("gateway says", gw.StatusText)
@@ -120,6 +126,9 @@ func printStatus(w io.Writer, st api.Status, now time.Time) {
 		}
 		if l := rs.Last; l != nil {
 			v := []string{"ok", fmt.Sprintf("pid %d -> %d", l.PreviousPID, l.PID)}
+			if inProcess(*l) {
+				v[1] = fmt.Sprintf("pid %d, restarted in process", l.PID)
+			}
 			if !l.OK {
 				v = []string{"failed", l.Error}
 			}

@@ -16,12 +16,13 @@ const (
 	GatewayBackoff      GatewayState = "backoff"       // waiting before the next start after a failure
 	GatewayCrashLooping GatewayState = "crash_looping" // like backoff, after too many failures in the window
 	GatewayStopped      GatewayState = "stopped"       // not running and not going to be restarted
+	GatewayFailed       GatewayState = "failed"        // exited with a no-restart code; waits for a restart request or a reload
 )
 
 // GatewayStates lists every GatewayState, for the label sets of metrics: a state added
 // above belongs here too.
 var GatewayStates = []GatewayState{GatewayStarting, GatewayReady, GatewayStopping, GatewayBackoff,
-	GatewayCrashLooping, GatewayStopped}
+	GatewayCrashLooping, GatewayStopped, GatewayFailed}
 
 // ExitReason says why a gateway process ended.
 type ExitReason string
@@ -52,6 +53,8 @@ type Exit struct {
 	At     time.Time  `json:"at"`
 	PID    int        `json:"pid,omitempty"`
 	Error  string     `json:"error,omitempty"` // spawn error or probe failure that led to the exit
+	// Output is the gateway's last lines of output, for an exit that left it failed.
+	Output []string `json:"output,omitempty"`
 }
 
 // Gateway is the supervisor's snapshot, the `gateway` block of the status. In JSON every

@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"net/url"
 	"regexp"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -278,6 +279,15 @@ func set(pairs ...any) []string {
 	return out
 }
 
+// exitCodes checks a list of exit codes: 1 to 255 (0 is a clean exit, never a failure).
+func (k *checker) exitCodes(path string, codes []int) {
+	for i, code := range codes {
+		if code < 1 || code > 255 {
+			k.errf(index(path, i), "must be an exit code from 1 to 255, got %d", code)
+		}
+	}
+}
+
 // Sections.
 
 func (k *checker) gateway() {
@@ -290,6 +300,16 @@ func (k *checker) gateway() {
 	}
 	k.signal("gateway.stop.signal", g.Stop.Signal)
 	k.nonNegative("gateway.stop.timeout", g.Stop.Timeout)
+	k.exitCodes("gateway.no_restart_exit_codes", g.NoRestartExitCodes)
+	switch g.Stop.Scope {
+	case StopScopeGroup:
+	case StopScopeMain:
+		if runtime.GOOS == "windows" {
+			k.errf("gateway.stop.scope", "main is not supported on Windows, where a stop reaches the gateway's whole console group; use group")
+		}
+	default:
+		k.errf("gateway.stop.scope", "must be %s or %s, got %s", StopScopeGroup, StopScopeMain, quote(g.Stop.Scope))
+	}
 	b := g.Backoff
 	k.positive("gateway.backoff.initial", b.Initial)
 	if b.Max < b.Initial {
@@ -374,6 +394,7 @@ func (k *checker) probe(path string, p *Probe, role probeRole) {
 func (k *checker) restart() {
 	r := &k.c.Restart
 	k.nonNegative("restart.cooldown", r.Cooldown)
+	k.nonNegative("restart.signal_down_wait", r.SignalDownWait)
 	if r.Delay < 0 || r.Delay.D() > MaxRestartDelay {
 		k.errf("restart.delay", "must be between 0s and %s, got %s", Duration(MaxRestartDelay), r.Delay)
 	}
@@ -565,11 +586,7 @@ func (k *checker) deliveries() {
 		if e := s.Exec; e != nil {
 			k.command(p+".exec.command", e.Command)
 			k.positive(p+".exec.timeout", e.Timeout)
-			for i, code := range e.TransientCodes {
-				if code < 1 || code > 255 {
-					k.errf(index(p+".exec.transient_codes", i), "must be an exit code from 1 to 255, got %d", code)
-				}
-			}
+			k.exitCodes(p+".exec.transient_codes", e.TransientCodes)
 		}
 		if g := s.Gateway; g != nil {
 			if !strings.HasPrefix(g.Path, "/") {

@@ -74,13 +74,27 @@ type Gateway struct {
 	CrashLoop CrashLoop `yaml:"crash_loop"`
 	// Output controls the logging of the gateway's stdout/stderr.
 	Output Output `yaml:"output"`
+	// NoRestartExitCodes are exit codes (1..255) after which the gateway is not restarted:
+	// it stays in state failed until a restart request or a config reload (OpenClaw's 78,
+	// a configuration error). Default none.
+	NoRestartExitCodes []int `yaml:"no_restart_exit_codes"`
 }
 
-// Stop is the graceful stop: Signal to the process group, then SIGKILL after Timeout.
+// Stop is the graceful stop: Signal to the process group (or the gateway's own pid, with
+// Scope main), then SIGKILL to the whole group after Timeout.
 type Stop struct {
 	Signal  string   `yaml:"signal"`  // default SIGTERM; stored as "SIGTERM" or as digits ("15")
 	Timeout Duration `yaml:"timeout"` // default 30s; 0 = SIGKILL at once
+	// Scope is where Signal (and restart.signal) goes: "group" (default) or "main" (the
+	// gateway's own pid; its children are its own to stop). Not on Windows.
+	Scope string `yaml:"scope"`
 }
+
+// Stop scopes.
+const (
+	StopScopeGroup = "group"
+	StopScopeMain  = "main"
+)
 
 // Backoff is the delay between crash restarts: Initial, multiplied by Factor per consecutive
 // failure up to Max, minus up to Jitter of itself. A run that stayed ready for ResetAfter
@@ -231,6 +245,10 @@ type Restart struct {
 	Method string `yaml:"method"`
 	// Signal is sent by method signal. Default SIGHUP.
 	Signal string `yaml:"signal"`
+	// SignalDownWait: with method signal and an http, tcp or exec readiness probe, a
+	// restart is done only once the probe has failed and then passed again; this bounds
+	// the wait for the failure. Default 5s; 0 waits for a pass at once.
+	SignalDownWait Duration `yaml:"signal_down_wait"`
 	// DeferUntilIdle postpones a restart until the gateway is idle, with a ceiling.
 	DeferUntilIdle DeferUntilIdle `yaml:"defer_until_idle"`
 }

@@ -17,6 +17,7 @@ const (
 	DefaultStopSignal         = "SIGTERM"
 	DefaultStopTimeout        = 30 * time.Second
 	DefaultRestartSignal      = "SIGHUP"
+	DefaultSignalDownWait     = 5 * time.Second
 	DefaultHeartbeatEvery     = "30m"
 	DefaultHTTPTimeout        = 10 * time.Second // http targets and sinks, gateway sinks
 	DefaultExecTimeout        = 30 * time.Second // exec targets and sinks
@@ -47,10 +48,11 @@ const (
 // Default returns a configuration with every default applied and no gateway command. It is
 // what `schedd run -- COMMAND` uses without a config file (cmd sets Gateway.Command).
 //
-//	gateway:    readiness none (timeout 60s); no liveness; stop SIGTERM/30s;
+//	gateway:    readiness none (timeout 60s); no liveness; stop SIGTERM/30s to the group;
 //	            backoff 1s..60s x2, jitter 0.2, reset after 60s; crash_loop 5 in 2m;
 //	            output 1000 lines/s, 1000 lines kept
-//	restart:    allow_signal true; cooldown 30s; delay 2s; method respawn; signal SIGHUP;
+//	restart:    allow_signal true; cooldown 30s; delay 2s; method respawn; signal SIGHUP
+//	            (signal_down_wait 5s);
 //	            defer_until_idle off (poll 500ms, max_wait 5m)
 //	heartbeat:  enabled; defaults every 30m, enabled; no agents
 //	deliveries: sqlite schedd.db (FULL); max_retries 5; schedule [5s 25s 2m 10m];
@@ -117,6 +119,7 @@ func applyDefaults(c *Config) {
 	}
 	c.defStr("gateway.stop.signal", &g.Stop.Signal, DefaultStopSignal)
 	c.defDur("gateway.stop.timeout", &g.Stop.Timeout, DefaultStopTimeout)
+	c.defStr("gateway.stop.scope", &g.Stop.Scope, StopScopeGroup)
 	c.defDur("gateway.backoff.initial", &g.Backoff.Initial, time.Second)
 	c.defDur("gateway.backoff.max", &g.Backoff.Max, 60*time.Second)
 	c.defFloat("gateway.backoff.factor", &g.Backoff.Factor, 2)
@@ -133,6 +136,7 @@ func applyDefaults(c *Config) {
 	c.defDur("restart.delay", &r.Delay, 2*time.Second)
 	c.defStr("restart.method", &r.Method, MethodRespawn)
 	c.defStr("restart.signal", &r.Signal, DefaultRestartSignal)
+	c.defDur("restart.signal_down_wait", &r.SignalDownWait, DefaultSignalDownWait)
 	di := &r.DeferUntilIdle
 	if di.Idle != nil {
 		c.probeDefaults("restart.defer_until_idle.idle", di.Idle, roleIdle)

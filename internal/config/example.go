@@ -48,7 +48,9 @@ gateway:
 
   stop:
     signal: SIGTERM        # sent to the gateway's process group; TERM or 15 work too
-    timeout: 30s           # then SIGKILL; 0 = at once
+    timeout: 30s           # then SIGKILL to the whole group; 0 = at once
+    scope: group           # group, or main: the signal (and restart.signal) goes to the
+                           # gateway's own pid, its children are its own to stop (not on Windows)
   backoff:                 # delay between crash restarts (a crash after a healthy run: at once)
     initial: 1s
     max: 1m
@@ -61,6 +63,8 @@ gateway:
   output:
     max_lines_per_second: 1000  # gateway output lines logged per second; the rest are counted
     keep_lines: 1000            # latest lines kept in memory for "schedd logs" (1 to 100000)
+  no_restart_exit_codes: []  # exit codes (1 to 255) that mean "do not restart", e.g. [78]:
+                             # state failed until "schedd restart" or a config reload
 
 # Restart requests: SIGUSR1, "schedd restart", the control API, a changed gateway command.
 restart:
@@ -69,6 +73,8 @@ restart:
   delay: 2s                # wait before restarting (0s to 60s); requests meanwhile are merged
   method: respawn          # respawn (stop, then start a fresh process) or signal
   signal: SIGHUP           # what method signal sends to the gateway
+  signal_down_wait: 5s     # method signal with an http/tcp/exec readiness probe: done only once
+                           # the probe failed (within this) and passed again; 0 = just a pass
   defer_until_idle:        # postpone a restart until the gateway is idle
     # enabled: true        # default: true when idle is set
     # idle:                # exactly one kind; a check that hangs or fails means busy

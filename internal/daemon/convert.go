@@ -29,16 +29,18 @@ func SupervisorConfig(c *config.Config, environ []string) (respawn.Config, error
 		Dir:         g.Workdir,
 		StopSignal:  sig,
 		StopTimeout: g.Stop.Timeout.D(),
+		StopMain:    g.Stop.Scope == config.StopScopeMain,
 		Backoff: backoff.Policy{
 			Initial: g.Backoff.Initial.D(),
 			Max:     g.Backoff.Max.D(),
 			Factor:  g.Backoff.Factor,
 			Jitter:  g.Backoff.Jitter,
 		},
-		ResetAfter:        g.Backoff.ResetAfter.D(),
-		CrashLoopFailures: g.CrashLoop.Failures,
-		CrashLoopWindow:   g.CrashLoop.Window.D(),
-		MaxLinesPerSecond: g.Output.MaxLinesPerSecond,
+		ResetAfter:         g.Backoff.ResetAfter.D(),
+		CrashLoopFailures:  g.CrashLoop.Failures,
+		CrashLoopWindow:    g.CrashLoop.Window.D(),
+		MaxLinesPerSecond:  g.Output.MaxLinesPerSecond,
+		NoRestartExitCodes: g.NoRestartExitCodes,
 	}
 	rc.Readiness = respawn.Readiness{Timeout: g.Readiness.Timeout.D()}
 	switch g.Readiness.Kind() {
@@ -59,6 +61,7 @@ func SupervisorConfig(c *config.Config, environ []string) (respawn.Config, error
 		}
 	}
 	rc.Port = gatewayPort(g)
+	rc.SignalDownWait = c.Restart.SignalDownWait.D()
 	return rc, nil
 }
 

@@ -456,6 +456,12 @@ func statusLine(st api.Gateway) string {
 			s += fmt.Sprintf("; next start in %s", time.Until(st.NextStartAt).Round(time.Millisecond))
 		}
 		return s
+	case api.GatewayFailed:
+		s := "gateway failed"
+		if e := st.LastExit; e != nil && e.Code != nil {
+			s += fmt.Sprintf(" (exit code %d)", *e.Code)
+		}
+		return s + "; not restarted until schedd restart or a config reload"
 	}
 	return "gateway " + string(st.State)
 }

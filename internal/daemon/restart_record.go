@@ -88,7 +88,7 @@ func (d *Daemon) completeInterrupted(st api.Gateway) {
 	switch st.State {
 	case api.GatewayReady:
 		ok = true
-	case api.GatewayBackoff, api.GatewayCrashLooping:
+	case api.GatewayBackoff, api.GatewayCrashLooping, api.GatewayFailed:
 	default:
 		return
 	}

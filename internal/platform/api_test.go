@@ -11,6 +11,7 @@ var (
 	_ func(Command) (*Process, error)                   = Start
 	_ func(*Process) int                                = (*Process).PID
 	_ func(*Process, os.Signal) error                   = (*Process).Signal
+	_ func(*Process, os.Signal) error                   = (*Process).SignalLeader
 	_ func(*Process) error                              = (*Process).Kill
 	_ func(*Process) <-chan struct{}                    = (*Process).Done
 	_ func(*Process) <-chan struct{}                    = (*Process).OutputClosed

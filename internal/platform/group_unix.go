@@ -39,6 +39,21 @@ func (g *pgroup) signal(sig unix.Signal, leaderReaped bool) error {
 	return unix.Kill(-g.pgid, sig)
 }
 
+// signalLeader sends sig to the leader alone, under the same rule: through its pidfd
+// where there is one, else by number only until the leader has been reaped.
+func (g *pgroup) signalLeader(sig unix.Signal, leaderReaped bool) error {
+	if g.fd >= 0 {
+		err := pidfdSignalProcess(g.fd, sig)
+		if !errors.Is(err, errNoPidfdGroup) {
+			return err
+		}
+	}
+	if leaderReaped {
+		return unix.ESRCH
+	}
+	return unix.Kill(g.pgid, sig)
+}
+
 // close drops the pidfd; later signals go by number under the rule above.
 func (g *pgroup) close() {
 	if g.fd >= 0 {

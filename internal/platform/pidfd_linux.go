@@ -35,3 +35,12 @@ func pidfdSignalGroup(fd int, sig unix.Signal) error {
 	}
 	return err
 }
+
+// pidfdSignalProcess sends sig to the process fd refers to, and to no other (Linux 5.1).
+func pidfdSignalProcess(fd int, sig unix.Signal) error {
+	err := unix.PidfdSendSignal(fd, sig, nil, 0)
+	if errors.Is(err, unix.ENOSYS) {
+		return errNoPidfdGroup
+	}
+	return err
+}

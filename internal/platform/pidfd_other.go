@@ -8,3 +8,5 @@ import "golang.org/x/sys/unix"
 func openPidfd(int) int { return -1 }
 
 func pidfdSignalGroup(int, unix.Signal) error { return errNoPidfdGroup }
+
+func pidfdSignalProcess(int, unix.Signal) error { return errNoPidfdGroup }

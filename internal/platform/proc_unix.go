@@ -157,7 +157,14 @@ func (p *Process) ExitStatus() ExitStatus {
 // Signal sends sig to the whole process group. It returns os.ErrProcessDone when no
 // member of the group is left, and never reaches a group that took over the number
 // once ours is gone (see pgroup).
-func (p *Process) Signal(sig os.Signal) error {
+func (p *Process) Signal(sig os.Signal) error { return p.send(sig, false) }
+
+// SignalLeader sends sig to the group's leader alone (its children are its own to stop).
+// It returns os.ErrProcessDone once the leader has been reaped and, like Signal, never
+// reaches a process that took over its pid.
+func (p *Process) SignalLeader(sig os.Signal) error { return p.send(sig, true) }
+
+func (p *Process) send(sig os.Signal, leaderOnly bool) error {
 	s, ok := sig.(syscall.Signal)
 	if !ok {
 		return fmt.Errorf("signal %v: %w", sig, ErrNotSupported)
@@ -169,11 +176,15 @@ func (p *Process) Signal(sig os.Signal) error {
 	if p.groupGone {
 		return os.ErrProcessDone
 	}
-	if err := p.group.signal(s, p.reaped); err != nil {
+	signal, what := p.group.signal, "process group"
+	if leaderOnly {
+		signal, what = p.group.signalLeader, "process"
+	}
+	if err := signal(s, p.reaped); err != nil {
 		if errors.Is(err, unix.ESRCH) {
 			return os.ErrProcessDone
 		}
-		return fmt.Errorf("signal process group %d: %w", p.pid, err)
+		return fmt.Errorf("signal %s %d: %w", what, p.pid, err)
 	}
 	return nil
 }

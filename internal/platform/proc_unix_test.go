@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -459,4 +460,34 @@ func contains(lines []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// SignalLeader reaches the leader alone; its group lives on until it is killed, and once
+// the leader has been reaped nothing more is sent.
+func TestSignalLeaderSparesTheGroup(t *testing.T) {
+	out := newLines()
+	p := startHelper(t, out, "fork", "stay", "trap-term")
+	gc := pidFromLine(t, out.waitFor(t, "stdout: grandchild "))
+	out.waitFor(t, "stdout: ready "+strconv.Itoa(gc))
+	if err := p.SignalLeader(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	waitDone(t, p.Done(), "leader exit")
+	if st := p.ExitStatus(); st.SignalName != "SIGTERM" {
+		t.Errorf("leader status = %v", st)
+	}
+	if !processAlive(gc) {
+		t.Fatalf("grandchild %d died with its leader", gc)
+	}
+	if err := p.SignalLeader(syscall.SIGTERM); !errors.Is(err, os.ErrProcessDone) {
+		t.Errorf("SignalLeader after the leader was reaped = %v, want os.ErrProcessDone", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	if err := p.KillGroupAndWait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if slices.Contains(out.snapshot(), "stdout: got SIGTERM "+strconv.Itoa(gc)) {
+		t.Errorf("the grandchild got the leader's SIGTERM")
+	}
 }

@@ -145,6 +145,10 @@ func (p *Process) Signal(sig os.Signal) error {
 	return nil
 }
 
+// SignalLeader is not supported: a console control event reaches the whole console
+// process group, never one process alone (gateway.stop.scope: main is refused here).
+func (p *Process) SignalLeader(os.Signal) error { return ErrNotSupported }
+
 // Kill terminates every process in the job.
 func (p *Process) Kill() error {
 	p.mu.Lock()

@@ -27,8 +27,9 @@ type fakeProc struct {
 }
 
 type sigAt struct {
-	sig os.Signal
-	at  time.Time
+	sig    os.Signal
+	at     time.Time
+	leader bool // sent to the leader alone
 }
 
 func (p *fakeProc) PID() int                        { return p.pid }
@@ -39,9 +40,13 @@ func (p *fakeProc) KillGroupAndWait(context.Context) error {
 	return nil
 }
 
-func (p *fakeProc) Signal(sig os.Signal) error {
+func (p *fakeProc) Signal(sig os.Signal) error { return p.signal(sig, false) }
+
+func (p *fakeProc) SignalLeader(sig os.Signal) error { return p.signal(sig, true) }
+
+func (p *fakeProc) signal(sig os.Signal, leader bool) error {
 	p.mu.Lock()
-	p.signals = append(p.signals, sigAt{sig, time.Now()})
+	p.signals = append(p.signals, sigAt{sig, time.Now(), leader})
 	p.mu.Unlock()
 	if !p.ignoreTerm {
 		p.exitSignal(sig.(syscall.Signal))
@@ -51,7 +56,7 @@ func (p *fakeProc) Signal(sig os.Signal) error {
 
 func (p *fakeProc) Kill() error {
 	p.mu.Lock()
-	p.signals = append(p.signals, sigAt{syscall.SIGKILL, time.Now()})
+	p.signals = append(p.signals, sigAt{syscall.SIGKILL, time.Now(), false})
 	p.mu.Unlock()
 	p.exitSignal(syscall.SIGKILL)
 	return nil

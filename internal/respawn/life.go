@@ -3,6 +3,8 @@ package respawn
 import (
 	"context"
 	"fmt"
+	"os"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -25,6 +27,7 @@ const (
 type life struct {
 	s       *Supervisor
 	proc    Proc
+	out     *outputLogger
 	pid     int
 	prevPID int
 	pending []request
@@ -35,7 +38,8 @@ type life struct {
 
 	readyTimer *time.Timer // readiness deadline
 	readyc     chan struct{}
-	lastProbe  chan error // latest readiness probe failure, for the timeout message
+	downc      chan struct{} // a signal restart's probe failed, or did not within SignalDownWait
+	lastProbe  chan error    // latest readiness probe failure, for the timeout message
 
 	resetTimer *time.Timer // healthy uptime
 
@@ -103,6 +107,8 @@ func (l *life) run(ctx context.Context) outcome {
 			if !l.ready {
 				l.becomeReady()
 			}
+		case <-l.downc:
+			l.downSeen()
 		case <-chanOf(l.readyTimer):
 			detail := fmt.Sprintf("not ready within %s", rc.Timeout)
 			select {
@@ -261,7 +267,7 @@ func (l *life) becomeReady() {
 		l.readyTimer.Stop()
 		l.readyTimer = nil
 	}
-	l.readyc = nil
+	l.readyc, l.downc = nil, nil
 	s.update(func(st *api.Gateway) { st.State = api.GatewayReady; st.ReadySince = now })
 	s.log.Info("gateway ready", zap.Int("pid", l.pid), zap.Duration("after", now.Sub(l.startedAt)))
 	for _, r := range l.pending {
@@ -283,12 +289,14 @@ func (l *life) becomeReady() {
 }
 
 // reload signals a ready gateway to restart in process and waits, like a start, for it to
-// be ready again (the readiness timeout applies).
+// be ready again (the readiness timeout applies). With a readiness probe, ready again means
+// that the probe failed (within SignalDownWait) and then passed: a probe answered in the
+// moment before the gateway begins its restart is not taken for the end of it.
 func (l *life) reload(ctx context.Context, r request) {
 	s := l.s
 	s.log.Info("asking the gateway to restart in process", zap.Int("pid", l.pid),
 		zap.String("signal", platform.SignalName(r.sig)))
-	if err := l.proc.Signal(r.sig); err != nil {
+	if err := l.signal(r.sig); err != nil {
 		s.log.Warn("could not signal the gateway", zap.Int("pid", l.pid), zap.Error(err))
 	}
 	l.pending = append(l.pending, r)
@@ -301,13 +309,69 @@ func (l *life) reload(ctx context.Context, r request) {
 	l.reloading = rc.Notify
 	l.startedAt = time.Now()
 	s.update(func(st *api.Gateway) { st.State = api.GatewayStarting; st.ReadySince = time.Time{} })
-	if rc.Timeout > 0 {
+	downWait := s.cfg.SignalDownWait
+	if rc.Probe == nil {
+		downWait = 0
+	}
+	if rc.Timeout > 0 && downWait == 0 {
 		l.readyTimer = time.NewTimer(rc.Timeout)
 	}
 	if rc.Probe != nil {
 		l.readyc = make(chan struct{}, 1)
 		l.lastProbe = make(chan error, 1)
-		l.wg.Go(func() { l.pollReadiness(ctx) })
+		if downWait > 0 {
+			l.downc = make(chan struct{}, 1)
+		}
+		l.wg.Go(func() {
+			if downWait > 0 {
+				l.waitDown(ctx, downWait)
+				l.downc <- struct{}{}
+			}
+			l.pollReadiness(ctx)
+		})
+	}
+}
+
+// waitDown polls the readiness probe until it fails, for at most d. A probe that never
+// fails means the gateway restarted too fast to be seen down, or did not restart at all:
+// the restart is taken as done once the probe passes, with a warning.
+func (l *life) waitDown(ctx context.Context, d time.Duration) {
+	s := l.s
+	dctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	for {
+		cctx, ccancel := context.WithTimeout(dctx, readinessCheckTimeout)
+		err := s.cfg.Readiness.Probe.Check(cctx)
+		ccancel()
+		if dctx.Err() != nil { // a check cut by the deadline says nothing of the gateway
+			break
+		}
+		if err != nil {
+			s.log.Info("gateway is restarting in process: its readiness probe fails", zap.Int("pid", l.pid), zap.Error(err))
+			return
+		}
+		t := time.NewTimer(readinessPollMin)
+		select {
+		case <-t.C:
+		case <-dctx.Done():
+			t.Stop()
+		}
+		if dctx.Err() != nil {
+			break
+		}
+	}
+	if ctx.Err() == nil {
+		s.log.Warn("the readiness probe did not fail after the restart signal; taking the restart as done once it passes",
+			zap.Int("pid", l.pid), zap.Duration("signal_down_wait", d))
+	}
+}
+
+// downSeen starts the readiness wait of a signal restart once its probe failed, or once
+// SignalDownWait ran out without a failure.
+func (l *life) downSeen() {
+	l.downc = nil
+	if rc := l.s.cfg.Readiness; !l.ready && rc.Timeout > 0 {
+		l.readyTimer = time.NewTimer(rc.Timeout)
 	}
 }
 
@@ -401,19 +465,27 @@ func (l *life) exited() outcome {
 	t := time.NewTimer(s.cfg.StopTimeout)
 	defer t.Stop()
 	later := l.adopted().wait(t.C, false)
+	failed := e.Code != nil && slices.Contains(s.cfg.NoRestartExitCodes, *e.Code)
+	if failed {
+		// After cleanupGroup: the output pipes are drained, the last lines are in.
+		e.Output = l.out.lastLines()
+		s.log.Error("gateway exited with a code that means do not restart; it stays failed until schedd restart or a config reload",
+			zap.Int("pid", l.pid), zap.Int("code", *e.Code))
+	}
 	s.recordExit(e)
 	failRestarts(l.pending, "gateway exited before it was ready ("+exitText(e)+")")
-	return outcome{exit: e, pending: later}
+	return outcome{exit: e, pending: later, failed: failed}
 }
 
-// stop stops the gateway gracefully: the stop signal to the whole group, SIGKILL at the
-// stop timeout (or at once when Kill escalates), then every straggler in the group.
+// stop stops the gateway gracefully: the stop signal to the whole group (or to its own
+// pid with StopMain), SIGKILL to the whole group at the stop timeout (or at once when Kill escalates), then every straggler in the group.
 func (l *life) stop(reason api.ExitReason, detail string) outcome {
 	s := l.s
 	s.update(func(st *api.Gateway) { st.State = api.GatewayStopping })
 	s.log.Info("stopping gateway", zap.Int("pid", l.pid), zap.String("reason", string(reason)),
-		zap.String("signal", platform.SignalName(s.cfg.StopSignal)), zap.Duration("timeout", s.cfg.StopTimeout))
-	if err := l.proc.Signal(s.cfg.StopSignal); err != nil {
+		zap.String("signal", platform.SignalName(s.cfg.StopSignal)), zap.String("scope", l.scope()),
+		zap.Duration("timeout", s.cfg.StopTimeout))
+	if err := l.signal(s.cfg.StopSignal); err != nil {
 		s.log.Warn("could not signal the gateway", zap.Int("pid", l.pid), zap.Error(err))
 	}
 	adopted := l.adopted()
@@ -492,6 +564,22 @@ wait:
 	}
 	out.pending = l.pending
 	return out
+}
+
+// signal sends sig to the gateway's group, or to its own pid alone with StopMain.
+func (l *life) signal(sig os.Signal) error {
+	if l.s.cfg.StopMain {
+		return l.proc.SignalLeader(sig)
+	}
+	return l.proc.Signal(sig)
+}
+
+// scope names where signal sends, for the logs.
+func (l *life) scope() string {
+	if l.s.cfg.StopMain {
+		return "main"
+	}
+	return "group"
 }
 
 // stopWait reports that the gateway may take up to d more before SIGKILL.

@@ -23,7 +23,15 @@ type outputLogger struct {
 	window  time.Time
 	n       int
 	dropped int
+	tail    []string // the last tailLines lines, oldest first
 }
+
+// tailLines is how many of its last output lines a failed gateway shows in the status,
+// each cut at tailLineMax bytes.
+const (
+	tailLines   = 20
+	tailLineMax = 1024
+)
 
 func newOutputLogger(log *zap.Logger, perSec int, ring *OutputRing) *outputLogger {
 	return &outputLogger{log: log, ring: ring, perSec: perSec, pidc: make(chan struct{})}
@@ -51,10 +59,25 @@ func (o *outputLogger) line(s platform.Stream, b []byte) {
 	if !keep {
 		o.dropped++
 	}
-	o.mu.Unlock()
 	text := string(b)
+	if len(o.tail) == tailLines {
+		o.tail = append(o.tail[:0], o.tail[1:]...)
+	}
+	t := text
+	if len(t) > tailLineMax {
+		t = cutUTF8(t, tailLineMax)
+	}
+	o.tail = append(o.tail, t)
+	o.mu.Unlock()
 	o.ring.add(now, o.pid, s.String(), text, !keep)
 	if keep {
 		o.log.Info(text, zap.Int("pid", o.pid), zap.Stringer("stream", s))
 	}
+}
+
+// lastLines returns a copy of the last lines of output.
+func (o *outputLogger) lastLines() []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return append([]string(nil), o.tail...)
 }

@@ -45,6 +45,7 @@ type Supervisor struct {
 
 	notifyc chan platform.NotifyMessage
 	reqc    chan request
+	wakec   chan struct{} // a Reconfigure: starts a failed gateway again
 	done    chan struct{}
 
 	mu     sync.Mutex // guards status and next; never held across anything that blocks
@@ -136,6 +137,7 @@ func New(cfg Config, opts ...Option) (*Supervisor, error) {
 		rand:     rand.Float64,
 		notifyc:  make(chan platform.NotifyMessage, 64),
 		reqc:     make(chan request),
+		wakec:    make(chan struct{}, 1),
 		done:     make(chan struct{}),
 		status:   api.Gateway{State: api.GatewayStopped},
 	}
@@ -202,6 +204,7 @@ func (s *Supervisor) Reload(ctx context.Context, sig os.Signal) (RestartResult, 
 }
 
 // Reconfigure replaces the configuration; it takes effect at the next start of the gateway.
+// A gateway left failed by a no-restart exit code is started again with it.
 func (s *Supervisor) Reconfigure(cfg Config) error {
 	n, err := New(cfg)
 	if err != nil {
@@ -210,6 +213,10 @@ func (s *Supervisor) Reconfigure(cfg Config) error {
 	s.mu.Lock()
 	s.next = &n.cfg
 	s.mu.Unlock()
+	select {
+	case s.wakec <- struct{}{}:
+	default:
+	}
 	return nil
 }
 
@@ -297,8 +304,12 @@ func (s *Supervisor) Run(ctx context.Context) error {
 		if out.restart {
 			continue
 		}
+		delay := waitFailed
+		if !out.failed {
+			delay = s.nextDelay(out.exit)
+		}
 		var ok bool
-		ok, pendingRestarts = s.wait(ctx, s.nextDelay(out.exit), pendingRestarts)
+		ok, pendingRestarts = s.wait(ctx, delay, pendingRestarts)
 		if !ok {
 			s.stopped()
 			failRestarts(pendingRestarts, "schedd is stopping")
@@ -318,6 +329,7 @@ type outcome struct {
 	exit    api.Exit
 	stopped bool      // ctx ended: do not start again
 	restart bool      // stopped for a restart: start again at once, not a failure
+	failed  bool      // exited with a no-restart code: wait for a request, not a timer
 	pending []request // restart requests still waiting for a ready gateway
 }
 
@@ -348,7 +360,7 @@ func (s *Supervisor) runOnce(ctx context.Context, pending []request) outcome {
 		out.pending = pending
 		return out
 	}
-	proc, err := s.start()
+	proc, output, err := s.start()
 	if err != nil {
 		e := api.Exit{Reason: api.ExitSpawnFailed, At: time.Now(), Error: err.Error()}
 		s.log.Error("gateway could not be started", zap.Strings("command", s.cfg.Argv), zap.Error(err))
@@ -361,12 +373,12 @@ func (s *Supervisor) runOnce(ctx context.Context, pending []request) outcome {
 	s.update(func(st *api.Gateway) { st.PID = pid })
 	s.log.Info("gateway started", zap.Int("pid", pid), zap.Strings("command", s.cfg.Argv))
 
-	l := &life{s: s, proc: proc, pid: pid, prevPID: prev, pending: pending}
+	l := &life{s: s, proc: proc, out: output, pid: pid, prevPID: prev, pending: pending}
 	return l.run(ctx)
 }
 
 // start builds the command and starts it. Output lines are logged with the pid.
-func (s *Supervisor) start() (Proc, error) {
+func (s *Supervisor) start() (Proc, *outputLogger, error) {
 	set := make(map[string]string, len(s.cfg.Env)+3)
 	for k, v := range s.cfg.Env {
 		set[k] = v
@@ -389,10 +401,10 @@ func (s *Supervisor) start() (Proc, error) {
 	})
 	if err != nil {
 		out.started(0)
-		return nil, err
+		return nil, nil, err
 	}
 	out.started(proc.PID())
-	return proc, nil
+	return proc, out, nil
 }
 
 // nextDelay decides how long to wait before the next start after e, and counts e toward
@@ -430,25 +442,44 @@ func (s *Supervisor) nextDelay(e api.Exit) time.Duration {
 	}
 }
 
-// wait sleeps d in the backoff (or crash_looping) state. A restart request ends the wait
-// early. It returns false when ctx ends.
+// waitFailed is the delay of wait for a gateway left failed: until a request.
+const waitFailed time.Duration = -1
+
+// wait sleeps d in the backoff (or crash_looping) state, or with d = waitFailed in the
+// failed state until a Reconfigure. A restart request ends the wait early. It returns
+// false when ctx ends.
 func (s *Supervisor) wait(ctx context.Context, d time.Duration, pending []request) (bool, []request) {
-	if d <= 0 {
+	if d == 0 {
 		return ctx.Err() == nil, pending
 	}
-	state := api.GatewayBackoff
-	if s.crashLoop {
-		state = api.GatewayCrashLooping
+	var timer <-chan time.Time
+	var wake <-chan struct{}
+	if d == waitFailed {
+		select { // a Reconfigure from before the failure is no reason to start again
+		case <-s.wakec:
+		default:
+		}
+		wake = s.wakec
+		s.update(func(st *api.Gateway) { st.State = api.GatewayFailed; st.PID = 0; st.NextStartAt = time.Time{} })
+	} else {
+		state := api.GatewayBackoff
+		if s.crashLoop {
+			state = api.GatewayCrashLooping
+		}
+		next := time.Now().Add(d)
+		s.update(func(st *api.Gateway) { st.State = state; st.PID = 0; st.NextStartAt = next })
+		s.log.Info("gateway will be started again", zap.Duration("in", d),
+			zap.Int("consecutive_failures", s.Status().ConsecutiveFailures), zap.String("state", string(state)))
+		t := time.NewTimer(d)
+		defer t.Stop()
+		timer = t.C
 	}
-	next := time.Now().Add(d)
-	s.update(func(st *api.Gateway) { st.State = state; st.PID = 0; st.NextStartAt = next })
-	s.log.Info("gateway will be started again", zap.Duration("in", d),
-		zap.Int("consecutive_failures", s.Status().ConsecutiveFailures), zap.String("state", string(state)))
-	t := time.NewTimer(d)
-	defer t.Stop()
 	for {
 		select {
-		case <-t.C:
+		case <-timer:
+			return true, pending
+		case <-wake:
+			s.log.Info("config reloaded; starting the failed gateway again")
 			return true, pending
 		case <-ctx.Done():
 			return false, pending
@@ -456,7 +487,7 @@ func (s *Supervisor) wait(ctx context.Context, d time.Duration, pending []reques
 		case r := <-s.reqc:
 			close(r.ack)
 			if r.kind == reqRestart || r.kind == reqReload {
-				s.log.Info("restart requested during backoff; starting the gateway now")
+				s.log.Info("restart requested while the gateway is down; starting it now")
 				return true, append(pending, r)
 			}
 		}

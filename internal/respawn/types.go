@@ -23,7 +23,8 @@ func failure(e api.Exit) bool {
 // Proc is a started gateway process; *platform.Process is the real one.
 type Proc interface {
 	PID() int
-	Signal(sig os.Signal) error
+	Signal(sig os.Signal) error       // to the whole process group
+	SignalLeader(sig os.Signal) error // to the gateway's own pid alone
 	Kill() error
 	Done() <-chan struct{}
 	ExitStatus() platform.ExitStatus
@@ -96,6 +97,21 @@ type Config struct {
 
 	StopSignal  os.Signal     // default SIGTERM
 	StopTimeout time.Duration // then SIGKILL to the whole group; default 30s
+	// StopMain sends the stop signal, and the signal of a restart in process, to the
+	// gateway's own pid alone (gateway.stop.scope: main): its children are its own to stop.
+	// The whole group still gets SIGKILL at the stop timeout, and what is left of it once
+	// the gateway has exited is killed as ever (systemd's KillMode=mixed).
+	StopMain bool
+
+	// SignalDownWait bounds how long a restart in process (Reload) with a readiness probe
+	// waits for that probe to fail before it waits for it to pass again
+	// (restart.signal_down_wait); 0 waits for it to pass at once.
+	SignalDownWait time.Duration
+
+	// NoRestartExitCodes are exit codes after which the gateway is not started again: it
+	// stays failed, with its last output lines in the status, until Restart, Reload or
+	// Reconfigure (gateway.no_restart_exit_codes).
+	NoRestartExitCodes []int
 
 	Backoff    backoff.Policy
 	ResetAfter time.Duration // ready this long resets the failure count; default 60s

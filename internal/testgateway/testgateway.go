@@ -30,6 +30,8 @@
 //	inflight=N         send X_SCHEDD_INFLIGHT=N
 //	status=TEXT        send STATUS=TEXT
 //	http=ADDR          serve 200 on ADDR (/healthz, /readyz)
+//	usr2-down=D        with http: on SIGUSR2 restart in process like OpenClaw: /readyz
+//	                   still 200 for 100ms, then 503 for D, then 200 again
 //	inflight-file=FILE send X_SCHEDD_INFLIGHT=<the number in FILE> whenever it changes
 //	life-file=FILE     append "start PID UNIXNANO" at start and "exit PID UNIXNANO" when
 //	                   it exits on SIGTERM/SIGINT
@@ -46,6 +48,7 @@
 //	stubborn           with orphan: the grandchild ignores SIGTERM
 //	orphan-churn=D     every D, start a child that starts a grandchild living 20ms and
 //	                   exits at once: each grandchild dies an orphan
+//	helper-child       with sig-log=FILE: a leader with a helper it stops itself (helper.go)
 //
 // Without exit/signal the fake runs until SIGTERM or SIGINT and then exits 0.
 package testgateway
@@ -158,6 +161,9 @@ func run(o options) int {
 	if code, ok := runOrphanModes(o); ok {
 		return code
 	}
+	if code, ok := runHelperModes(o); ok {
+		return code
+	}
 	sigs := make(chan os.Signal, 8)
 	if o.has("ignore-term") {
 		signal.Ignore(syscall.SIGTERM)
@@ -198,7 +204,12 @@ func run(o options) int {
 			fail("%v", err)
 		}
 		listener = ln.(*net.TCPListener)
+		down := restartOnUSR2(o.dur("usr2-down"))
 		go http.Serve(ln, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/readyz" && down() {
+				http.Error(w, `{"ready":false}`, http.StatusServiceUnavailable)
+				return
+			}
 			fmt.Fprintln(w, `{"ok":true,"inFlight":0}`)
 		}))
 	}
@@ -377,4 +388,28 @@ func pulseTarget(file, busy string) int {
 		return 75
 	}
 	return 0
+}
+
+// restartOnUSR2 makes SIGUSR2 an in-process restart that takes the readiness endpoint
+// down for d after a 100ms delay; down reports whether it is down now. d = 0: no handler.
+func restartOnUSR2(d time.Duration) (down func() bool) {
+	var mu sync.Mutex
+	var at time.Time
+	if d > 0 {
+		usr2 := make(chan os.Signal, 4)
+		signal.Notify(usr2, syscall.SIGUSR2)
+		go func() {
+			for range usr2 {
+				mu.Lock()
+				at = time.Now()
+				mu.Unlock()
+			}
+		}()
+	}
+	return func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		since := time.Since(at)
+		return !at.IsZero() && since >= 100*time.Millisecond && since < 100*time.Millisecond+d
+	}
 }
