@@ -86,3 +86,20 @@ func TestSameExpressionOtherZoneAtOneSlot(t *testing.T) {
 		}
 	})
 }
+
+// A sleep of more than a second ends 0.2 % early (Linux may end it 0.1 % late), the rest is
+// slept before the loop looks at the clock; the exact instants of the timing tests show
+// that the wake itself is not moved.
+func TestFirstSleepEndsEarly(t *testing.T) {
+	for _, c := range []struct{ d, want time.Duration }{
+		{30 * time.Second, 30*time.Second - 60*time.Millisecond},
+		{10 * time.Second, 10*time.Second - 20*time.Millisecond},
+		{time.Second, time.Second},
+		{5 * time.Millisecond, 5 * time.Millisecond},
+		{0, 0},
+	} {
+		if got := firstSleep(c.d); got != c.want {
+			t.Errorf("firstSleep(%v) = %v, want %v", c.d, got, c.want)
+		}
+	}
+}

@@ -103,6 +103,7 @@ type Service struct {
 	stepMemo  stepMemo
 	keyText   slotText
 	passMono  time.Time // see monoNow
+	wakeAt    time.Time // the loop's next wake, on the monotonic clock (arm)
 	running   int
 	nextID    int64
 	queueFull int64
