@@ -96,7 +96,14 @@ type Service struct {
 	recoverQ  []*task            // tasks found active in the store, taken over at Run
 	q         *queue
 	due       dueHeap
-	tasks     map[int64]*task // active tasks by id
+	heapStale bool // a pass changes many wake times: due is rebuilt once at its end
+	batch     []*jobState
+	dueFound  []uint64
+	dueStack  []int
+	stepMemo  stepMemo
+	keyText   slotText
+	passMono  time.Time // see monoNow
+	wakeAt    time.Time // the loop's next wake, on the monotonic clock (arm)
 	running   int
 	nextID    int64
 	queueFull int64
@@ -139,7 +146,7 @@ func New(cfg Config) (*Service, error) {
 		cfg: cfg, log: cfg.Logger, deps: cfg.Deps, now: cfg.Now, offsetOf: cfg.offset,
 		reqs: make(chan *request), results: make(chan result, cfg.Workers), stopping: make(chan struct{}), done: make(chan struct{}),
 		jobs: map[string]*jobState{}, rows: map[string]*jobRow{}, q: newQueue(cfg.AgingStep, time.Now()),
-		tasks: map[int64]*task{}, prunes: map[string]int{}, waiters: map[int64][]chan api.Task{}, nextID: 1,
+		prunes: map[string]int{}, waiters: map[int64][]chan api.Task{}, nextID: 1,
 	}
 	if s.log == nil {
 		s.log = zap.NewNop()
@@ -295,7 +302,7 @@ func (s *Service) Cancel(ctx context.Context, id int64) (api.Task, error) {
 	var ch chan api.Task
 	var ended *api.Task
 	err := s.call(ctx, false, func() error {
-		t := s.tasks[id]
+		t := s.activeTask(id)
 		if t == nil {
 			return nil
 		}
@@ -323,6 +330,19 @@ func (s *Service) Cancel(ctx context.Context, id int64) (api.Task, error) {
 		return api.Task{}, err
 	}
 	return t, ErrNotActive
+}
+
+// activeTask is the queued or running task id, or nil. A walk over the jobs: cancelling
+// is rare, and queuing a run then costs no index by id.
+func (s *Service) activeTask(id int64) *task {
+	for _, j := range s.jobs {
+		for _, t := range j.active {
+			if t.id == id {
+				return t
+			}
+		}
+	}
+	return nil
 }
 
 // Task returns one task from the store.

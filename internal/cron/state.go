@@ -2,6 +2,8 @@ package cron
 
 import (
 	"container/heap"
+	"math/bits"
+	"slices"
 	"time"
 
 	"go.uber.org/zap"
@@ -16,7 +18,7 @@ type jobState struct {
 	offset  time.Duration
 	row     jobRow    // what is persisted
 	next    time.Time // the next slot after row.lastSlot (without the offset); zero: none
-	active  map[int64]*task
+	active  []*task   // in the order they were created
 	running int
 	held    *task // replace: a task waiting for the job's running ones to end
 	last    *api.CronLast
@@ -27,6 +29,13 @@ type jobState struct {
 	wake    time.Time // when the loop must look at the job: next slot or retry
 	heapIdx int
 	idx     int // in the config: jobs due together are queued in config order
+}
+
+// drop takes t out of j's active tasks.
+func (j *jobState) drop(t *task) {
+	if i := slices.Index(j.active, t); i >= 0 {
+		j.active = slices.Delete(j.active, i, i+1)
+	}
 }
 
 // enabled is the persisted switch, else the config's.
@@ -67,7 +76,7 @@ func (s *Service) apply(jobs []Job) error {
 	for i, def := range jobs {
 		j := s.jobs[def.Name]
 		if j == nil {
-			j = &jobState{heapIdx: -1, active: map[int64]*task{}, row: jobRow{name: def.Name}}
+			j = &jobState{heapIdx: -1, row: jobRow{name: def.Name}}
 			if r := s.rows[def.Name]; r != nil {
 				delete(s.rows, def.Name)
 				j.row, j.last, j.stored = *r, r.last, r.stored
@@ -109,7 +118,7 @@ func (s *Service) remove(j *jobState, now time.Time) {
 	j.removed = true
 	s.reschedule(j)
 	s.dropRetry(j, api.ReasonRemoved, now)
-	for _, t := range j.active {
+	for _, t := range slices.Clone(j.active) { // end takes each out of j.active
 		if t.state == api.TaskQueued {
 			s.dequeue(t)
 			s.end(t, api.TaskCancelled, api.ReasonRemoved, now)
@@ -167,17 +176,74 @@ func (s *Service) reschedule(j *jobState) {
 		}
 	}
 	j.wake = w
-	if w.IsZero() {
+	switch {
+	case w.IsZero():
 		if j.heapIdx >= 0 {
 			heap.Remove(&s.due, j.heapIdx)
 		}
-		return
-	}
-	if j.heapIdx >= 0 {
-		heap.Fix(&s.due, j.heapIdx)
-	} else {
+	case j.heapIdx < 0:
 		heap.Push(&s.due, j)
+	default:
+		s.due[j.heapIdx].wake, s.due[j.heapIdx].idx = w, j.idx
+		if !s.heapStale { // else the pass rebuilds the heap once it is done
+			heap.Fix(&s.due, j.heapIdx)
+		}
 	}
+}
+
+// dueBy is the jobs due by now, in the heap's order, still in the heap: the part of the
+// heap whose wake is not after now hangs from its root, so it is found without popping.
+func (s *Service) dueBy(now time.Time) []*jobState {
+	found := s.dueFound[:0] // place in the config << 32 | place in the heap
+	stack := append(s.dueStack[:0], 0)
+	oneWake := true
+	for len(stack) > 0 {
+		i := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if i >= len(s.due) || s.due[i].wake.After(now) {
+			continue
+		}
+		e := s.due[i]
+		oneWake = oneWake && e.wake.Equal(s.due[0].wake)
+		found = append(found, uint64(e.idx)<<32|uint64(i))
+		stack = append(stack, 2*i+2, 2*i+1)
+	}
+	// Config order, sorted as plain numbers: for a burst of 10,000 a tenth of the time of
+	// comparing the jobs themselves.
+	slices.Sort(found)
+	out := s.batch[:0]
+	for _, f := range found {
+		out = append(out, s.due[uint32(f)].j)
+	}
+	if !oneWake { // after a downtime or a jump of the clock
+		slices.SortStableFunc(out, func(a, b *jobState) int { return a.wake.Compare(b.wake) })
+	}
+	s.dueFound, s.dueStack = found[:0], stack[:0]
+	return out
+}
+
+// bulkHeap reports whether a pass over k of the n jobs in the due heap rebuilds it once
+// (about 2n comparisons) rather than fixing each job (about 2 log n each).
+func bulkHeap(k, n int) bool { return k*bits.Len(uint(n)) > n }
+
+// step is the package's step, shared by the jobs of a pass that have the same cron
+// expression and zone and are at the same slot: a parsed expression does not change.
+func (s *Service) step(sc schedule.Schedule, t time.Time) time.Time {
+	c, ok := sc.(*schedule.Cron)
+	if !ok {
+		return step(sc, t)
+	}
+	m := &s.stepMemo
+	if m.expr != c.String() || m.loc != c.Location() || !m.from.Equal(t) || m.from.IsZero() {
+		*m = stepMemo{expr: c.String(), loc: c.Location(), from: t, next: step(sc, t)}
+	}
+	return m.next
+}
+
+type stepMemo struct {
+	expr       string
+	loc        *time.Location
+	from, next time.Time
 }
 
 func (s *Service) markJob(j *jobState) {
@@ -194,32 +260,40 @@ func (s *Service) markTask(t *task) {
 	}
 }
 
-// dueHeap orders the scheduled jobs by wake time, with container/heap.
-type dueHeap []*jobState
+// dueHeap orders the scheduled jobs by wake time, then config order, with container/heap.
+// Each entry holds a copy of its job's wake and place in the config, so that keeping the
+// order reads no job.
+type dueHeap []dueEntry
+
+type dueEntry struct {
+	wake time.Time
+	idx  int
+	j    *jobState
+}
 
 func (h dueHeap) Len() int { return len(h) }
-func (h dueHeap) Less(i, j int) bool {
-	if c := h[i].wake.Compare(h[j].wake); c != 0 {
+func (h dueHeap) Less(a, b int) bool {
+	if c := h[a].wake.Compare(h[b].wake); c != 0 {
 		return c < 0
 	}
-	return h[i].idx < h[j].idx
+	return h[a].idx < h[b].idx
 }
-func (h dueHeap) Swap(i, j int) {
-	h[i], h[j] = h[j], h[i]
-	h[i].heapIdx, h[j].heapIdx = i, j
+func (h dueHeap) Swap(a, b int) {
+	h[a], h[b] = h[b], h[a]
+	h[a].j.heapIdx, h[b].j.heapIdx = a, b
 }
 
 func (h *dueHeap) Push(x any) {
 	j := x.(*jobState)
 	j.heapIdx = len(*h)
-	*h = append(*h, j)
+	*h = append(*h, dueEntry{wake: j.wake, idx: j.idx, j: j})
 }
 
 func (h *dueHeap) Pop() any {
 	old := *h
 	n := len(old) - 1
-	j := old[n]
-	old[n] = nil
+	j := old[n].j
+	old[n] = dueEntry{}
 	*h = old[:n]
 	j.heapIdx = -1
 	return j

@@ -12,8 +12,12 @@ import (
 func (s *Service) Status() api.Cron {
 	var c api.Cron
 	_ = s.call(context.Background(), true, func() error {
+		queued := -s.running
+		for _, j := range s.jobs {
+			queued += len(j.active)
+		}
 		c = api.Cron{Jobs: make([]api.CronJob, 0, len(s.order)), Workers: s.cfg.Workers, Running: s.running,
-			Queued: len(s.tasks) - s.running, QueueSize: s.cfg.QueueSize, QueueFull: s.queueFull,
+			Queued: queued, QueueSize: s.cfg.QueueSize, QueueFull: s.queueFull,
 			StoreState: api.StoreNotOpened}
 		if s.st != nil {
 			c.Store, c.StoreState = s.st.path, api.StoreOpen

@@ -49,7 +49,23 @@ type task struct {
 
 // slotKey is the run key of a job's slot: one task per (key, attempt) can exist (P24).
 func slotKey(job string, slot time.Time) string {
-	return job + "@" + slot.UTC().Format(time.RFC3339Nano)
+	var c slotText
+	return c.key(job, slot)
+}
+
+// slotText is a slot formatted as in a run key, kept for the next job of the pass at the
+// same slot.
+type slotText struct {
+	slot time.Time
+	text string
+}
+
+// key is slotKey(job, slot).
+func (c *slotText) key(job string, slot time.Time) string {
+	if c.text == "" || !c.slot.Equal(slot) {
+		c.slot, c.text = slot, slot.UTC().Format(time.RFC3339Nano)
+	}
+	return job + "@" + c.text
 }
 
 // manualKey is the run key of a manual run: unique by a random suffix.

@@ -3,6 +3,7 @@ package cron
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"go.uber.org/zap"
@@ -15,15 +16,14 @@ func (s *Service) newTask(j *jobState, kind api.TaskKind, key string, attempt in
 	t := &task{id: s.nextID, job: j.def.Name, kind: kind, runKey: key, attempt: attempt, slot: slot, due: due,
 		state: api.TaskQueued, queued: now, qidx: -1}
 	s.nextID++
-	s.tasks[t.id] = t
-	j.active[t.id] = t
+	j.active = append(j.active, t)
 	j.stored++
 	s.markTask(t)
 	return t
 }
 
 func (s *Service) admitSlot(j *jobState, kind api.TaskKind, slot, now time.Time) {
-	s.admit(j, s.newTask(j, kind, slotKey(j.def.Name, slot), 1, slot, slot.Add(j.offset), now), now)
+	s.admit(j, s.newTask(j, kind, s.keyText.key(j.def.Name, slot), 1, slot, slot.Add(j.offset), now), now)
 }
 
 // admit puts a new task of j in the queue, or ends it as skipped when it may not run: past
@@ -39,7 +39,7 @@ func (s *Service) admit(j *jobState, t *task, now time.Time) {
 			s.end(t, api.TaskSkipped, api.ReasonOverlap, now)
 			return
 		case Replace:
-			for _, a := range j.active {
+			for _, a := range slices.Clone(j.active) { // end takes a out of j.active
 				switch {
 				case a == t:
 				case a.state == api.TaskQueued:
@@ -59,7 +59,16 @@ func (s *Service) admit(j *jobState, t *task, now time.Time) {
 			zap.Int("queue_size", s.cfg.QueueSize))
 		return
 	}
-	s.q.push(t, j.def.Priority, time.Now())
+	s.q.push(t, j.def.Priority, s.monoNow())
+}
+
+// monoNow is the monotonic clock that ranks queued tasks: within a pass, its reading beside
+// the pass's wall clock, as their queued_at is.
+func (s *Service) monoNow() time.Time {
+	if !s.passMono.IsZero() {
+		return s.passMono
+	}
+	return time.Now()
 }
 
 // pastDeadline ends t as skipped if it could not start within its job's starting deadline.
@@ -120,7 +129,7 @@ func (s *Service) draining() bool {
 
 // result is how a task's run ended, sent by its worker to the loop.
 type result struct {
-	id    int64
+	t     *task
 	o     outcome
 	ended time.Time
 }
@@ -138,7 +147,7 @@ func (s *Service) launch(t *task) {
 	go func() {
 		defer cancel(nil)
 		o := s.runAction(ctx, def.Action, info, timeout)
-		s.results <- result{id: info.TaskID, o: o, ended: s.wall()}
+		s.results <- result{t: t, o: o, ended: s.wall()}
 	}()
 }
 
@@ -160,8 +169,8 @@ func (a *HTTP) actionTimeout() time.Duration { return a.Timeout }
 
 // finish records a run's result: the task ends, the job's failure count and retry follow.
 func (s *Service) finish(r result) {
-	t := s.tasks[r.id]
-	if t == nil {
+	t := r.t
+	if t.state != api.TaskRunning { // forgotten (forget)
 		return
 	}
 	j := s.jobs[t.job]
@@ -243,9 +252,8 @@ func (s *Service) end(t *task, state api.TaskState, reason string, at time.Time)
 	s.cfg.Observe.ended(t.job, state)
 	s.markTask(t)
 	s.ended = append(s.ended, t)
-	delete(s.tasks, t.id)
 	if j := s.jobs[t.job]; j != nil {
-		delete(j.active, t.id)
+		j.drop(t)
 		j.last = lastOf(t)
 		if over := j.stored - j.def.HistoryLimit; over > 0 {
 			s.prunes[t.job] = over
@@ -255,13 +263,12 @@ func (s *Service) end(t *task, state api.TaskState, reason string, at time.Time)
 
 // forget drops a task whose (run key, attempt) the store already held: it must not run.
 func (s *Service) forget(t *task) {
-	delete(s.tasks, t.id)
 	s.q.remove(t)
 	j := s.jobs[t.job]
 	if j == nil {
 		return
 	}
-	delete(j.active, t.id)
+	j.drop(t)
 	j.stored--
 	if j.held == t {
 		j.held = nil
