@@ -3,8 +3,11 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +16,7 @@ import (
 	"time"
 
 	"github.com/schedd/schedd/internal/api"
+	"github.com/schedd/schedd/internal/control"
 )
 
 // starts counts the gateway's starts in its pid-file.
@@ -130,5 +134,22 @@ func TestE2ESignalMethodHTTP(t *testing.T) {
 	}
 	if code, out, _ = cli("status", "--socket", d.socket); code != 0 || !strings.Contains(out, fmt.Sprintf("pid %d, restarted in process", pid)) {
 		t.Fatalf("status = %d:\n%s", code, out)
+	}
+	// One restart may ask for the other method: a fresh process, say after an upgrade.
+	code, out, errOut = cli("restart", "--now", "--wait", "--method", "respawn", "--socket", d.socket)
+	if want := fmt.Sprintf("pid %d -> ", pid); code != 0 || !strings.Contains(out, want) {
+		t.Fatalf("restart --method respawn = %d %q %s, want %q", code, out, errOut, want)
+	}
+	if st, err = d.status(); err != nil || st.Restart.Last.Method != "respawn" || st.Gateway.PID == pid {
+		t.Fatalf("status after --method respawn: %+v %+v %v", st.Restart.Last, st.Gateway, err)
+	}
+	if code, _, errOut = cli("restart", "--method", "reload", "--socket", d.socket); code != exitUsage || !strings.Contains(errOut, "--method") {
+		t.Fatalf("restart --method reload = %d %s", code, errOut)
+	}
+	cl := control.NewClient(d.socket)
+	defer cl.Close()
+	err = cl.Do(context.Background(), http.MethodPost, "/v1/restart", api.RestartRequest{Method: "reload"}, nil)
+	if ae, ok := errors.AsType[*api.Error](err); !ok || ae.Status != http.StatusBadRequest || !strings.Contains(ae.Message, "method") {
+		t.Fatalf("POST /v1/restart with method reload: %v", err)
 	}
 }

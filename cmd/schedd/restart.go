@@ -25,6 +25,7 @@ type restartOptions struct {
 	delay   time.Duration
 	json    bool
 	daemon  bool
+	method  string
 }
 
 func newRestartCmd(g *globals) *cobra.Command {
@@ -40,6 +41,8 @@ gateway is idle or --max-wait (restart.defer_until_idle.max_wait, 5m) has passed
   schedd restart                       # requested; returns at once
   schedd restart --reason deploy --wait   # wait for the result; exit 1 if it failed
   schedd restart --now --wait          # no delay, no cooldown, no waiting for idle
+  schedd restart --method respawn      # a fresh process this time (say, after an upgrade),
+                                       # when restart.method is signal
   schedd restart --daemon              # replace schedd itself with a fresh process
 
 Exit status: 0 requested (or, with --wait, done), 1 failed, 2 usage.`,
@@ -52,6 +55,7 @@ Exit status: 0 requested (or, with --wait, done), 1 failed, 2 usage.`,
 	f.BoolVar(&o.wait, "wait", false, "wait until the restart is done and print its result")
 	f.DurationVar(&o.maxWait, "max-wait", 0, "restart anyway after waiting this long for idle (default from the config)")
 	f.DurationVar(&o.delay, "delay", -1, "wait this long before restarting, 0s to 60s (default restart.delay)")
+	f.StringVar(&o.method, "method", "", "respawn (stop, start a fresh process) or signal (restart in process); default restart.method")
 	f.BoolVar(&o.json, "json", false, "print the reply as JSON")
 	f.BoolVar(&o.daemon, "daemon", false, "restart schedd itself (the gateway is stopped and started again by the new schedd)")
 	c.Flags().Lookup("delay").DefValue = "from the config"
@@ -65,7 +69,16 @@ func (o *restartOptions) run(cmd *cobra.Command) error {
 	if o.delay > api.MaxRestartDelay {
 		return usageError{fmt.Errorf("--delay %v: at most %v", o.delay, api.MaxRestartDelay)}
 	}
-	req := api.RestartRequest{Reason: o.reason, Now: o.now, Wait: o.wait, Source: string(api.SourceCLI), Daemon: o.daemon}
+	switch o.method {
+	case "", "respawn", "signal":
+	default:
+		return usageError{fmt.Errorf("--method %q: want respawn or signal", o.method)}
+	}
+	if o.daemon && o.method != "" {
+		return usageError{errors.New("--method applies to the gateway, not to --daemon")}
+	}
+	req := api.RestartRequest{Reason: o.reason, Now: o.now, Wait: o.wait, Source: string(api.SourceCLI),
+		Daemon: o.daemon, Method: o.method}
 	if o.maxWait > 0 {
 		req.MaxWait = o.maxWait.String()
 	}

@@ -23,6 +23,7 @@ type RestartRequest struct {
 	Wait    bool   `json:"wait,omitempty"`     // reply only when the restart has completed
 	MaxWait string `json:"max_wait,omitempty"` // override restart.defer_until_idle.max_wait (Go duration)
 	Delay   string `json:"delay,omitempty"`    // override restart.delay (Go duration, 0s..60s)
+	Method  string `json:"method,omitempty"`   // override restart.method: respawn | signal
 	Source  string `json:"source,omitempty"`   // "cli" from `schedd restart`; default "api"
 	Daemon  bool   `json:"daemon,omitempty"`   // replace schedd itself with a fresh process
 }

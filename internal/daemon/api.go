@@ -59,6 +59,13 @@ func (d *Daemon) apiRestart(w http.ResponseWriter, r *http.Request) {
 		}
 		rr.Delay = &dl
 	}
+	switch m := restart.Method(req.Method); m {
+	case "", restart.MethodRespawn, restart.MethodSignal:
+		rr.Method = m
+	default:
+		control.WriteError(w, http.StatusBadRequest, api.CodeBadRequest, "method: want respawn or signal, got "+req.Method)
+		return
+	}
 	tk := d.coord.Request(rr)
 	reply := api.RestartReply{Coalesced: tk.Coalesced, Pending: &tk.Pending}
 	if !req.Wait {

@@ -103,6 +103,7 @@ type pending struct {
 	requests    int
 	requestedAt time.Time
 	now         bool          // a request asked to skip delay, cooldown and deferral
+	method      Method        // a request's override of the configured method ("" = none)
 	delay       time.Duration // the shortest requested delay
 	maxWait     time.Duration // deferral ceiling for this restart
 	cooldown    time.Duration // extra delay from the cooldown
@@ -293,6 +294,9 @@ func (s *run) request(req Request) Ticket {
 	}
 	p.delay = min(p.delay, delay)
 	p.now = p.now || req.Now
+	if req.Method == MethodRespawn || (req.Method == MethodSignal && p.method == "") {
+		p.method = req.Method
+	}
 
 	if !followUp {
 		if !coalesced {
@@ -454,12 +458,16 @@ func (s *run) execute(forced bool) {
 	s.running = true
 	begun := time.Now()
 	s.lastAt = begun
+	m := s.c.cfg.Method
+	if p.method != "" {
+		m = p.method
+	}
 	res := api.RestartResult{
 		Reasons:           p.reasons,
 		Reason:            strings.Join(p.reasons, "; "),
 		Sources:           p.sources,
 		Requests:          p.requests,
-		Method:            string(s.c.cfg.Method),
+		Method:            string(m),
 		DelayMs:           p.delay.Milliseconds(),
 		Forced:            forced,
 		Coalesced:         p.requests > 1,
@@ -474,13 +482,13 @@ func (s *run) execute(forced bool) {
 		res.Mode = ModeDeferred
 		res.DeferredMs = begun.Sub(p.deferredSince).Milliseconds()
 	}
-	s.c.log.Info("restarting the gateway", zap.String("reason", res.Reason), zap.String("mode", res.Mode),
+	s.c.log.Info("restarting the gateway", zap.String("reason", res.Reason), zap.String("mode", res.Mode), zap.String("method", res.Method),
 		zap.Bool("forced", forced), zap.Int("requests", p.requests))
 	if h := s.c.hooks.OnBegin; h != nil {
 		h(p.snapshot(false))
 	}
 	s.publish()
-	ctx, r, m := s.ctx, s.c.r, s.c.cfg.Method
+	ctx, r := s.ctx, s.c.r
 	s.wg.Go(func() {
 		o, err, fr := s.restartFenced(ctx, r, m, p.fence)
 		res.OK, res.PID, res.PreviousPID, res.Error, res.Fence = o.OK, o.PID, o.PreviousPID, o.Error, fr

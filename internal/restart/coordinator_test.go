@@ -20,13 +20,15 @@ type fakeRestarter struct {
 	took  time.Duration
 	fail  bool
 	mu    sync.Mutex
-	calls []time.Time
-	pid   int
+	calls   []time.Time
+	methods []Method
+	pid     int
 }
 
 func (f *fakeRestarter) Restart(ctx context.Context, m Method) (Outcome, error) {
 	f.mu.Lock()
 	f.calls = append(f.calls, time.Now())
+	f.methods = append(f.methods, m)
 	f.pid++
 	pid := f.pid
 	f.mu.Unlock()
@@ -222,6 +224,43 @@ func TestCoalescing(t *testing.T) {
 			t.Fatalf("requests counted %d, want 5", got)
 		}
 	})
+}
+
+// TestMethodOverride: a request may ask for the other method; merged requests restart by
+// respawn if any asks for it, and the result names the method used.
+func TestMethodOverride(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		configured Method
+		asked      []Method
+		want       Method
+	}{
+		{"configured", MethodSignal, []Method{""}, MethodSignal},
+		{"signal asked", MethodRespawn, []Method{MethodSignal}, MethodSignal},
+		{"respawn asked", MethodSignal, []Method{MethodRespawn}, MethodRespawn},
+		{"respawn wins a merge", MethodSignal, []Method{MethodSignal, MethodRespawn, ""}, MethodRespawn},
+		{"respawn wins either way", MethodRespawn, []Method{MethodRespawn, MethodSignal}, MethodRespawn},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				r := &fakeRestarter{}
+				h := newHarness(t, Config{Delay: DefaultDelay, Method: tc.configured}, r)
+				var tk Ticket
+				for _, m := range tc.asked {
+					tk = h.c.Request(Request{Reason: "test", Source: api.SourceCLI, Method: m})
+				}
+				res, err := tk.Wait(context.Background())
+				if err != nil {
+					t.Fatal(err)
+				}
+				r.mu.Lock()
+				defer r.mu.Unlock()
+				if len(r.methods) != 1 || r.methods[0] != tc.want || res.Method != string(tc.want) {
+					t.Fatalf("restarted by %v, result says %q; want %q", r.methods, res.Method, tc.want)
+				}
+			})
+		})
+	}
 }
 
 // TestPullEarlier: a merged request that wants the restart sooner moves it earlier; a

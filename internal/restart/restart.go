@@ -54,6 +54,10 @@ type Request struct {
 	Now bool
 	// MaxWait overrides the configured deferral ceiling for this restart (0 keeps it).
 	MaxWait time.Duration
+	// Method overrides the configured method for this restart ("" keeps it). Merged
+	// requests restart by respawn if any of them asks for it: a fresh process also does
+	// what an in-process restart would.
+	Method Method
 }
 
 // Counter reports how much work the gateway has in flight; 0 is idle. An error (or a
