@@ -213,7 +213,7 @@ func TestOpenClawE2E(t *testing.T) {
 		d.waitGateway(time.Minute, "the pulse to be answered", func(st api.Status) bool {
 			for _, a := range st.Heartbeat.Agents {
 				if a.ID == "main" && a.Last != nil && !a.Last.At.Before(woke.Add(-time.Second)) {
-					if a.Last.Status != api.RunRan {
+					if a.Last.Status != api.RunRan || (a.Last.Outcome != "queued" && a.Last.Outcome != "coalesced") || a.ConfigError != "" {
 						t.Fatalf("pulse to /hooks/wake: %+v", *a.Last)
 					}
 					return true
