@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/schedd/schedd/internal/api"
-	"github.com/schedd/schedd/internal/restart"
 	"github.com/spf13/cobra"
 )
 
@@ -70,7 +69,7 @@ func (o *restartOptions) run(cmd *cobra.Command) error {
 		return usageError{fmt.Errorf("--delay %v: at most %v", o.delay, api.MaxRestartDelay)}
 	}
 	switch o.method {
-	case "", "respawn", "signal":
+	case "", api.RestartMethodRespawn, api.RestartMethodSignal:
 	default:
 		return usageError{fmt.Errorf("--method %q: want respawn or signal", o.method)}
 	}
@@ -185,5 +184,5 @@ func printRestartReply(w io.Writer, r api.RestartReply, now time.Time) {
 
 // inProcess reports a restart that kept the gateway's pid (method signal): no fresh pid.
 func inProcess(r api.RestartResult) bool {
-	return r.Method == string(restart.MethodSignal) && r.PID != 0 && r.PID == r.PreviousPID
+	return r.Method == api.RestartMethodSignal && r.PID != 0 && r.PID == r.PreviousPID
 }

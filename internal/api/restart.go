@@ -28,6 +28,12 @@ type RestartRequest struct {
 	Daemon  bool   `json:"daemon,omitempty"`   // replace schedd itself with a fresh process
 }
 
+// The restart methods, as restart.method and a request's method name them.
+const (
+	RestartMethodRespawn = "respawn" // stop the gateway, start a new one (a fresh pid)
+	RestartMethodSignal  = "signal"  // signal the gateway to restart in process
+)
+
 // RestartReply is the reply of POST /v1/restart. Without wait it is 202 with the pending
 // restart the request joined; with wait it is 200 with the result too (whose ok says
 // whether the restart worked).

@@ -40,8 +40,8 @@ type Method string
 
 // The restart methods.
 const (
-	MethodRespawn Method = "respawn" // stop the gateway, start a new one (a fresh pid)
-	MethodSignal  Method = "signal"  // signal the gateway to restart in process
+	MethodRespawn Method = api.RestartMethodRespawn
+	MethodSignal  Method = api.RestartMethodSignal
 )
 
 // Request asks for a restart.
