@@ -160,26 +160,39 @@ func (w *watcher) waitReady(since time.Time, limit time.Duration) (time.Time, er
 }
 
 // window is the unavailability after t0: from the first failed /healthz or not-ready
-// /readyz to the first ready /readyz after it.
+// /readyz to the first ready /readyz after the last failure, once the gateway has been
+// ready for settle without a failure (so a restart that flickers ready in its middle is
+// measured whole).
 func (w *watcher) window(t0 time.Time, limit time.Duration) (from, to time.Time, err error) {
+	const settle = 3 * time.Second
 	deadline := time.Now().Add(limit)
 	for time.Now().Before(deadline) {
 		w.mu.Lock()
+		var last time.Time
 		from = time.Time{}
 		for _, s := range slices.Concat(w.health, w.ready) {
-			if !s.ok && s.at.After(t0) && (from.IsZero() || s.at.Before(from)) {
-				from = s.at
+			if !s.ok && s.at.After(t0) {
+				if from.IsZero() || s.at.Before(from) {
+					from = s.at
+				}
+				if s.at.After(last) {
+					last = s.at
+				}
 			}
 		}
-		if !from.IsZero() {
+		to = time.Time{}
+		if !from.IsZero() && time.Since(last) > settle {
 			for _, s := range w.ready {
-				if s.ok && s.at.After(from) {
-					w.mu.Unlock()
-					return from, s.at, nil
+				if s.ok && s.at.After(last) {
+					to = s.at
+					break
 				}
 			}
 		}
 		w.mu.Unlock()
+		if !to.IsZero() {
+			return from, to, nil
+		}
 		time.Sleep(50 * time.Millisecond)
 	}
 	return from, time.Time{}, fmt.Errorf("no window closed within %v (started %v)", limit, !from.IsZero())
