@@ -1,0 +1,252 @@
+package pgstore_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/schedd/schedd/internal/queue"
+	"github.com/schedd/schedd/internal/queue/pgstore"
+	"github.com/schedd/schedd/internal/queue/pgstore/pgtest"
+)
+
+// A claim stays its host's while the host renews it, and passes to another host once the
+// owner stopped renewing, after the host lease and not before; the old owner is fenced.
+func TestLeaseRescueAcrossHosts(t *testing.T) {
+	ctx := context.Background()
+	dsn := pgtest.DSN(t)
+	const lease = 400 * time.Millisecond
+	a, err := pgstore.Open(ctx, dsn, pgstore.Options{HostID: "host-a", HostLease: lease})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b := open(t, dsn, pgstore.Options{HostID: "host-b", HostLease: lease})
+	e, _, err := a.Enqueue(ctx, queue.NewEntry{Sink: "hook", Key: "k", Payload: []byte("x")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	epA, _ := a.NewEpoch(ctx)
+	epB, _ := b.NewEpoch(ctx)
+	if _, err := a.MarkSending(ctx, e.ID, epA, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	// Three host leases while host-a renews: its claim holds.
+	for end := time.Now().Add(3 * lease); time.Now().Before(end); time.Sleep(lease / 4) {
+		if _, err := b.MarkSending(ctx, e.ID, epB, time.Minute); !errors.Is(err, queue.ErrNotClaimable) {
+			t.Fatalf("host-b claimed a live host's entry: %v", err)
+		}
+		if in, err := b.ListInterrupted(ctx, epB, 10); err != nil || len(in) != 0 {
+			t.Fatalf("a live host's claim listed as interrupted: %+v %v", in, err)
+		}
+	}
+	// host-a stops renewing (as a dead host does): host-b rescues the entry after the lease.
+	stopped := time.Now()
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var took time.Duration
+	for {
+		_, err := b.MarkSending(ctx, e.ID, epB, time.Minute)
+		if err == nil {
+			took = time.Since(stopped)
+			break
+		}
+		if !errors.Is(err, queue.ErrNotClaimable) {
+			t.Fatal(err)
+		}
+		if time.Since(stopped) > 10*lease {
+			t.Fatalf("not rescued %v after host-a stopped renewing", time.Since(stopped))
+		}
+		time.Sleep(lease / 10)
+	}
+	if took < lease/2 {
+		t.Fatalf("rescued %v after the owner stopped: before its lease of %v ran out", took, lease)
+	}
+	g, err := b.Get(ctx, e.ID)
+	if err != nil || g.Epoch != epB || g.Attempts != 2 {
+		t.Fatalf("rescued entry = %+v, %v", g, err)
+	}
+	// The old owner, were it only partitioned away, can no longer record an outcome.
+	c := open(t, dsn, pgstore.Options{HostID: "host-a", HostLease: lease})
+	if err := c.Complete(ctx, e.ID, epA); !errors.Is(err, queue.ErrNotOwner) {
+		t.Fatalf("complete by the old owner = %v, want ErrNotOwner", err)
+	}
+	if err := b.Complete(ctx, e.ID, epB); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Hosts starting at once on an empty database all migrate it, one after the other.
+func TestConcurrentMigration(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	const n = 6
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	stores := make([]*pgstore.Store, n)
+	start := make(chan struct{})
+	for i := range n {
+		wg.Go(func() {
+			<-start
+			stores[i], errs[i] = pgstore.Open(context.Background(), dsn, pgstore.Options{HostID: fmt.Sprint("host-", i)})
+		})
+	}
+	close(start)
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("host %d: %v", i, err)
+		}
+		defer stores[i].Close()
+		if v := stores[i].Info().Schema; v != pgstore.SchemaVersion {
+			t.Fatalf("host %d: schema %d, want %d", i, v, pgstore.SchemaVersion)
+		}
+	}
+	conn, err := pgx.Connect(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	var rows, v int
+	if err := conn.QueryRow(context.Background(), "SELECT count(*), max(version) FROM schedd_schema_version").Scan(&rows, &v); err != nil {
+		t.Fatal(err)
+	}
+	if rows != 1 || v != pgstore.SchemaVersion {
+		t.Fatalf("schema version table: %d rows, version %d", rows, v)
+	}
+}
+
+// An enqueue on one host wakes the others.
+func TestNotifyWakesOtherHosts(t *testing.T) {
+	ctx := context.Background()
+	dsn := pgtest.DSN(t)
+	a := open(t, dsn, pgstore.Options{HostID: "host-a"})
+	b := open(t, dsn, pgstore.Options{HostID: "host-b"})
+	// The listener may not be listening yet: enqueue until b hears one.
+	deadline := time.After(10 * time.Second)
+	for i := 0; ; i++ {
+		if _, _, err := a.Enqueue(ctx, queue.NewEntry{Sink: "hook", Key: fmt.Sprint("k", i)}); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-b.Wake():
+			return
+		case <-time.After(200 * time.Millisecond):
+		case <-deadline:
+			t.Fatal("host-b was not woken by host-a's enqueues")
+		}
+	}
+}
+
+// While the database is unreachable an enqueue fails with ErrStorage and stores nothing;
+// once it is back the same store works again. The DSN's password is in no error.
+func TestDatabaseDownAndSecretDSN(t *testing.T) {
+	ctx := context.Background()
+	dsn := pgtest.DSN(t)
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := newProxy(t, fmt.Sprintf("%s:%d", cfg.Host, cfg.Port))
+	const secret = "s3cret-pw"
+	viaProxy := fmt.Sprintf("host=127.0.0.1 port=%d user=%s password=%s dbname=%s sslmode=disable connect_timeout=2",
+		p.port(), cfg.User, secret, cfg.Database)
+	s := open(t, viaProxy, pgstore.Options{HostID: "host-a"})
+	if _, _, err := s.Enqueue(ctx, queue.NewEntry{Sink: "hook", Key: "before"}); err != nil {
+		t.Fatal(err)
+	}
+	p.down()
+	_, _, err = s.Enqueue(ctx, queue.NewEntry{Sink: "hook", Key: "while-down"})
+	if !errors.Is(err, queue.ErrStorage) || strings.Contains(err.Error(), secret) {
+		t.Fatalf("enqueue while down = %v, want ErrStorage without the password", err)
+	}
+	if err := s.Ping(ctx); err == nil || strings.Contains(err.Error(), secret) {
+		t.Fatalf("ping while down = %v", err)
+	}
+	p.up()
+	if _, _, err := s.Enqueue(ctx, queue.NewEntry{Sink: "hook", Key: "after"}); err != nil {
+		t.Fatalf("enqueue once back: %v", err)
+	}
+	l, err := s.List(ctx, queue.Filter{})
+	if err != nil || len(l) != 2 || l[0].Key != "before" || l[1].Key != "after" {
+		t.Fatalf("stored = %+v, %v (nothing of the failed enqueue may be there)", l, err)
+	}
+	for _, bad := range []string{
+		fmt.Sprintf("postgres://u:%s@127.0.0.1:1/db?connect_timeout=2", secret), // nothing listens
+		fmt.Sprintf("postgres://u:%s@[::1/db", secret),                          // malformed
+	} {
+		_, err := pgstore.Open(ctx, bad, pgstore.Options{HostID: "h"})
+		if err == nil || strings.Contains(err.Error(), secret) {
+			t.Fatalf("open %q = %v, want an error without the password", bad, err)
+		}
+	}
+}
+
+// proxy forwards TCP connections to the database until down cuts them all.
+type proxy struct {
+	t      *testing.T
+	target string
+	mu     sync.Mutex
+	l      net.Listener
+	addr   string
+	conns  []net.Conn
+}
+
+func newProxy(t *testing.T, target string) *proxy {
+	p := &proxy{t: t, target: target}
+	p.up()
+	t.Cleanup(p.down)
+	return p
+}
+
+func (p *proxy) port() int { return p.l.Addr().(*net.TCPAddr).Port }
+
+func (p *proxy) up() {
+	addr := p.addr
+	if addr == "" {
+		addr = "127.0.0.1:0"
+	}
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	p.mu.Lock()
+	p.l, p.addr = l, l.Addr().String()
+	p.mu.Unlock()
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			d, err := net.Dial("tcp", p.target)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			p.mu.Lock()
+			p.conns = append(p.conns, c, d)
+			p.mu.Unlock()
+			go func() { _, _ = io.Copy(d, c); d.Close() }()
+			go func() { _, _ = io.Copy(c, d); c.Close() }()
+		}
+	}()
+}
+
+func (p *proxy) down() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	_ = p.l.Close()
+	for _, c := range p.conns {
+		_ = c.Close()
+	}
+	p.conns = nil
+}
