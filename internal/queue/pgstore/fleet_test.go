@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"strings"
 	"sync"
 	"testing"
@@ -151,29 +149,29 @@ func TestNotifyWakesOtherHosts(t *testing.T) {
 func TestDatabaseDownAndSecretDSN(t *testing.T) {
 	ctx := context.Background()
 	dsn := pgtest.DSN(t)
-	cfg, err := pgx.ParseConfig(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := newProxy(t, fmt.Sprintf("%s:%d", cfg.Host, cfg.Port))
 	const secret = "s3cret-pw"
-	viaProxy := fmt.Sprintf("host=127.0.0.1 port=%d user=%s password=%s dbname=%s sslmode=disable connect_timeout=2",
-		p.port(), cfg.User, secret, cfg.Database)
+	p, viaProxy := pgtest.NewProxy(t, dsn, secret)
 	s := open(t, viaProxy, pgstore.Options{HostID: "host-a"})
 	if _, _, err := s.Enqueue(ctx, queue.NewEntry{Sink: "hook", Key: "before"}); err != nil {
 		t.Fatal(err)
 	}
-	p.down()
-	_, _, err = s.Enqueue(ctx, queue.NewEntry{Sink: "hook", Key: "while-down"})
-	if !errors.Is(err, queue.ErrStorage) || strings.Contains(err.Error(), secret) {
-		t.Fatalf("enqueue while down = %v, want ErrStorage without the password", err)
+	p.Down()
+	_, _, err := s.Enqueue(ctx, queue.NewEntry{Sink: "hook", Key: "while-down"})
+	if !errors.Is(err, queue.ErrUnavailable) || !errors.Is(err, queue.ErrStorage) || strings.Contains(err.Error(), secret) {
+		t.Fatalf("enqueue while down = %v, want ErrUnavailable and ErrStorage without the password", err)
+	}
+	if c := s.Info().Connected; c == nil || *c {
+		t.Fatalf("info while down: connected = %v, want false", c)
 	}
 	if err := s.Ping(ctx); err == nil || strings.Contains(err.Error(), secret) {
 		t.Fatalf("ping while down = %v", err)
 	}
-	p.up()
+	p.Up()
 	if _, _, err := s.Enqueue(ctx, queue.NewEntry{Sink: "hook", Key: "after"}); err != nil {
 		t.Fatalf("enqueue once back: %v", err)
+	}
+	if info := s.Info(); info.Connected == nil || !*info.Connected || info.HostID != "host-a" || info.Driver != "postgres" || info.Path != "" {
+		t.Fatalf("info once back = %+v", info)
 	}
 	l, err := s.List(ctx, queue.Filter{})
 	if err != nil || len(l) != 2 || l[0].Key != "before" || l[1].Key != "after" {
@@ -188,65 +186,4 @@ func TestDatabaseDownAndSecretDSN(t *testing.T) {
 			t.Fatalf("open %q = %v, want an error without the password", bad, err)
 		}
 	}
-}
-
-// proxy forwards TCP connections to the database until down cuts them all.
-type proxy struct {
-	t      *testing.T
-	target string
-	mu     sync.Mutex
-	l      net.Listener
-	addr   string
-	conns  []net.Conn
-}
-
-func newProxy(t *testing.T, target string) *proxy {
-	p := &proxy{t: t, target: target}
-	p.up()
-	t.Cleanup(p.down)
-	return p
-}
-
-func (p *proxy) port() int { return p.l.Addr().(*net.TCPAddr).Port }
-
-func (p *proxy) up() {
-	addr := p.addr
-	if addr == "" {
-		addr = "127.0.0.1:0"
-	}
-	l, err := net.Listen("tcp", addr)
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	p.mu.Lock()
-	p.l, p.addr = l, l.Addr().String()
-	p.mu.Unlock()
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			d, err := net.Dial("tcp", p.target)
-			if err != nil {
-				c.Close()
-				continue
-			}
-			p.mu.Lock()
-			p.conns = append(p.conns, c, d)
-			p.mu.Unlock()
-			go func() { _, _ = io.Copy(d, c); d.Close() }()
-			go func() { _, _ = io.Copy(c, d); c.Close() }()
-		}
-	}()
-}
-
-func (p *proxy) down() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	_ = p.l.Close()
-	for _, c := range p.conns {
-		_ = c.Close()
-	}
-	p.conns = nil
 }

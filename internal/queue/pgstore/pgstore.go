@@ -67,9 +67,10 @@ type Store struct {
 	stop context.CancelFunc
 	wg   sync.WaitGroup
 
-	mu     sync.Mutex
-	epoch  int64 // the newest epoch this store allocated: the one its heartbeat renews
-	closed bool
+	mu        sync.Mutex
+	epoch     int64 // the newest epoch this store allocated: the one its heartbeat renews
+	closed    bool
+	connected bool // the last contact with the server succeeded
 }
 
 var _ queue.Store = (*Store)(nil)
@@ -124,7 +125,7 @@ func Open(ctx context.Context, dsn string, o Options) (*Store, error) {
 		return nil, fmt.Errorf("postgres store: %w", redact(err))
 	}
 	bg, stop := context.WithCancel(context.Background())
-	s := &Store{pool: pool, opts: o, schema: v, wake: make(chan struct{}, 1), stop: stop}
+	s := &Store{pool: pool, opts: o, schema: v, wake: make(chan struct{}, 1), stop: stop, connected: true}
 	s.wg.Add(2)
 	go s.heartbeat(bg)
 	go s.listen(bg)
@@ -139,17 +140,47 @@ func (s *Store) Wake() <-chan struct{} { return s.wake }
 // HostID is the host id this store claims under.
 func (s *Store) HostID() string { return s.opts.HostID }
 
-// Ping reports whether the database answers (for status).
+// Ping reports whether the database answers.
 func (s *Store) Ping(ctx context.Context) error {
-	if err := s.pool.Ping(ctx); err != nil {
+	err := s.pool.Ping(ctx)
+	s.setConnected(err)
+	if err != nil {
 		return s.fail(err)
 	}
 	return nil
 }
 
-// Info describes the store. Path is empty: the DSN is a secret.
+// opened is closed: the store is open once Open returned.
+var opened = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+// Opened is closed at once (it matches the lazily opened SQLite store).
+func (s *Store) Opened() <-chan struct{} { return opened }
+
+// Path is empty: the DSN is a secret, and names no file.
+func (s *Store) Path() string { return "" }
+
+// Info describes the store; Connected is the outcome of the last heartbeat or operation.
 func (s *Store) Info() queue.Info {
-	return queue.Info{Driver: "postgres", Synchronous: "server", Schema: s.schema, Opened: true}
+	s.mu.Lock()
+	connected := s.connected
+	s.mu.Unlock()
+	return queue.Info{Driver: "postgres", Synchronous: "server", Schema: s.schema, Opened: true,
+		HostID: s.opts.HostID, Connected: &connected}
+}
+
+// setConnected records the outcome of a contact with the server: err, or nil.
+func (s *Store) setConnected(err error) {
+	ok := err == nil || !unreachable(err)
+	s.mu.Lock()
+	s.connected = ok
+	s.mu.Unlock()
+}
+
+// unreachable reports whether err is a failure to reach the server rather than the
+// server's answer to a statement.
+func unreachable(err error) bool {
+	var pgErr *pgconn.PgError
+	return !errors.As(err, &pgErr) && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
 }
 
 // Close stops the heartbeat and the listener and closes the pool.
@@ -183,11 +214,18 @@ func (s *Store) heartbeat(ctx context.Context) {
 		s.mu.Lock()
 		ep := s.epoch
 		s.mu.Unlock()
+		var err error
 		if ep == 0 {
-			continue
+			err = s.pool.Ping(ctx)
+		} else {
+			_, err = s.pool.Exec(ctx, `UPDATE schedd_epochs SET alive_until = $1 WHERE epoch = $2`,
+				s.now()+s.opts.HostLease.Milliseconds(), ep)
 		}
-		if _, err := s.pool.Exec(ctx, `UPDATE schedd_epochs SET alive_until = $1 WHERE epoch = $2`,
-			s.now()+s.opts.HostLease.Milliseconds(), ep); err != nil && ctx.Err() == nil {
+		if ctx.Err() != nil {
+			return
+		}
+		s.setConnected(err)
+		if err != nil {
 			s.opts.Log.Warn("postgres store: heartbeat failed", zap.Error(redact(err)))
 		}
 	}
@@ -250,7 +288,8 @@ func (s *Store) NewEpoch(ctx context.Context) (int64, error) {
 }
 
 // fail maps a driver error to the queue's errors: a context error stays itself, a closed
-// store is ErrClosed, anything else is ErrStorage (nothing was committed).
+// store is ErrClosed, a server that cannot be reached ErrUnavailable (and ErrStorage),
+// anything else ErrStorage (nothing was committed).
 func (s *Store) fail(err error) error {
 	if err == nil {
 		return nil
@@ -263,6 +302,10 @@ func (s *Store) fail(err error) error {
 	s.mu.Unlock()
 	if closed {
 		return queue.ErrClosed
+	}
+	s.setConnected(err)
+	if unreachable(err) {
+		return fmt.Errorf("%w (%w): %v", queue.ErrUnavailable, queue.ErrStorage, redact(err))
 	}
 	return fmt.Errorf("%w: %v", queue.ErrStorage, redact(err))
 }
@@ -286,6 +329,9 @@ func (s *Store) tx(ctx context.Context, fn func(pgx.Tx) error) error {
 		return queue.ErrClosed
 	}
 	err := pgx.BeginFunc(ctx, s.pool, fn)
+	if err == nil {
+		s.setConnected(nil)
+	}
 	if err == nil || logical(err) {
 		return err
 	}
