@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -24,21 +23,11 @@ type newRow struct {
 }
 
 func (s *Store) prepare(n queue.NewEntry) (newRow, error) {
-	if err := n.Check(s.opts.MaxPayload); err != nil {
-		return newRow{}, fmt.Errorf("enqueue: %w", err)
+	headers, payload, sum, err := n.Encode(s.opts.MaxPayload)
+	if err != nil {
+		return newRow{}, err
 	}
-	r := newRow{n: n, headers: "{}", payload: n.Payload, sum: sha256.Sum256(n.Payload)}
-	if len(n.Headers) > 0 {
-		h, err := json.Marshal(n.Headers)
-		if err != nil {
-			return newRow{}, fmt.Errorf("enqueue: %w", err)
-		}
-		r.headers = string(h)
-	}
-	if r.payload == nil {
-		r.payload = []byte{}
-	}
-	return r, nil
+	return newRow{n: n, headers: headers, payload: payload, sum: sum}, nil
 }
 
 // Enqueue stores a new entry, or returns the one holding the same idempotency key.
