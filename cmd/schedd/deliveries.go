@@ -418,7 +418,7 @@ func printDeliveriesSummary(row func(string, ...string), ds *api.Deliveries, now
 	} else {
 		v = append(v, "synchronous "+ds.Synchronous)
 	}
-	if ds.StoreState == api.StoreNotOpened {
+	if ds.StoreState == api.StoreNotOpened && ds.Store != "postgres" {
 		v = append(v, "store not opened yet (the first enqueue creates it)")
 	}
 	row("deliveries", v...)

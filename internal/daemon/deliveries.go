@@ -197,6 +197,9 @@ func (d *Daemon) openPostgresStore(dc config.Deliveries, pg *config.PostgresStor
 		HostID: host, HostLease: pg.Lease.D(), MaxConns: pg.MaxConns,
 		MaxPayload: int(dc.MaxPayload.Bytes()), MaxEntries: dc.MaxEntries,
 		Log: d.log.Named("deliveries"),
+		// A database that is down does not keep the gateway unsupervised: schedd starts,
+		// refuses enqueues (503) and starts deliveries once the database is reached.
+		Wait: true,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("delivery store (deliveries.store.postgres): %w", err)

@@ -424,7 +424,7 @@ func TestDeliveryConfig(t *testing.T) {
 }
 
 // A corrupt store file fails the start with its path and what to do; so does a postgres
-// store that cannot be reached, without its DSN's password.
+// DSN that cannot be parsed, without its password.
 func TestDeliveryStoreOpenErrors(t *testing.T) {
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "schedd.db"), []byte(strings.Repeat("not a database ", 500)), 0o600); err != nil {
@@ -438,7 +438,7 @@ func TestDeliveryStoreOpenErrors(t *testing.T) {
 		t.Fatalf("corrupt store: %v", err)
 	}
 	cfg = config.Default()
-	cfg.Deliveries.Store = config.Store{Postgres: &config.PostgresStore{DSN: "postgres://u:sekrit@127.0.0.1:1/y?connect_timeout=2"}}
+	cfg.Deliveries.Store = config.Store{Postgres: &config.PostgresStore{DSN: "postgres://u:sekrit@[::1/y"}}
 	d = &Daemon{opts: Options{StateDir: dir, Config: cfg}, log: zap.NewNop(), cfg: cfg}
 	if _, err := d.setupDeliveries(); err == nil || !strings.Contains(err.Error(), "deliveries.store.postgres") ||
 		strings.Contains(err.Error(), "sekrit") {

@@ -187,3 +187,43 @@ func TestDatabaseDownAndSecretDSN(t *testing.T) {
 		}
 	}
 }
+
+// With Wait, a store whose database is down at Open comes up anyway: it refuses everything
+// with ErrUnavailable until the database is reached, then opens by itself. Without Wait,
+// Open fails.
+func TestWaitForTheDatabase(t *testing.T) {
+	ctx := context.Background()
+	p, dsn := pgtest.NewProxy(t, pgtest.DSN(t), "")
+	p.Down()
+	if _, err := pgstore.Open(ctx, dsn, pgstore.Options{HostID: "h"}); err == nil {
+		t.Fatal("Open without Wait succeeded with the database down")
+	}
+	s := open(t, dsn, pgstore.Options{HostID: "h", Wait: true, RetryEvery: 50 * time.Millisecond})
+	_, _, err := s.Enqueue(ctx, queue.NewEntry{Sink: "hook", Key: "early"})
+	if !errors.Is(err, queue.ErrUnavailable) {
+		t.Fatalf("enqueue before the database was reached = %v, want ErrUnavailable", err)
+	}
+	if _, err := s.NewEpoch(ctx); !errors.Is(err, queue.ErrUnavailable) {
+		t.Fatalf("new epoch before the database was reached = %v", err)
+	}
+	if info := s.Info(); info.Opened || *info.Connected {
+		t.Fatalf("info before the database was reached = %+v", info)
+	}
+	select {
+	case <-s.Opened():
+		t.Fatal("opened with the database down")
+	default:
+	}
+	p.Up()
+	select {
+	case <-s.Opened():
+	case <-time.After(10 * time.Second):
+		t.Fatal("not opened 10 s after the database came back")
+	}
+	if _, _, err := s.Enqueue(ctx, queue.NewEntry{Sink: "hook", Key: "later"}); err != nil {
+		t.Fatal(err)
+	}
+	if info := s.Info(); !info.Opened || !*info.Connected || info.Schema != pgstore.SchemaVersion {
+		t.Fatalf("info once reached = %+v", info)
+	}
+}

@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -55,13 +56,21 @@ type Options struct {
 	Now func() time.Time
 	// Log receives store events (default zap.NewNop()).
 	Log *zap.Logger
+	// Wait, when the database cannot be reached at Open, returns the store anyway and
+	// keeps connecting in the background (every RetryEvery): until it is reached and
+	// migrated, Opened is not closed and every operation fails with ErrUnavailable. Other
+	// failures (a bad password, a newer schema) still fail Open.
+	Wait bool
+	// RetryEvery is the pause between connection attempts with Wait (default 1 s).
+	RetryEvery time.Duration
 }
 
 // Store is the PostgreSQL queue.Store.
 type Store struct {
 	pool   *pgxpool.Pool
 	opts   Options
-	schema int
+	schema atomic.Int64
+	opened chan struct{} // closed once the database was reached and migrated
 
 	wake chan struct{}
 	stop context.CancelFunc
@@ -119,17 +128,63 @@ func Open(ctx context.Context, dsn string, o Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("postgres store: %w", redact(err))
 	}
-	v, err := migrate(ctx, pool)
-	if err != nil {
+	bg, stop := context.WithCancel(context.Background())
+	s := &Store{pool: pool, opts: o, opened: make(chan struct{}), wake: make(chan struct{}, 1), stop: stop}
+	err = s.open(ctx, bg)
+	if err == nil {
+		return s, nil
+	}
+	var ce *pgconn.ConnectError
+	if !o.Wait || !errors.As(err, &ce) {
+		stop()
 		pool.Close()
 		return nil, fmt.Errorf("postgres store: %w", redact(err))
 	}
-	bg, stop := context.WithCancel(context.Background())
-	s := &Store{pool: pool, opts: o, schema: v, wake: make(chan struct{}, 1), stop: stop, connected: true}
+	o.Log.Warn("postgres store: database unreachable; deliveries wait for it, enqueues are refused meanwhile",
+		zap.Error(redact(err)))
+	s.wg.Go(func() {
+		retry := o.RetryEvery
+		if retry <= 0 {
+			retry = time.Second
+		}
+		for {
+			select {
+			case <-bg.Done():
+				return
+			case <-time.After(retry):
+			}
+			if err := s.open(bg, bg); err == nil {
+				o.Log.Info("postgres store: database reached")
+				return
+			}
+		}
+	})
+	return s, nil
+}
+
+// open migrates the schema, then starts the heartbeat and the listener and closes opened.
+func (s *Store) open(ctx, bg context.Context) error {
+	v, err := migrate(ctx, s.pool)
+	s.setConnected(err)
+	if err != nil {
+		return err
+	}
+	s.schema.Store(int64(v))
 	s.wg.Add(2)
 	go s.heartbeat(bg)
 	go s.listen(bg)
-	return s, nil
+	close(s.opened)
+	return nil
+}
+
+// ready fails with ErrUnavailable until the database was reached at least once.
+func (s *Store) ready() error {
+	select {
+	case <-s.opened:
+		return nil
+	default:
+		return fmt.Errorf("%w (%w): the database has not been reached since schedd started", queue.ErrUnavailable, queue.ErrStorage)
+	}
 }
 
 // Wake is signalled (at most one pending signal) when an entry was enqueued by any host, so
@@ -150,11 +205,9 @@ func (s *Store) Ping(ctx context.Context) error {
 	return nil
 }
 
-// opened is closed: the store is open once Open returned.
-var opened = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
-
-// Opened is closed at once (it matches the lazily opened SQLite store).
-func (s *Store) Opened() <-chan struct{} { return opened }
+// Opened is closed once the database was reached and migrated: when Open returns, unless
+// Options.Wait let it return before.
+func (s *Store) Opened() <-chan struct{} { return s.opened }
 
 // Path is empty: the DSN is a secret, and names no file.
 func (s *Store) Path() string { return "" }
@@ -164,7 +217,7 @@ func (s *Store) Info() queue.Info {
 	s.mu.Lock()
 	connected := s.connected
 	s.mu.Unlock()
-	return queue.Info{Driver: "postgres", Synchronous: "server", Schema: s.schema, Opened: true,
+	return queue.Info{Driver: "postgres", Synchronous: "server", Schema: int(s.schema.Load()), Opened: s.ready() == nil,
 		HostID: s.opts.HostID, Connected: &connected}
 }
 
@@ -274,6 +327,9 @@ func (s *Store) listenOnce(ctx context.Context) error {
 // NewEpoch allocates an epoch for this host, alive for one HostLease and renewed by the
 // heartbeat from then on.
 func (s *Store) NewEpoch(ctx context.Context) (int64, error) {
+	if err := s.ready(); err != nil {
+		return 0, fmt.Errorf("new epoch: %w", err)
+	}
 	var ep int64
 	now := s.now()
 	err := s.pool.QueryRow(ctx, `INSERT INTO schedd_epochs (host_id, started_at, alive_until)
@@ -327,6 +383,9 @@ func (s *Store) tx(ctx context.Context, fn func(pgx.Tx) error) error {
 	s.mu.Unlock()
 	if closed {
 		return queue.ErrClosed
+	}
+	if err := s.ready(); err != nil {
+		return err
 	}
 	err := pgx.BeginFunc(ctx, s.pool, fn)
 	if err == nil {

@@ -47,6 +47,9 @@ func scanEntry(row pgx.Row, withPayload bool, extra ...any) (queue.Entry, error)
 
 // query runs a read and collects its entries.
 func (s *Store) query(ctx context.Context, withPayload bool, sql string, args ...any) ([]queue.Entry, error) {
+	if err := s.ready(); err != nil {
+		return nil, err
+	}
 	rows, err := s.pool.Query(ctx, sql, args...)
 	if err != nil {
 		return nil, s.fail(err)
@@ -122,6 +125,9 @@ func (s *Store) Due(ctx context.Context, now time.Time, limit int) ([]queue.Entr
 
 // NextDue returns the earliest next_attempt_at of a pending entry.
 func (s *Store) NextDue(ctx context.Context) (time.Time, bool, error) {
+	if err := s.ready(); err != nil {
+		return time.Time{}, false, fmt.Errorf("next due: %w", err)
+	}
 	var at *int64
 	err := s.pool.QueryRow(ctx, `SELECT MIN(next_attempt_at) FROM schedd_deliveries WHERE state = 'pending'`).Scan(&at)
 	if err != nil {
@@ -145,8 +151,12 @@ func (s *Store) ListInterrupted(ctx context.Context, epoch int64, limit int) ([]
 }
 
 // Counts returns the number of entries per state and the oldest pending one.
+// Before the database was first reached they are zero (Info says the store is not open).
 func (s *Store) Counts(ctx context.Context) (queue.Counts, error) {
 	var c queue.Counts
+	if s.ready() != nil {
+		return c, nil
+	}
 	var oldest *int64
 	err := s.pool.QueryRow(ctx, `SELECT
 		count(*) FILTER (WHERE state = 'pending'), count(*) FILTER (WHERE state = 'sending'),

@@ -210,6 +210,9 @@ func (s *Store) Purge(ctx context.Context, f queue.PurgeFilter) (int, error) {
 	if !f.State.Terminal() {
 		return 0, fmt.Errorf("purge: %w: state %q is not terminal", queue.ErrInvalid, f.State)
 	}
+	if err := s.ready(); err != nil {
+		return 0, fmt.Errorf("purge: %w", err)
+	}
 	tag, err := s.pool.Exec(ctx, "DELETE FROM schedd_deliveries WHERE state = $1 AND finished_at < $2",
 		string(f.State), f.OlderThan.UnixMilli())
 	if err != nil {
