@@ -229,11 +229,22 @@ func (s *Store) setConnected(err error) {
 	s.mu.Unlock()
 }
 
-// unreachable reports whether err is a failure to reach the server rather than the
-// server's answer to a statement.
+// unreachable reports whether err is a failure to reach the server, or the server saying
+// it cannot serve now (SQLSTATE classes 08 connection, 53 resources, 57 shutting down),
+// rather than its answer to a statement.
 func unreachable(err error) bool {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
 	var pgErr *pgconn.PgError
-	return !errors.As(err, &pgErr) && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
+	if !errors.As(err, &pgErr) {
+		return true
+	}
+	switch pgErr.Code[:min(2, len(pgErr.Code))] {
+	case "08", "53", "57":
+		return true
+	}
+	return false
 }
 
 // Close stops the heartbeat and the listener and closes the pool.
@@ -288,12 +299,15 @@ func (s *Store) heartbeat(ctx context.Context) {
 // reconnecting after a pause when the connection drops.
 func (s *Store) listen(ctx context.Context) {
 	defer s.wg.Done()
-	for ctx.Err() == nil {
-		err := s.listenOnce(ctx)
+	for logged := false; ctx.Err() == nil; {
+		err := s.listenOnce(ctx, &logged)
 		if ctx.Err() != nil {
 			return
 		}
-		s.opts.Log.Warn("postgres store: listener down, polling only until it is back", zap.Error(redact(err)))
+		if !logged { // once per outage, not every second
+			s.opts.Log.Warn("postgres store: listener down, polling only until it is back", zap.Error(redact(err)))
+			logged = true
+		}
 		select {
 		case <-ctx.Done():
 			return
@@ -302,7 +316,8 @@ func (s *Store) listen(ctx context.Context) {
 	}
 }
 
-func (s *Store) listenOnce(ctx context.Context) error {
+// listenOnce listens until the connection fails; it clears *logged once listening.
+func (s *Store) listenOnce(ctx context.Context, logged *bool) error {
 	c, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return err
@@ -313,6 +328,7 @@ func (s *Store) listenOnce(ctx context.Context) error {
 	if _, err := conn.Exec(ctx, "LISTEN "+Channel); err != nil {
 		return err
 	}
+	*logged = false
 	for {
 		if _, err := conn.WaitForNotification(ctx); err != nil {
 			return err
