@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -26,5 +27,13 @@ func TestUnreachable(t *testing.T) {
 		if got := unreachable(err); got != want {
 			t.Errorf("unreachable(%v) = %v, want %v", err, got, want)
 		}
+	}
+}
+
+// The default host id tells apart two schedd on one host (their state dirs differ).
+func TestDefaultHostID(t *testing.T) {
+	a, b := DefaultHostID("/var/lib/schedd"), DefaultHostID("/srv/schedd-2")
+	if a == b || !strings.HasSuffix(a, ":/var/lib/schedd") || strings.HasPrefix(a, ":") {
+		t.Fatalf("host ids %q and %q", a, b)
 	}
 }
