@@ -18,8 +18,8 @@ func TestConfigNotSupportedYet(t *testing.T) {
 	}{
 		{"metrics beyond this host", "metrics: {listen: 0.0.0.0:9477}\n",
 			`:2:19: metrics.listen: "0.0.0.0:9477" is not a loopback address and the endpoint has no authentication`},
-		{"postgres", "deliveries: {store: {postgres: {dsn: 'postgres://db/schedd'}}}\n",
-			":2:32: deliveries.store.postgres: not supported yet"},
+		{"postgres lease", "deliveries: {store: {postgres: {dsn: 'postgres://u:sekrit@db/schedd', lease: 0s}}}\n",
+			":2:78: deliveries.store.postgres.lease: must be greater than 0"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "schedd.yaml")

@@ -409,8 +409,16 @@ func printDeliveriesSummary(row func(string, ...string), ds *api.Deliveries, now
 	if ds.OldestPendingAt != nil {
 		v = append(v, "oldest "+since(*ds.OldestPendingAt, now))
 	}
-	v = append(v, "synchronous "+ds.Synchronous)
-	if ds.StoreState == api.StoreNotOpened {
+	if ds.Store == "postgres" {
+		health := "database unreachable"
+		if ds.Connected != nil && *ds.Connected {
+			health = "connected"
+		}
+		v = append(v, "store postgres (host "+ds.HostID+", "+health+")")
+	} else {
+		v = append(v, "synchronous "+ds.Synchronous)
+	}
+	if ds.StoreState == api.StoreNotOpened && ds.Store != "postgres" {
 		v = append(v, "store not opened yet (the first enqueue creates it)")
 	}
 	row("deliveries", v...)

@@ -135,6 +135,14 @@ func TestDeliveriesStatusRows(t *testing.T) {
 	if got != want {
 		t.Errorf("status rows:\n%s\nwant:\n%s", got, want)
 	}
+	// A Postgres store shows its host id and whether it reaches its database.
+	for connected, health := range map[bool]string{true: "connected", false: "database unreachable"} {
+		rows = nil
+		printDeliveriesSummary(row, &api.Deliveries{Store: "postgres", HostID: "web-1", Connected: &connected, Synchronous: "server"}, now)
+		if want := "deliveries: 0 pending | 0 delivered | 0 dead | store postgres (host web-1, " + health + ")"; rows[0] != want {
+			t.Errorf("postgres row:\n%s\nwant:\n%s", rows[0], want)
+		}
+	}
 }
 
 // runMain runs the schedd command line in process (no daemon needed for these tests).

@@ -52,7 +52,8 @@ var features = []string{"internal/daemon", "internal/respawn", "internal/restart
 
 // TestLayout enforces the package rules of DESIGN.md with the real import graph:
 //   - os/exec, os/signal and go-systemd only in internal/platform and cmd (plus the test-only
-//     fake gateway, the examples and the bench programs, which are separate programs);
+//     fake gateway and PostgreSQL cluster, the examples and the bench programs, which are
+//     separate programs);
 //   - internal/platform, internal/backoff and internal/api import nothing of ours;
 //   - internal/control imports none of the features: it describes them with internal/api;
 //   - only cmd/schedd imports the daemon, and there only to run it (run.go, and the
@@ -64,7 +65,7 @@ func TestLayout(t *testing.T) {
 	}
 	restricted := map[string]bool{"os/exec": true, "os/signal": true, "github.com/coreos/go-systemd/v22/daemon": true}
 	mayTouchOS := func(p string) bool {
-		for _, pre := range []string{"internal/platform", "cmd/", "internal/testgateway", "examples/", "bench/"} {
+		for _, pre := range []string{"internal/platform", "cmd/", "internal/testgateway", "internal/queue/pgstore/pgtest", "examples/", "bench/"} {
 			if strings.HasPrefix(p, pre) {
 				return true
 			}
@@ -86,6 +87,8 @@ func TestLayout(t *testing.T) {
 				t.Errorf("%s imports the daemon: only cmd/schedd may", p)
 			case isOurs && strings.HasPrefix(ours, "internal/testgateway"):
 				t.Errorf("%s imports the test-only fake gateway outside a test", p)
+			case isOurs && ours == "internal/queue/pgstore/pgtest":
+				t.Errorf("%s imports the test-only PostgreSQL cluster outside a test", p)
 			}
 		}
 	}

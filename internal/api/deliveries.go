@@ -141,9 +141,13 @@ type Deliveries struct {
 	Store           string           `json:"store"`
 	// StoreState is "open", or "not_opened" while the store's file is not opened yet (no
 	// delivery was ever enqueued: the file is created by the first enqueue).
-	StoreState   string      `json:"store_state"`
-	Path         string      `json:"path,omitempty"`
-	Synchronous  string      `json:"synchronous"`
+	StoreState  string `json:"store_state"`
+	Path        string `json:"path,omitempty"`
+	Synchronous string `json:"synchronous"`
+	// HostID is the host a shared (postgres) store claims under; Connected whether that
+	// store's last contact with its database succeeded. Both are absent for sqlite.
+	HostID       string      `json:"host_id,omitempty"`
+	Connected    *bool       `json:"connected,omitempty"`
 	DiskFull     bool        `json:"disk_full"`
 	EnqueueError *StoreError `json:"enqueue_error"`
 	Sinks        []string    `json:"sinks"`

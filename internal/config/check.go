@@ -88,8 +88,6 @@ var notYet = []struct {
 	set      func(*Config) bool
 	why, fix string
 }{
-	{"deliveries.store.postgres", func(c *Config) bool { return c.Deliveries.Store.Postgres != nil },
-		"the Postgres store is not implemented in this version", "use sqlite"},
 	{"control.group", func(c *Config) bool { return c.Control.Group != "" },
 		"the control socket is always 0600, for its owner only", "remove the key"},
 }
@@ -100,6 +98,26 @@ func (k *checker) notYet() {
 			k.errf(n.path, "not supported yet (%s); %s", n.why, n.fix)
 		}
 	}
+}
+
+// postgres checks the Postgres store. The DSN is a secret: its problems never quote it.
+func (k *checker) postgres(s *PostgresStore) {
+	const p = "deliveries.store.postgres"
+	switch {
+	case s.DSN == "":
+		k.errf(p+".dsn", "is required (a connection string such as \"host=db user=schedd dbname=schedd\" or a postgres:// URL)")
+	case strings.HasPrefix(s.DSN, "postgres://") || strings.HasPrefix(s.DSN, "postgresql://"):
+		if _, err := url.Parse(s.DSN); err != nil {
+			k.errf(p+".dsn", "is not a valid URL (value hidden)")
+		}
+	case !strings.Contains(s.DSN, "="):
+		k.errf(p+".dsn", "must be a postgres:// URL or key=value pairs (value hidden)")
+	}
+	if strings.ContainsAny(s.HostID, "\x00\r\n") {
+		k.errf(p+".host_id", "must not contain control characters")
+	}
+	k.positive(p+".lease", s.Lease)
+	k.atLeast(p+".max_conns", s.MaxConns, 1)
 }
 
 // Value checks.
@@ -545,6 +563,12 @@ func (k *checker) deliveries() {
 		if !slices.Contains(syncModes, strings.ToUpper(s.Synchronous)) {
 			k.errf("deliveries.store.sqlite.synchronous", "must be FULL or NORMAL, got %s", quote(s.Synchronous))
 		}
+	}
+	if s := d.Store.Postgres; s != nil {
+		k.postgres(s)
+	}
+	if kinds := set("sqlite", d.Store.SQLite != nil, "postgres", d.Store.Postgres != nil); len(kinds) > 1 {
+		k.kinds("deliveries.store", "store kind", kinds, []string{"sqlite", "postgres"})
 	}
 	k.atLeast("deliveries.max_retries", d.MaxRetries, 0)
 	if len(d.Schedule) == 0 {

@@ -8,9 +8,9 @@
 // (`notify:`), which selects that kind. Probes, targets, sinks and cron actions name exactly
 // one kind. Validate adds what is needed to run, such as a gateway command.
 //
-// Not supported yet: deliveries.store.postgres and control.group are in the schema for
-// features to come, but nothing reads them; a file that sets one is refused with the key and
-// its position, so that no setting is accepted and then ignored.
+// Not supported yet: control.group is in the schema for a feature to come, but nothing reads
+// it; a file that sets it is refused with the key and its position, so that no setting is
+// accepted and then ignored.
 //
 // Problems come back as Errors, all at once and sorted by position; cmd maps them to exit
 // code 78 so that a broken config never restart-loops under a service manager (R-INIT-01).
@@ -412,7 +412,7 @@ type Deliveries struct {
 // Store names exactly one store kind.
 type Store struct {
 	SQLite   *SQLiteStore   `yaml:"sqlite,omitempty"`
-	Postgres *PostgresStore `yaml:"postgres,omitempty"` // not supported yet: refused
+	Postgres *PostgresStore `yaml:"postgres,omitempty"`
 }
 
 // Kind reports "sqlite", "postgres" or "" (unset).
@@ -434,9 +434,18 @@ type SQLiteStore struct {
 	Synchronous string `yaml:"synchronous"`
 }
 
-// PostgresStore is a shared store for fleets (not supported yet).
+// PostgresStore is the store a fleet of schedd hosts shares.
 type PostgresStore struct {
-	DSN string `yaml:"dsn" schedd:"secret"` // required; a secret
+	// DSN is a libpq connection string or postgres:// URL; required; a secret.
+	DSN string `yaml:"dsn" schedd:"secret"`
+	// HostID names this host in the claims it holds; unique in the fleet. Default: the host
+	// name and the state dir ("web-1:/var/lib/schedd").
+	HostID string `yaml:"host_id"`
+	// Lease is how long this host's claims stay its own after its last heartbeat (renewed
+	// every third of it): another host rescues them once it ran out. Default 30s.
+	Lease Duration `yaml:"lease"`
+	// MaxConns bounds the connection pool. Default 8.
+	MaxConns int `yaml:"max_conns"`
 }
 
 // Sink names exactly one kind of destination.

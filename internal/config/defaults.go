@@ -23,6 +23,8 @@ const (
 	DefaultExecTimeout        = 30 * time.Second // exec targets and sinks
 	DefaultHTTPMethod         = "POST"
 	DefaultSQLitePath         = "schedd.db"
+	DefaultPostgresLease      = 30 * time.Second
+	DefaultPostgresMaxConns   = 8
 	DefaultMaxLinesPerSecond  = 1000
 	DefaultKeepLines          = 1000
 	MaxKeepLines              = 100_000 // at most 400 MiB of lines of api.MaxLogLine bytes
@@ -169,6 +171,10 @@ func applyDefaults(c *Config) {
 	if s := d.Store.SQLite; s != nil {
 		c.defStr("deliveries.store.sqlite.path", &s.Path, DefaultSQLitePath)
 		c.defStr("deliveries.store.sqlite.synchronous", &s.Synchronous, "FULL")
+	}
+	if s := d.Store.Postgres; s != nil {
+		c.defDur("deliveries.store.postgres.lease", &s.Lease, DefaultPostgresLease)
+		c.defInt("deliveries.store.postgres.max_conns", &s.MaxConns, DefaultPostgresMaxConns)
 	}
 	c.defInt("deliveries.max_retries", &d.MaxRetries, 5)
 	if !c.has("deliveries.schedule") {

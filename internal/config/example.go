@@ -144,6 +144,11 @@ deliveries:
     sqlite:
       path: schedd.db      # relative to the state dir
       synchronous: FULL    # FULL: durable on power loss; NORMAL: may lose the newest entries
+    # postgres:            # instead of sqlite: one store shared by a fleet of schedd hosts
+    #   dsn: "host=db user=schedd dbname=schedd"  # or a postgres:// URL; a secret, never shown
+    #   host_id: web-1     # unique in the fleet; default: host name + ":" + state dir
+    #   lease: 30s         # others rescue this host's claims this long after its last heartbeat
+    #   max_conns: 8       # connection pool size
   max_retries: 5           # transient failures before an entry is dead-lettered
   schedule: [5s, 25s, 2m, 10m]  # retry delays; the last one repeats
   jitter: 0.2              # each delay is up to this fraction shorter

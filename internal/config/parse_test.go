@@ -249,34 +249,59 @@ gateway2: {}
 // TestNotSupportedYet: a setting that asks for a feature this version does not have is
 // refused with its key and position, whatever else is wrong with it; an empty one passes.
 func TestNotSupportedYet(t *testing.T) {
-	const (
-		postgresMsg = "deliveries.store.postgres: not supported yet (the Postgres store is not implemented in this version); use sqlite"
-		groupMsg    = "control.group: not supported yet (the control socket is always 0600, for its owner only); remove the key"
-	)
-	for _, tt := range []struct {
-		name, src, want string
-	}{
-		{"postgres", cmd + "deliveries:\n  store:\n    postgres: {dsn: 'postgres://db/schedd'}\n", "f.yaml:4:15: " + postgresMsg},
-		{"postgres without a dsn", cmd + "deliveries: {store: {postgres: }}\n", "f.yaml:2:32: " + postgresMsg},
-		{"postgres beside sqlite", cmd + "deliveries: {store: {sqlite: {}, postgres: {dsn: x}}}\n", "f.yaml:2:44: " + postgresMsg},
-		{"control.group", cmd + "control: {group: schedd}\n", "f.yaml:2:18: " + groupMsg},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := parseErr(t, tt.src); got != tt.want {
-				t.Errorf("Parse(%q):\n got: %s\nwant: %s", tt.src, got, tt.want)
-			}
-		})
+	const groupMsg = "control.group: not supported yet (the control socket is always 0600, for its owner only); remove the key"
+	if got, want := parseErr(t, cmd+"control: {group: schedd}\n"), "f.yaml:2:18: "+groupMsg; got != want {
+		t.Errorf("got: %s\nwant: %s", got, want)
 	}
 	// Empty values ask for nothing.
 	mustParse(t, cmd+"control: {group: \"\"}\n")
 	// A config built in code is refused the same way, without a position.
 	c := Default()
 	c.Gateway.Command = []string{"gw"}
-	c.Deliveries.Store = Store{Postgres: &PostgresStore{DSN: "postgres://db"}}
 	c.Control.Group = "schedd"
-	want := strings.Join([]string{postgresMsg, groupMsg}, "\n")
-	if err := c.Validate(); err == nil || err.Error() != want {
-		t.Errorf("Validate:\n got: %v\nwant: %s", err, want)
+	if err := c.Validate(); err == nil || err.Error() != groupMsg {
+		t.Errorf("Validate:\n got: %v\nwant: %s", err, groupMsg)
+	}
+}
+
+// TestPostgresStore: the Postgres store takes its defaults, and its bad values are refused
+// at their key without ever quoting the DSN.
+func TestPostgresStore(t *testing.T) {
+	c := mustParse(t, cmd+"deliveries:\n  store:\n    postgres: {dsn: 'postgres://u:sekrit@db/schedd'}\n")
+	p := c.Deliveries.Store.Postgres
+	if c.Deliveries.Store.Kind() != "postgres" || p == nil || p.DSN != "postgres://u:sekrit@db/schedd" ||
+		p.Lease != Duration(DefaultPostgresLease) || p.MaxConns != DefaultPostgresMaxConns || p.HostID != "" {
+		t.Fatalf("store = %+v", c.Deliveries.Store)
+	}
+	if r := c.Redacted(); r.Deliveries.Store.Postgres.DSN != RedactedValue {
+		t.Fatalf("redacted dsn = %q", r.Deliveries.Store.Postgres.DSN)
+	}
+	c = mustParse(t, cmd+"deliveries: {store: {postgres: {dsn: 'host=db dbname=q', host_id: web-1, lease: 10s, max_conns: 4}}}\n")
+	if p := c.Deliveries.Store.Postgres; p.HostID != "web-1" || p.Lease.String() != "10s" || p.MaxConns != 4 {
+		t.Fatalf("store = %+v", p)
+	}
+	for _, tt := range []struct{ name, src, want string }{
+		{"no dsn", "deliveries: {store: {postgres: }}\n", "f.yaml:2:32: deliveries.store.postgres.dsn: is required"},
+		{"bad url", "deliveries: {store: {postgres: {dsn: 'postgres://u:sekrit@h/%zz'}}}\n",
+			"f.yaml:2:38: deliveries.store.postgres.dsn: is not a valid URL (value hidden)"},
+		{"not a dsn", "deliveries: {store: {postgres: {dsn: sekrit}}}\n",
+			"f.yaml:2:38: deliveries.store.postgres.dsn: must be a postgres:// URL or key=value pairs (value hidden)"},
+		{"lease", "deliveries: {store: {postgres: {dsn: 'host=db', lease: 0s}}}\n",
+			"f.yaml:2:56: deliveries.store.postgres.lease: must be greater than 0, got 0s"},
+		{"max_conns", "deliveries: {store: {postgres: {dsn: 'host=db', max_conns: 0}}}\n",
+			"f.yaml:2:60: deliveries.store.postgres.max_conns: must be at least 1, got 0"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got := parseErr(t, cmd+tt.src)
+			if !strings.HasPrefix(got, tt.want) || strings.Contains(got, "sekrit") {
+				t.Errorf("got: %s\nwant: %s", got, tt.want)
+			}
+		})
+	}
+	// Two kinds at once are refused.
+	want := "f.yaml:2:44: deliveries.store.postgres: names two store kinds (sqlite and postgres); use exactly one"
+	if got := parseErr(t, cmd+"deliveries: {store: {sqlite: {}, postgres: {dsn: 'host=x'}}}\n"); got != want {
+		t.Errorf("sqlite beside postgres: %q", got)
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/schedd/schedd/internal/config"
 	"github.com/schedd/schedd/internal/platform"
 	"github.com/schedd/schedd/internal/queue"
+	"github.com/schedd/schedd/internal/queue/pgstore"
 	"github.com/schedd/schedd/internal/recovery"
 )
 
@@ -127,7 +128,8 @@ type deliveryLimits struct {
 // only when the store is opened again.
 func storeChanges(a, b config.Deliveries) []string {
 	var out []string
-	if a.Store.Kind() != b.Store.Kind() || a.Store.SQLite != nil && b.Store.SQLite != nil && *a.Store.SQLite != *b.Store.SQLite {
+	if a.Store.Kind() != b.Store.Kind() || a.Store.SQLite != nil && b.Store.SQLite != nil && *a.Store.SQLite != *b.Store.SQLite ||
+		a.Store.Postgres != nil && b.Store.Postgres != nil && *a.Store.Postgres != *b.Store.Postgres {
 		out = append(out, "deliveries.store")
 	}
 	if a.MaxPayload != b.MaxPayload {
@@ -139,13 +141,22 @@ func storeChanges(a, b config.Deliveries) []string {
 	return out
 }
 
-// openDeliveryStore returns the store that c names, opened now if its file exists, else
-// by the first enqueue. A relative sqlite path is relative to the state dir.
-func (d *Daemon) openDeliveryStore(c *config.Config) (*queue.Lazy, error) {
+// deliveryStore is a store the daemon runs deliveries on: queue.Lazy or pgstore.Store.
+type deliveryStore interface {
+	queue.Store
+	// Opened is closed once the store is open (a lazy SQLite store opens at the first enqueue).
+	Opened() <-chan struct{}
+	// Path names the store's file for messages; empty for Postgres (its DSN is a secret).
+	Path() string
+}
+
+// openDeliveryStore returns the store that c names. A SQLite store is opened now if its
+// file exists, else by the first enqueue; a relative sqlite path is relative to the state
+// dir. A Postgres store connects and migrates now.
+func (d *Daemon) openDeliveryStore(c *config.Config) (deliveryStore, error) {
 	dc := c.Deliveries
-	if dc.Store.Postgres != nil || dc.Store.SQLite == nil {
-		return nil, &config.Error{File: c.Path, Field: "deliveries.store.postgres",
-			Msg: "is not supported by this build of schedd; use sqlite"}
+	if pg := dc.Store.Postgres; pg != nil {
+		return d.openPostgresStore(dc, pg)
 	}
 	path := dc.Store.SQLite.Path
 	if !filepath.IsAbs(path) {
@@ -171,6 +182,29 @@ func (d *Daemon) openDeliveryStore(c *config.Config) (*queue.Lazy, error) {
 	if store.SQLite() == nil {
 		d.log.Info("delivery store not opened: the first enqueue creates it", zap.String("path", path))
 	}
+	return store, nil
+}
+
+// openPostgresStore connects to the fleet's database. Its errors never name the DSN.
+func (d *Daemon) openPostgresStore(dc config.Deliveries, pg *config.PostgresStore) (deliveryStore, error) {
+	host := pg.HostID
+	if host == "" {
+		host = pgstore.DefaultHostID(d.opts.StateDir)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	store, err := pgstore.Open(ctx, pg.DSN, pgstore.Options{
+		HostID: host, HostLease: pg.Lease.D(), MaxConns: pg.MaxConns,
+		MaxPayload: int(dc.MaxPayload.Bytes()), MaxEntries: dc.MaxEntries,
+		Log: d.log.Named("deliveries"),
+		// A database that is down does not keep the gateway unsupervised: schedd starts,
+		// refuses enqueues (503) and starts deliveries once the database is reached.
+		Wait: true,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("delivery store (deliveries.store.postgres): %w", err)
+	}
+	d.log.Info("delivery store: postgres", zap.String("host_id", host), zap.Int("schema", store.Info().Schema))
 	return store, nil
 }
 

@@ -387,6 +387,9 @@ func (a *deliveriesAPI) errorReply(err error) *api.Error {
 		return &api.Error{Status: http.StatusServiceUnavailable, Code: api.CodeUnavailable, Message: "schedd is stopping: nothing was stored"}
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		return &api.Error{Status: http.StatusServiceUnavailable, Code: api.CodeTimeout, Message: err.Error()}
+	case errors.Is(err, queue.ErrUnavailable):
+		return &api.Error{Status: http.StatusServiceUnavailable, Code: api.CodeUnavailable,
+			Message: "the delivery store's database cannot be reached: nothing was stored; enqueue again once it is back"}
 	case errors.Is(err, queue.ErrStorage), errors.Is(err, queue.ErrCorrupt):
 		return &api.Error{Status: http.StatusInternalServerError, Code: api.CodeStorage,
 			Message: fmt.Sprintf("the delivery store %s could not commit: nothing was stored (%v)", a.path, err)}

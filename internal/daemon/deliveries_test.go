@@ -386,6 +386,8 @@ func TestDeliveryErrorReplies(t *testing.T) {
 		{fmt.Errorf("enqueue: %w: no space", queue.ErrDiskFull), 507, api.CodeDiskFull,
 			"the disk of the delivery store /var/lib/schedd/schedd.db is full: nothing was stored. Deliveries already stored are still sent"},
 		{fmt.Errorf("enqueue: %w: disk I/O error", queue.ErrStorage), 500, api.CodeStorage, "could not commit: nothing was stored"},
+		{fmt.Errorf("enqueue: %w (%w): dial tcp: connection refused", queue.ErrUnavailable, queue.ErrStorage), 503, api.CodeUnavailable,
+			"database cannot be reached: nothing was stored"},
 		{fmt.Errorf("enqueue: %w", queue.ErrClosed), 503, api.CodeUnavailable, "schedd is stopping"},
 		{fmt.Errorf("enqueue: %w", &queue.BoundError{Err: queue.ErrQueueFull, Limit: 1000, Got: 1001}), 503, api.CodeQueueFull, "limit of 1000"},
 		{fmt.Errorf("drop delivery 3: %w", queue.ErrBusy), 409, api.CodeConflict, "try again"},
@@ -421,8 +423,8 @@ func TestDeliveryConfig(t *testing.T) {
 	}
 }
 
-// A corrupt store file fails the start with its path and what to do; a postgres store is a
-// configuration error.
+// A corrupt store file fails the start with its path and what to do; so does a postgres
+// DSN that cannot be parsed, without its password.
 func TestDeliveryStoreOpenErrors(t *testing.T) {
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "schedd.db"), []byte(strings.Repeat("not a database ", 500)), 0o600); err != nil {
@@ -436,9 +438,10 @@ func TestDeliveryStoreOpenErrors(t *testing.T) {
 		t.Fatalf("corrupt store: %v", err)
 	}
 	cfg = config.Default()
-	cfg.Deliveries.Store = config.Store{Postgres: &config.PostgresStore{DSN: "postgres://x/y"}}
+	cfg.Deliveries.Store = config.Store{Postgres: &config.PostgresStore{DSN: "postgres://u:sekrit@[::1/y"}}
 	d = &Daemon{opts: Options{StateDir: dir, Config: cfg}, log: zap.NewNop(), cfg: cfg}
-	if _, err := d.setupDeliveries(); !errors.As(err, new(*config.Error)) || !strings.Contains(err.Error(), "deliveries.store.postgres") {
+	if _, err := d.setupDeliveries(); err == nil || !strings.Contains(err.Error(), "deliveries.store.postgres") ||
+		strings.Contains(err.Error(), "sekrit") {
 		t.Fatalf("postgres store: %v", err)
 	}
 }

@@ -154,6 +154,11 @@ type Info struct {
 	DiskFull bool `json:"disk_full"`
 	// Opened is false while a Lazy store has not opened its file yet.
 	Opened bool `json:"opened"`
+	// HostID is the host a shared (Postgres) store claims under; empty for SQLite.
+	HostID string `json:"host_id,omitempty"`
+	// Connected, for a store on a database server, is whether its last contact with the
+	// server succeeded; nil for SQLite.
+	Connected *bool `json:"connected,omitempty"`
 }
 
 // Failure is a failed attempt to record with Fail.

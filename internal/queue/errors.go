@@ -32,6 +32,9 @@ var (
 	// ErrStorage: the store could not commit (I/O error, failed fsync). Nothing of the
 	// failed operation was stored.
 	ErrStorage = errors.New("delivery store write failed")
+	// ErrUnavailable: the store's database server cannot be reached (Postgres). Nothing of
+	// the failed operation was stored; it comes wrapped together with ErrStorage.
+	ErrUnavailable = errors.New("delivery store unreachable")
 	// ErrCorrupt: the database file failed its integrity check or is not a database.
 	ErrCorrupt = errors.New("delivery store corrupt")
 	// ErrClosed: the store was closed.

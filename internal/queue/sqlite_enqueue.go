@@ -22,21 +22,32 @@ type newRow struct {
 
 // prepare checks n and encodes what its row stores, before anything is submitted.
 func (s *SQLite) prepare(n NewEntry) (newRow, error) {
-	if err := n.Check(s.opts.MaxPayload); err != nil {
-		return newRow{}, fmt.Errorf("enqueue: %w", err)
+	headers, payload, sum, err := n.Encode(s.opts.MaxPayload)
+	if err != nil {
+		return newRow{}, err
 	}
-	r := newRow{n: n, headers: "{}", payload: n.Payload, sum: sha256.Sum256(n.Payload)}
+	return newRow{n: n, headers: headers, payload: payload, sum: sum}, nil
+}
+
+// Encode checks n (Check) and encodes what every store keeps of it: its headers as a JSON
+// object ("{}" for none), its payload (never nil) and the payload's SHA-256, which tells a
+// reused idempotency key from the same entry enqueued again.
+func (n NewEntry) Encode(maxPayload int) (headers string, payload []byte, sum [sha256.Size]byte, err error) {
+	if err := n.Check(maxPayload); err != nil {
+		return "", nil, sum, fmt.Errorf("enqueue: %w", err)
+	}
+	headers, payload, sum = "{}", n.Payload, sha256.Sum256(n.Payload)
 	if len(n.Headers) > 0 {
 		h, err := json.Marshal(n.Headers)
 		if err != nil {
-			return newRow{}, fmt.Errorf("enqueue: %w", err)
+			return "", nil, sum, fmt.Errorf("enqueue: %w", err)
 		}
-		r.headers = string(h)
+		headers = string(h)
 	}
-	if r.payload == nil {
-		r.payload = []byte{}
+	if payload == nil {
+		payload = []byte{}
 	}
-	return r, nil
+	return headers, payload, sum, nil
 }
 
 // Enqueue stores a new entry, or returns the one holding the same idempotency key.

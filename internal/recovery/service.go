@@ -393,6 +393,7 @@ func (s *Service) Status(ctx context.Context) (api.Deliveries, error) {
 	st := api.Deliveries{
 		Pending: c.Pending, Sending: c.Sending, Failed: c.Dead, Delivered: c.Delivered, Quarantined: c.Quarantined,
 		Store: info.Driver, Path: info.Path, Synchronous: info.Synchronous, DiskFull: info.DiskFull,
+		HostID: info.HostID, Connected: info.Connected,
 		Sinks: s.Sinks(), StoreState: api.StoreOpen,
 	}
 	if !info.Opened {

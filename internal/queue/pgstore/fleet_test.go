@@ -1,0 +1,230 @@
+package pgstore_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/schedd/schedd/internal/queue"
+	"github.com/schedd/schedd/internal/queue/pgstore"
+	"github.com/schedd/schedd/internal/queue/pgstore/pgtest"
+)
+
+// A claim stays its host's while the host renews it, and passes to another host once the
+// owner stopped renewing, after the host lease and not before; the old owner is fenced.
+func TestLeaseRescueAcrossHosts(t *testing.T) {
+	ctx := context.Background()
+	dsn := pgtest.DSN(t)
+	// Long enough that a heartbeat (every lease/3) is not late on a loaded machine.
+	const lease = 1200 * time.Millisecond
+	a, err := pgstore.Open(ctx, dsn, pgstore.Options{HostID: "host-a", HostLease: lease})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b := open(t, dsn, pgstore.Options{HostID: "host-b", HostLease: lease})
+	e, _, err := a.Enqueue(ctx, queue.NewEntry{Sink: "hook", Key: "k", Payload: []byte("x")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	epA, _ := a.NewEpoch(ctx)
+	epB, _ := b.NewEpoch(ctx)
+	if _, err := a.MarkSending(ctx, e.ID, epA, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	// Two host leases while host-a renews: its claim holds.
+	for end := time.Now().Add(2 * lease); time.Now().Before(end); time.Sleep(lease / 4) {
+		if _, err := b.MarkSending(ctx, e.ID, epB, time.Minute); !errors.Is(err, queue.ErrNotClaimable) {
+			t.Fatalf("host-b claimed a live host's entry: %v", err)
+		}
+		if in, err := b.ListInterrupted(ctx, epB, 10); err != nil || len(in) != 0 {
+			t.Fatalf("a live host's claim listed as interrupted: %+v %v", in, err)
+		}
+	}
+	// host-a stops renewing (as a dead host does): host-b rescues the entry after the lease.
+	stopped := time.Now()
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var took time.Duration
+	for {
+		_, err := b.MarkSending(ctx, e.ID, epB, time.Minute)
+		if err == nil {
+			took = time.Since(stopped)
+			break
+		}
+		if !errors.Is(err, queue.ErrNotClaimable) {
+			t.Fatal(err)
+		}
+		if time.Since(stopped) > 10*lease {
+			t.Fatalf("not rescued %v after host-a stopped renewing", time.Since(stopped))
+		}
+		time.Sleep(lease / 10)
+	}
+	if took < lease/2 {
+		t.Fatalf("rescued %v after the owner stopped: before its lease of %v ran out", took, lease)
+	}
+	g, err := b.Get(ctx, e.ID)
+	if err != nil || g.Epoch != epB || g.Attempts != 2 {
+		t.Fatalf("rescued entry = %+v, %v", g, err)
+	}
+	// The old owner, were it only partitioned away, can no longer record an outcome.
+	c := open(t, dsn, pgstore.Options{HostID: "host-a", HostLease: lease})
+	if err := c.Complete(ctx, e.ID, epA); !errors.Is(err, queue.ErrNotOwner) {
+		t.Fatalf("complete by the old owner = %v, want ErrNotOwner", err)
+	}
+	if err := b.Complete(ctx, e.ID, epB); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Hosts starting at once on an empty database all migrate it, one after the other.
+func TestConcurrentMigration(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	const n = 6
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	stores := make([]*pgstore.Store, n)
+	start := make(chan struct{})
+	for i := range n {
+		wg.Go(func() {
+			<-start
+			stores[i], errs[i] = pgstore.Open(context.Background(), dsn, pgstore.Options{HostID: fmt.Sprint("host-", i)})
+		})
+	}
+	close(start)
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("host %d: %v", i, err)
+		}
+		defer stores[i].Close()
+		if v := stores[i].Info().Schema; v != pgstore.SchemaVersion {
+			t.Fatalf("host %d: schema %d, want %d", i, v, pgstore.SchemaVersion)
+		}
+	}
+	conn, err := pgx.Connect(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	var rows, v int
+	if err := conn.QueryRow(context.Background(), "SELECT count(*), max(version) FROM schedd_schema_version").Scan(&rows, &v); err != nil {
+		t.Fatal(err)
+	}
+	if rows != 1 || v != pgstore.SchemaVersion {
+		t.Fatalf("schema version table: %d rows, version %d", rows, v)
+	}
+}
+
+// An enqueue on one host wakes the others.
+func TestNotifyWakesOtherHosts(t *testing.T) {
+	ctx := context.Background()
+	dsn := pgtest.DSN(t)
+	a := open(t, dsn, pgstore.Options{HostID: "host-a"})
+	b := open(t, dsn, pgstore.Options{HostID: "host-b"})
+	// The listener may not be listening yet: enqueue until b hears one.
+	deadline := time.After(10 * time.Second)
+	for i := 0; ; i++ {
+		if _, _, err := a.Enqueue(ctx, queue.NewEntry{Sink: "hook", Key: fmt.Sprint("k", i)}); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-b.Wake():
+			return
+		case <-time.After(200 * time.Millisecond):
+		case <-deadline:
+			t.Fatal("host-b was not woken by host-a's enqueues")
+		}
+	}
+}
+
+// While the database is unreachable an enqueue fails with ErrStorage and stores nothing;
+// once it is back the same store works again. The DSN's password is in no error.
+func TestDatabaseDownAndSecretDSN(t *testing.T) {
+	ctx := context.Background()
+	dsn := pgtest.DSN(t)
+	const secret = "s3cret-pw"
+	p, viaProxy := pgtest.NewProxy(t, dsn, secret)
+	s := open(t, viaProxy, pgstore.Options{HostID: "host-a"})
+	if _, _, err := s.Enqueue(ctx, queue.NewEntry{Sink: "hook", Key: "before"}); err != nil {
+		t.Fatal(err)
+	}
+	p.Down()
+	_, _, err := s.Enqueue(ctx, queue.NewEntry{Sink: "hook", Key: "while-down"})
+	if !errors.Is(err, queue.ErrUnavailable) || !errors.Is(err, queue.ErrStorage) || strings.Contains(err.Error(), secret) {
+		t.Fatalf("enqueue while down = %v, want ErrUnavailable and ErrStorage without the password", err)
+	}
+	if c := s.Info().Connected; c == nil || *c {
+		t.Fatalf("info while down: connected = %v, want false", c)
+	}
+	if err := s.Ping(ctx); err == nil || strings.Contains(err.Error(), secret) {
+		t.Fatalf("ping while down = %v", err)
+	}
+	p.Up()
+	if _, _, err := s.Enqueue(ctx, queue.NewEntry{Sink: "hook", Key: "after"}); err != nil {
+		t.Fatalf("enqueue once back: %v", err)
+	}
+	if info := s.Info(); info.Connected == nil || !*info.Connected || info.HostID != "host-a" || info.Driver != "postgres" || info.Path != "" {
+		t.Fatalf("info once back = %+v", info)
+	}
+	l, err := s.List(ctx, queue.Filter{})
+	if err != nil || len(l) != 2 || l[0].Key != "before" || l[1].Key != "after" {
+		t.Fatalf("stored = %+v, %v (nothing of the failed enqueue may be there)", l, err)
+	}
+	for _, bad := range []string{
+		fmt.Sprintf("postgres://u:%s@127.0.0.1:1/db?connect_timeout=2", secret), // nothing listens
+		fmt.Sprintf("postgres://u:%s@[::1/db", secret),                          // malformed
+	} {
+		_, err := pgstore.Open(ctx, bad, pgstore.Options{HostID: "h"})
+		if err == nil || strings.Contains(err.Error(), secret) {
+			t.Fatalf("open %q = %v, want an error without the password", bad, err)
+		}
+	}
+}
+
+// With Wait, a store whose database is down at Open comes up anyway: it refuses everything
+// with ErrUnavailable until the database is reached, then opens by itself. Without Wait,
+// Open fails.
+func TestWaitForTheDatabase(t *testing.T) {
+	ctx := context.Background()
+	p, dsn := pgtest.NewProxy(t, pgtest.DSN(t), "")
+	p.Down()
+	if _, err := pgstore.Open(ctx, dsn, pgstore.Options{HostID: "h"}); err == nil {
+		t.Fatal("Open without Wait succeeded with the database down")
+	}
+	s := open(t, dsn, pgstore.Options{HostID: "h", Wait: true, RetryEvery: 50 * time.Millisecond})
+	_, _, err := s.Enqueue(ctx, queue.NewEntry{Sink: "hook", Key: "early"})
+	if !errors.Is(err, queue.ErrUnavailable) {
+		t.Fatalf("enqueue before the database was reached = %v, want ErrUnavailable", err)
+	}
+	if _, err := s.NewEpoch(ctx); !errors.Is(err, queue.ErrUnavailable) {
+		t.Fatalf("new epoch before the database was reached = %v", err)
+	}
+	if info := s.Info(); info.Opened || *info.Connected {
+		t.Fatalf("info before the database was reached = %+v", info)
+	}
+	select {
+	case <-s.Opened():
+		t.Fatal("opened with the database down")
+	default:
+	}
+	p.Up()
+	select {
+	case <-s.Opened():
+	case <-time.After(10 * time.Second):
+		t.Fatal("not opened 10 s after the database came back")
+	}
+	if _, _, err := s.Enqueue(ctx, queue.NewEntry{Sink: "hook", Key: "later"}); err != nil {
+		t.Fatal(err)
+	}
+	if info := s.Info(); !info.Opened || !*info.Connected || info.Schema != pgstore.SchemaVersion {
+		t.Fatalf("info once reached = %+v", info)
+	}
+}

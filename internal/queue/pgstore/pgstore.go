@@ -1,0 +1,426 @@
+// Package pgstore is the PostgreSQL implementation of queue.Store, for a fleet of schedd
+// hosts sharing one database.
+//
+// Claims. Every host allocates its boot epochs from one table (schedd_epochs) that records
+// the host id of each epoch and how long it is alive (alive_until, renewed by a heartbeat
+// every HostLease/3). A sending entry is claimable by epoch E when its own lease expired, or
+// when its owner epoch is not E and is not alive on another host: an epoch of the same host
+// is a dead process (one schedd per host and state directory), and an epoch whose host
+// stopped renewing is a dead host. So a host that dies loses its claims one HostLease later,
+// and a restarted host takes its own back at once, as with SQLite.
+//
+// Due entries are claimed with FOR UPDATE SKIP LOCKED, so claimers never wait on, nor
+// double-claim, the same rows. Times are the hosts' wall clocks in milliseconds, as in the
+// SQLite store: the fleet's clocks must agree to well under a lease (NTP does).
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"go.uber.org/zap"
+
+	"github.com/schedd/schedd/internal/queue"
+)
+
+// Defaults of Options.
+const (
+	DefaultHostLease = 30 * time.Second
+	DefaultMaxConns  = 8
+	// Channel is the LISTEN/NOTIFY channel an enqueue notifies on commit.
+	Channel = "schedd_deliveries"
+)
+
+// Options configure the store. Zero values take the defaults.
+type Options struct {
+	// HostID names this host in the claims it holds; required (see DefaultHostID).
+	HostID string
+	// HostLease is how long this host's claims stay its own after its last heartbeat.
+	HostLease time.Duration
+	// MaxConns bounds the connection pool (default DefaultMaxConns).
+	MaxConns int
+	// MaxPayload bounds one payload in bytes (default queue.DefaultMaxPayload).
+	MaxPayload int
+	// MaxEntries bounds pending+sending entries (default queue.DefaultMaxEntries). Two
+	// hosts enqueueing at the very same moment may pass it by a few entries.
+	MaxEntries int
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+	// Log receives store events (default zap.NewNop()).
+	Log *zap.Logger
+	// Wait, when the database cannot be reached at Open, returns the store anyway and
+	// keeps connecting in the background (every RetryEvery): until it is reached and
+	// migrated, Opened is not closed and every operation fails with ErrUnavailable. Other
+	// failures (a bad password, a newer schema) still fail Open.
+	Wait bool
+	// RetryEvery is the pause between connection attempts with Wait (default 1 s).
+	RetryEvery time.Duration
+}
+
+// Store is the PostgreSQL queue.Store.
+type Store struct {
+	pool   *pgxpool.Pool
+	opts   Options
+	schema atomic.Int64
+	opened chan struct{} // closed once the database was reached and migrated
+
+	wake chan struct{}
+	stop context.CancelFunc
+	wg   sync.WaitGroup
+
+	mu        sync.Mutex
+	epoch     int64 // the newest epoch this store allocated: the one its heartbeat renews
+	closed    bool
+	connected bool // the last contact with the server succeeded
+}
+
+var _ queue.Store = (*Store)(nil)
+
+// DefaultHostID is the host id used when none is configured: the host name and the state
+// directory, which together name one schedd (the daemon holds a lock on its state directory).
+func DefaultHostID(stateDir string) string {
+	h, err := os.Hostname()
+	if err != nil || h == "" {
+		h = "localhost"
+	}
+	return h + ":" + stateDir
+}
+
+// Open connects to dsn, migrates the schema and starts the heartbeat and the listener.
+// Errors never contain the DSN (it holds a password).
+func Open(ctx context.Context, dsn string, o Options) (*Store, error) {
+	if o.HostID == "" {
+		return nil, errors.New("postgres store: empty host id")
+	}
+	if o.HostLease <= 0 {
+		o.HostLease = DefaultHostLease
+	}
+	if o.MaxConns <= 0 {
+		o.MaxConns = DefaultMaxConns
+	}
+	if o.MaxPayload <= 0 {
+		o.MaxPayload = queue.DefaultMaxPayload
+	}
+	if o.MaxEntries <= 0 {
+		o.MaxEntries = queue.DefaultMaxEntries
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Log == nil {
+		o.Log = zap.NewNop()
+	}
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		// pgx's parse errors quote the DSN: say only that it is malformed.
+		return nil, errors.New("postgres store: the dsn cannot be parsed (check its syntax)")
+	}
+	cfg.MaxConns = int32(o.MaxConns)
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("postgres store: %w", redact(err))
+	}
+	bg, stop := context.WithCancel(context.Background())
+	s := &Store{pool: pool, opts: o, opened: make(chan struct{}), wake: make(chan struct{}, 1), stop: stop}
+	err = s.open(ctx, bg)
+	if err == nil {
+		return s, nil
+	}
+	var ce *pgconn.ConnectError
+	if !o.Wait || !errors.As(err, &ce) {
+		stop()
+		pool.Close()
+		return nil, fmt.Errorf("postgres store: %w", redact(err))
+	}
+	o.Log.Warn("postgres store: database unreachable; deliveries wait for it, enqueues are refused meanwhile",
+		zap.Error(redact(err)))
+	s.wg.Go(func() {
+		retry := o.RetryEvery
+		if retry <= 0 {
+			retry = time.Second
+		}
+		for {
+			select {
+			case <-bg.Done():
+				return
+			case <-time.After(retry):
+			}
+			if err := s.open(bg, bg); err == nil {
+				o.Log.Info("postgres store: database reached")
+				return
+			}
+		}
+	})
+	return s, nil
+}
+
+// open migrates the schema, then starts the heartbeat and the listener and closes opened.
+func (s *Store) open(ctx, bg context.Context) error {
+	v, err := migrate(ctx, s.pool)
+	s.setConnected(err)
+	if err != nil {
+		return err
+	}
+	s.schema.Store(int64(v))
+	s.wg.Add(2)
+	go s.heartbeat(bg)
+	go s.listen(bg)
+	close(s.opened)
+	return nil
+}
+
+// ready fails with ErrUnavailable until the database was reached at least once.
+func (s *Store) ready() error {
+	select {
+	case <-s.opened:
+		return nil
+	default:
+		return fmt.Errorf("%w (%w): the database has not been reached since schedd started", queue.ErrUnavailable, queue.ErrStorage)
+	}
+}
+
+// Wake is signalled (at most one pending signal) when an entry was enqueued by any host, so
+// an idle host looks for work before its next poll. Polling stays the fallback: a
+// notification is lost while the listening connection is down.
+func (s *Store) Wake() <-chan struct{} { return s.wake }
+
+// HostID is the host id this store claims under.
+func (s *Store) HostID() string { return s.opts.HostID }
+
+// Ping reports whether the database answers.
+func (s *Store) Ping(ctx context.Context) error {
+	err := s.pool.Ping(ctx)
+	s.setConnected(err)
+	if err != nil {
+		return s.fail(err)
+	}
+	return nil
+}
+
+// Opened is closed once the database was reached and migrated: when Open returns, unless
+// Options.Wait let it return before.
+func (s *Store) Opened() <-chan struct{} { return s.opened }
+
+// Path is empty: the DSN is a secret, and names no file.
+func (s *Store) Path() string { return "" }
+
+// Info describes the store; Connected is the outcome of the last heartbeat or operation.
+func (s *Store) Info() queue.Info {
+	s.mu.Lock()
+	connected := s.connected
+	s.mu.Unlock()
+	return queue.Info{Driver: "postgres", Synchronous: "server", Schema: int(s.schema.Load()), Opened: s.ready() == nil,
+		HostID: s.opts.HostID, Connected: &connected}
+}
+
+// setConnected records the outcome of a contact with the server: err, or nil.
+func (s *Store) setConnected(err error) {
+	ok := err == nil || !unreachable(err)
+	s.mu.Lock()
+	s.connected = ok
+	s.mu.Unlock()
+}
+
+// unreachable reports whether err is a failure to reach the server, or the server saying
+// it cannot serve now (SQLSTATE classes 08 connection, 53 resources, 57 shutting down),
+// rather than its answer to a statement.
+func unreachable(err error) bool {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) {
+		return true
+	}
+	switch pgErr.Code[:min(2, len(pgErr.Code))] {
+	case "08", "53", "57":
+		return true
+	}
+	return false
+}
+
+// Close stops the heartbeat and the listener and closes the pool.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.mu.Unlock()
+	s.stop()
+	s.wg.Wait()
+	s.pool.Close()
+	return nil
+}
+
+func (s *Store) now() int64 { return s.opts.Now().UnixMilli() }
+
+// heartbeat renews the alive_until of this store's newest epoch.
+func (s *Store) heartbeat(ctx context.Context) {
+	defer s.wg.Done()
+	t := time.NewTicker(s.opts.HostLease / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		s.mu.Lock()
+		ep := s.epoch
+		s.mu.Unlock()
+		var err error
+		if ep == 0 {
+			err = s.pool.Ping(ctx)
+		} else {
+			_, err = s.pool.Exec(ctx, `UPDATE schedd_epochs SET alive_until = $1 WHERE epoch = $2`,
+				s.now()+s.opts.HostLease.Milliseconds(), ep)
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		s.setConnected(err)
+		if err != nil {
+			s.opts.Log.Warn("postgres store: heartbeat failed", zap.Error(redact(err)))
+		}
+	}
+}
+
+// listen holds one connection with LISTEN and turns notifications into Wake signals,
+// reconnecting after a pause when the connection drops.
+func (s *Store) listen(ctx context.Context) {
+	defer s.wg.Done()
+	for logged := false; ctx.Err() == nil; {
+		err := s.listenOnce(ctx, &logged)
+		if ctx.Err() != nil {
+			return
+		}
+		if !logged { // once per outage, not every second
+			s.opts.Log.Warn("postgres store: listener down, polling only until it is back", zap.Error(redact(err)))
+			logged = true
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// listenOnce listens until the connection fails; it clears *logged once listening.
+func (s *Store) listenOnce(ctx context.Context, logged *bool) error {
+	c, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	// The connection carries a LISTEN: it must not go back to the pool.
+	conn := c.Hijack()
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(ctx, "LISTEN "+Channel); err != nil {
+		return err
+	}
+	*logged = false
+	for {
+		if _, err := conn.WaitForNotification(ctx); err != nil {
+			return err
+		}
+		select {
+		case s.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// NewEpoch allocates an epoch for this host, alive for one HostLease and renewed by the
+// heartbeat from then on.
+func (s *Store) NewEpoch(ctx context.Context) (int64, error) {
+	if err := s.ready(); err != nil {
+		return 0, fmt.Errorf("new epoch: %w", err)
+	}
+	var ep int64
+	now := s.now()
+	err := s.pool.QueryRow(ctx, `INSERT INTO schedd_epochs (host_id, started_at, alive_until)
+		VALUES ($1, $2, $3) RETURNING epoch`, s.opts.HostID, now, now+s.opts.HostLease.Milliseconds()).Scan(&ep)
+	if err != nil {
+		return 0, fmt.Errorf("new epoch: %w", s.fail(err))
+	}
+	s.mu.Lock()
+	s.epoch = ep
+	s.mu.Unlock()
+	return ep, nil
+}
+
+// fail maps a driver error to the queue's errors: a context error stays itself, a closed
+// store is ErrClosed, a server that cannot be reached ErrUnavailable (and ErrStorage),
+// anything else ErrStorage (nothing was committed).
+func (s *Store) fail(err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	if closed {
+		return queue.ErrClosed
+	}
+	s.setConnected(err)
+	if unreachable(err) {
+		return fmt.Errorf("%w (%w): %v", queue.ErrUnavailable, queue.ErrStorage, redact(err))
+	}
+	return fmt.Errorf("%w: %v", queue.ErrStorage, redact(err))
+}
+
+// redact drops what a connection error may say about the DSN: pgx's connect errors name
+// the host, port and user, never the password, but keep only the cause to be safe.
+func redact(err error) error {
+	var ce *pgconn.ConnectError
+	if errors.As(err, &ce) {
+		return fmt.Errorf("cannot connect to the database: %w", errors.Unwrap(ce))
+	}
+	return err
+}
+
+// tx runs fn in one transaction and commits it.
+func (s *Store) tx(ctx context.Context, fn func(pgx.Tx) error) error {
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	if closed {
+		return queue.ErrClosed
+	}
+	if err := s.ready(); err != nil {
+		return err
+	}
+	err := pgx.BeginFunc(ctx, s.pool, fn)
+	if err == nil {
+		s.setConnected(nil)
+	}
+	if err == nil || logical(err) {
+		return err
+	}
+	return s.fail(err)
+}
+
+// logical reports whether err is the queue's answer about an entry rather than a storage
+// failure.
+func logical(err error) bool {
+	for _, e := range []error{queue.ErrNotFound, queue.ErrNotClaimable, queue.ErrNotOwner, queue.ErrWrongState,
+		queue.ErrBusy, queue.ErrPayloadTooLarge, queue.ErrQueueFull, queue.ErrKeyMismatch, queue.ErrInvalid} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}

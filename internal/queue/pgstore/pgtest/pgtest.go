@@ -1,0 +1,198 @@
+// Package pgtest gives tests a PostgreSQL database of their own: on the server named by
+// SCHEDD_TEST_PG_DSN when it is set, else on a throwaway cluster that it starts with the
+// PostgreSQL binaries found on PATH or in /usr/lib/postgresql/*/bin. Without either the test
+// is skipped with a message, or fails when SCHEDD_REQUIRE_POSTGRES=1 (as in CI).
+package pgtest
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+var (
+	once    sync.Once
+	cluster struct {
+		admin string // DSN of a database to run CREATE DATABASE from
+		dir   string // the private cluster's directory, "" for an external server
+		run   []string
+		pgctl string
+		err   error
+		skip  string
+	}
+	seq atomic.Int64
+)
+
+// Main runs the tests of a package and then stops the cluster they started: call it from
+// TestMain.
+func Main(m *testing.M) int {
+	code := m.Run()
+	stop()
+	return code
+}
+
+// DSN returns the DSN of a new, empty database for t.
+func DSN(t testing.TB) string {
+	t.Helper()
+	once.Do(start)
+	if cluster.skip != "" {
+		if os.Getenv("SCHEDD_REQUIRE_POSTGRES") == "1" {
+			t.Fatalf("SCHEDD_REQUIRE_POSTGRES=1 but %s", cluster.skip)
+		}
+		t.Skip(cluster.skip)
+	}
+	if cluster.err != nil {
+		t.Fatalf("postgres test cluster: %v", cluster.err)
+	}
+	name := fmt.Sprintf("schedd_test_%d_%d", os.Getpid(), seq.Add(1))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, cluster.admin)
+	if err != nil {
+		t.Fatalf("postgres test cluster: connect: %v", err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+		t.Fatalf("postgres test cluster: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if conn, err := pgx.Connect(ctx, cluster.admin); err == nil {
+			_, _ = conn.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
+			_ = conn.Close(ctx)
+		}
+	})
+	return withDatabase(cluster.admin, name)
+}
+
+// withDatabase is dsn naming the database db instead.
+func withDatabase(dsn, db string) string {
+	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
+		if u, err := url.Parse(dsn); err == nil {
+			u.Path = "/" + db
+			return u.String()
+		}
+	}
+	return dsn + " dbname=" + db // a later keyword overrides an earlier one
+}
+
+func start() {
+	if dsn := os.Getenv("SCHEDD_TEST_PG_DSN"); dsn != "" {
+		cluster.admin = dsn
+		return
+	}
+	bin := findBin()
+	if bin == "" {
+		cluster.skip = "no PostgreSQL binaries (initdb) on PATH nor in /usr/lib/postgresql/*/bin, and SCHEDD_TEST_PG_DSN is not set"
+		return
+	}
+	cluster.err = startCluster(bin)
+}
+
+// findBin is the directory of initdb and pg_ctl, "" if there is none.
+func findBin() string {
+	if p, err := exec.LookPath("initdb"); err == nil {
+		if r, err := filepath.EvalSymlinks(p); err == nil {
+			p = r
+		}
+		if _, err := os.Stat(filepath.Join(filepath.Dir(p), "pg_ctl")); err == nil {
+			return filepath.Dir(p)
+		}
+	}
+	found, _ := filepath.Glob("/usr/lib/postgresql/*/bin/initdb")
+	slices.SortFunc(found, func(a, b string) int { return version(b) - version(a) }) // newest first
+	if len(found) == 0 {
+		return ""
+	}
+	return filepath.Dir(found[0])
+}
+
+func version(initdb string) int {
+	v, _ := strconv.Atoi(filepath.Base(filepath.Dir(filepath.Dir(initdb))))
+	return v
+}
+
+// startCluster runs initdb in a new temporary directory and starts the server on a free
+// port of 127.0.0.1, its socket in that directory. initdb refuses to run as root, so as
+// root both run as the postgres user (the one Debian's package creates).
+func startCluster(bin string) error {
+	dir, err := os.MkdirTemp("", "schedd-pg-")
+	if err != nil {
+		return err
+	}
+	cluster.dir = dir
+	if os.Geteuid() == 0 {
+		u, err := user.Lookup("postgres")
+		if err != nil {
+			return fmt.Errorf("running as root and there is no postgres user to run initdb as: %w", err)
+		}
+		uid, _ := strconv.Atoi(u.Uid)
+		gid, _ := strconv.Atoi(u.Gid)
+		if err := os.Chown(dir, uid, gid); err != nil {
+			return err
+		}
+		runuser, err := exec.LookPath("runuser")
+		if err != nil {
+			return fmt.Errorf("running as root and runuser is missing: %w", err)
+		}
+		cluster.run = []string{runuser, "-u", "postgres", "--"}
+	}
+	port, err := freePort()
+	if err != nil {
+		return err
+	}
+	data := filepath.Join(dir, "data")
+	if out, err := command(filepath.Join(bin, "initdb"), "-D", data, "-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8").CombinedOutput(); err != nil {
+		return fmt.Errorf("initdb: %v: %s", err, out)
+	}
+	cluster.pgctl = filepath.Join(bin, "pg_ctl")
+	opts := fmt.Sprintf("-h 127.0.0.1 -p %d -k %s -c fsync=off -c synchronous_commit=off -c max_connections=200", port, dir)
+	if out, err := command(cluster.pgctl, "-D", data, "-l", filepath.Join(dir, "log"), "-w", "-t", "60", "-o", opts, "start").CombinedOutput(); err != nil {
+		log, _ := os.ReadFile(filepath.Join(dir, "log"))
+		return fmt.Errorf("pg_ctl start: %v: %s\n%s", err, out, log)
+	}
+	cluster.admin = fmt.Sprintf("host=127.0.0.1 port=%d user=postgres dbname=postgres sslmode=disable", port)
+	return nil
+}
+
+func command(name string, args ...string) *exec.Cmd {
+	all := append(slices.Clone(cluster.run), name)
+	all = append(all, args...)
+	cmd := exec.Command(all[0], all[1:]...)
+	cmd.Dir = cluster.dir // readable by the postgres user
+	return cmd
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func stop() {
+	if cluster.dir == "" {
+		return
+	}
+	if cluster.pgctl != "" {
+		_ = command(cluster.pgctl, "-D", filepath.Join(cluster.dir, "data"), "-m", "immediate", "-w", "stop").Run()
+	}
+	_ = os.RemoveAll(cluster.dir)
+}

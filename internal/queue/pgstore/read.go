@@ -1,0 +1,173 @@
+package pgstore
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/schedd/schedd/internal/queue"
+)
+
+// cols are an entry's columns without its payload, NULLs read as zero values.
+const cols = `id, sink, idem_key, headers, payload_size, priority, state, attempts, failures, next_attempt_at,
+	COALESCE(last_attempt_at, 0), COALESCE(last_error, ''), COALESCE(dead_reason, ''), created_at, updated_at,
+	COALESCE(finished_at, 0), COALESCE(expires_at, 0), COALESCE(owner_epoch, 0), COALESCE(lease_until, 0), quarantined`
+
+const colsPayload = cols + ", payload"
+
+// scanEntry reads one row of cols (and the payload when withPayload), then extra columns.
+func scanEntry(row pgx.Row, withPayload bool, extra ...any) (queue.Entry, error) {
+	var e queue.Entry
+	var headers, state string
+	var next, last, created, updated, finished, expires, lease int64
+	dst := []any{&e.ID, &e.Sink, &e.Key, &headers, &e.PayloadSize, &e.Priority, &state, &e.Attempts, &e.Failures,
+		&next, &last, &e.LastError, &e.DeadReason, &created, &updated, &finished, &expires, &e.Epoch, &lease, &e.Quarantined}
+	if withPayload {
+		dst = append(dst, &e.Payload)
+	}
+	if err := row.Scan(append(dst, extra...)...); err != nil {
+		return queue.Entry{}, err
+	}
+	e.State = queue.State(state)
+	if headers != "{}" && headers != "" {
+		if err := json.Unmarshal([]byte(headers), &e.Headers); err != nil {
+			return queue.Entry{}, fmt.Errorf("%w: entry %d: headers: %v", queue.ErrCorrupt, e.ID, err)
+		}
+	}
+	if withPayload && e.Payload == nil {
+		e.Payload = []byte{}
+	}
+	e.NextAttemptAt, e.LastAttemptAt, e.CreatedAt, e.UpdatedAt = ms(next), ms(last), ms(created), ms(updated)
+	e.FinishedAt, e.ExpiresAt, e.LeaseUntil = ms(finished), ms(expires), ms(lease)
+	return e, nil
+}
+
+// query runs a read and collects its entries.
+func (s *Store) query(ctx context.Context, withPayload bool, sql string, args ...any) ([]queue.Entry, error) {
+	if err := s.ready(); err != nil {
+		return nil, err
+	}
+	rows, err := s.pool.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, s.fail(err)
+	}
+	defer rows.Close()
+	var out []queue.Entry
+	for rows.Next() {
+		e, err := scanEntry(rows, withPayload)
+		if err != nil {
+			return nil, s.fail(err)
+		}
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.fail(err)
+	}
+	return out, nil
+}
+
+// Get returns one entry with its payload.
+func (s *Store) Get(ctx context.Context, id int64) (queue.Entry, error) {
+	es, err := s.query(ctx, true, "SELECT "+colsPayload+" FROM schedd_deliveries WHERE id = $1", id)
+	if err != nil {
+		return queue.Entry{}, fmt.Errorf("get %d: %w", id, err)
+	}
+	if len(es) == 0 {
+		return queue.Entry{}, fmt.Errorf("get %d: %w", id, queue.ErrNotFound)
+	}
+	return es[0], nil
+}
+
+// List returns entries without payloads, in id order, after the filter's cursor.
+func (s *Store) List(ctx context.Context, f queue.Filter) ([]queue.Entry, error) {
+	limit := f.Limit
+	if limit <= 0 {
+		limit = 100
+	}
+	limit = min(limit, 1000)
+	es, err := s.query(ctx, false, "SELECT "+cols+` FROM schedd_deliveries
+		WHERE id > $1 AND ($2 = '' OR state = $2) AND ($3 = '' OR sink = $3) ORDER BY id LIMIT $4`,
+		f.AfterID, string(f.State), f.Sink, limit)
+	if err != nil {
+		return nil, fmt.Errorf("list: %w", err)
+	}
+	return es, nil
+}
+
+// Live returns pending and sending entries with id > afterID, in id order.
+func (s *Store) Live(ctx context.Context, afterID int64, limit int) ([]queue.Ref, error) {
+	es, err := s.query(ctx, false, "SELECT "+cols+` FROM schedd_deliveries
+		WHERE state IN ('pending', 'sending') AND id > $1 ORDER BY id LIMIT $2`, afterID, limit)
+	if err != nil {
+		return nil, fmt.Errorf("live: %w", err)
+	}
+	refs := make([]queue.Ref, len(es))
+	for i, e := range es {
+		refs[i] = queue.Ref{ID: e.ID, Sink: e.Sink, Priority: e.Priority, State: e.State, Failures: e.Failures,
+			NextAttemptAt: e.NextAttemptAt, ExpiresAt: e.ExpiresAt, Epoch: e.Epoch}
+	}
+	return refs, nil
+}
+
+// Due returns pending entries due at now, in dispatch order.
+func (s *Store) Due(ctx context.Context, now time.Time, limit int) ([]queue.Entry, error) {
+	es, err := s.query(ctx, false, "SELECT "+cols+` FROM schedd_deliveries
+		WHERE state = 'pending' AND next_attempt_at <= $1 ORDER BY priority, next_attempt_at, id LIMIT $2`,
+		now.UnixMilli(), limit)
+	if err != nil {
+		return nil, fmt.Errorf("due: %w", err)
+	}
+	return es, nil
+}
+
+// NextDue returns the earliest next_attempt_at of a pending entry.
+func (s *Store) NextDue(ctx context.Context) (time.Time, bool, error) {
+	if err := s.ready(); err != nil {
+		return time.Time{}, false, fmt.Errorf("next due: %w", err)
+	}
+	var at *int64
+	err := s.pool.QueryRow(ctx, `SELECT MIN(next_attempt_at) FROM schedd_deliveries WHERE state = 'pending'`).Scan(&at)
+	if err != nil {
+		return time.Time{}, false, fmt.Errorf("next due: %w", s.fail(err))
+	}
+	if at == nil {
+		return time.Time{}, false, nil
+	}
+	return ms(*at), true, nil
+}
+
+// ListInterrupted returns entries sending under another epoch that epoch may claim now: of
+// this host's earlier epochs, of hosts that stopped renewing, or past their lease.
+func (s *Store) ListInterrupted(ctx context.Context, epoch int64, limit int) ([]queue.Entry, error) {
+	es, err := s.query(ctx, false, "SELECT "+cols+" FROM schedd_deliveries d WHERE d.state = 'sending' AND d.owner_epoch <> @epoch AND "+
+		claimable+" ORDER BY id LIMIT @limit", s.claimArgs(epoch, s.now(), pgx.NamedArgs{"limit": limit}))
+	if err != nil {
+		return nil, fmt.Errorf("list interrupted: %w", err)
+	}
+	return es, nil
+}
+
+// Counts returns the number of entries per state and the oldest pending one.
+// Before the database was first reached they are zero (Info says the store is not open).
+func (s *Store) Counts(ctx context.Context) (queue.Counts, error) {
+	var c queue.Counts
+	if s.ready() != nil {
+		return c, nil
+	}
+	var oldest *int64
+	err := s.pool.QueryRow(ctx, `SELECT
+		count(*) FILTER (WHERE state = 'pending'), count(*) FILTER (WHERE state = 'sending'),
+		count(*) FILTER (WHERE state = 'delivered'), count(*) FILTER (WHERE state = 'dead'),
+		count(*) FILTER (WHERE quarantined), MIN(created_at) FILTER (WHERE state IN ('pending', 'sending'))
+		FROM schedd_deliveries`).Scan(&c.Pending, &c.Sending, &c.Delivered, &c.Dead, &c.Quarantined, &oldest)
+	if err != nil {
+		return queue.Counts{}, fmt.Errorf("counts: %w", s.fail(err))
+	}
+	if oldest != nil {
+		c.OldestAt = ms(*oldest)
+	}
+	return c, nil
+}

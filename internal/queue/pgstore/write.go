@@ -1,0 +1,222 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/schedd/schedd/internal/queue"
+)
+
+// claimable is the condition under which @epoch (of host @host) may claim row d at @now:
+// pending, or sending past its lease, or sending under another epoch that is not alive on
+// another host (an earlier epoch of this host is a dead process; see the package comment).
+const claimable = `(d.state = 'pending' OR (d.state = 'sending' AND (d.lease_until <= @now OR
+	(d.owner_epoch <> @epoch AND NOT EXISTS (SELECT 1 FROM schedd_epochs o
+		WHERE o.epoch = d.owner_epoch AND o.host_id <> @host AND o.alive_until > @now)))))`
+
+// claimArgs are the arguments of claimable, with more.
+func (s *Store) claimArgs(epoch, now int64, more pgx.NamedArgs) pgx.NamedArgs {
+	a := pgx.NamedArgs{"epoch": epoch, "host": s.opts.HostID, "now": now}
+	for k, v := range more {
+		a[k] = v
+	}
+	return a
+}
+
+// why explains an update that matched no row: ErrNotFound when id does not exist, else
+// what byState says of the entry's state.
+func (s *Store) why(ctx context.Context, tx pgx.Tx, id int64, byState func(queue.State) error) error {
+	var st string
+	err := tx.QueryRow(ctx, "SELECT state FROM schedd_deliveries WHERE id = $1", id).Scan(&st)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return queue.ErrNotFound
+	}
+	if err != nil {
+		return err
+	}
+	return byState(queue.State(st))
+}
+
+// MarkSending claims one entry for epoch.
+func (s *Store) MarkSending(ctx context.Context, id, epoch int64, lease time.Duration) (queue.Entry, error) {
+	var e queue.Entry
+	err := s.tx(ctx, func(tx pgx.Tx) error {
+		now := s.now()
+		var err error
+		e, err = scanEntry(tx.QueryRow(ctx, `UPDATE schedd_deliveries d SET state = 'sending', attempts = attempts + 1,
+			last_attempt_at = @now, owner_epoch = @epoch, lease_until = @until, updated_at = @now
+			WHERE id = @id AND `+claimable+" RETURNING "+colsPayload,
+			s.claimArgs(epoch, now, pgx.NamedArgs{"id": id, "until": now + lease.Milliseconds()})), true)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return s.why(ctx, tx, id, func(queue.State) error { return queue.ErrNotClaimable })
+		}
+		return err
+	})
+	if err != nil {
+		return queue.Entry{}, fmt.Errorf("mark %d sending: %w", id, err)
+	}
+	return e, nil
+}
+
+// ClaimDue claims up to c.Limit due pending entries, skipping rows other claimers hold.
+func (s *Store) ClaimDue(ctx context.Context, c queue.Claim) ([]queue.Entry, error) {
+	now := c.Now.UnixMilli()
+	es, err := s.query(ctx, true, `WITH c AS (SELECT id AS cid FROM schedd_deliveries
+			WHERE state = 'pending' AND next_attempt_at <= @now
+			ORDER BY priority, next_attempt_at, id LIMIT @limit FOR UPDATE SKIP LOCKED)
+		UPDATE schedd_deliveries d SET state = 'sending', attempts = attempts + 1, last_attempt_at = @now,
+			owner_epoch = @epoch, lease_until = @until, updated_at = @now
+		FROM c WHERE d.id = c.cid RETURNING `+colsPayload,
+		pgx.NamedArgs{"now": now, "limit": c.Limit, "epoch": c.Epoch, "until": now + c.Lease.Milliseconds()})
+	if err != nil {
+		return nil, fmt.Errorf("claim due: %w", err)
+	}
+	// RETURNING keeps no order: put them back in dispatch order.
+	slices.SortFunc(es, func(a, b queue.Entry) int {
+		if a.Priority != b.Priority {
+			return a.Priority - b.Priority
+		}
+		if c := a.NextAttemptAt.Compare(b.NextAttemptAt); c != 0 {
+			return c
+		}
+		return int(a.ID - b.ID)
+	})
+	return es, nil
+}
+
+// owned runs an update of a sending entry held by epoch; ErrNotOwner when it matched none.
+func (s *Store) owned(ctx context.Context, what string, id int64, sql string, args pgx.NamedArgs) error {
+	err := s.tx(ctx, func(tx pgx.Tx) error {
+		args["id"], args["now"] = id, s.now()
+		tag, err := tx.Exec(ctx, sql+" WHERE id = @id AND state = 'sending' AND owner_epoch = @epoch", args)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			return s.why(ctx, tx, id, func(queue.State) error { return queue.ErrNotOwner })
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("%s %d: %w", what, id, err)
+	}
+	return nil
+}
+
+// Complete records a delivery: the entry becomes a delivered tombstone.
+func (s *Store) Complete(ctx context.Context, id, epoch int64) error {
+	return s.owned(ctx, "complete", id, `UPDATE schedd_deliveries SET state = 'delivered', finished_at = @now,
+		updated_at = @now, lease_until = NULL`, pgx.NamedArgs{"epoch": epoch})
+}
+
+// Fail records a failed attempt, rescheduled or dead-lettered.
+func (s *Store) Fail(ctx context.Context, id, epoch int64, f queue.Failure) error {
+	if f.DeadReason != "" {
+		return s.owned(ctx, "fail", id, `UPDATE schedd_deliveries SET state = 'dead', failures = failures + 1,
+			last_error = @err, dead_reason = @reason, finished_at = @now, updated_at = @now, lease_until = NULL`,
+			pgx.NamedArgs{"epoch": epoch, "err": f.Err, "reason": f.DeadReason})
+	}
+	return s.owned(ctx, "fail", id, `UPDATE schedd_deliveries SET state = 'pending', failures = failures + 1,
+		last_error = @err, next_attempt_at = @next, updated_at = @now, owner_epoch = NULL, lease_until = NULL`,
+		pgx.NamedArgs{"epoch": epoch, "err": f.Err, "next": f.NextAt.UnixMilli()})
+}
+
+// Release returns a claimed entry to pending without charging a failure.
+func (s *Store) Release(ctx context.Context, id, epoch int64, nextAt time.Time) error {
+	return s.owned(ctx, "release", id, `UPDATE schedd_deliveries SET state = 'pending', next_attempt_at = @next,
+		updated_at = @now, owner_epoch = NULL, lease_until = NULL`, pgx.NamedArgs{"epoch": epoch, "next": nextAt.UnixMilli()})
+}
+
+// Dead dead-letters a pending entry, or a sending one that epoch holds or could claim.
+func (s *Store) Dead(ctx context.Context, id, epoch int64, reason, lastErr string) error {
+	err := s.tx(ctx, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `UPDATE schedd_deliveries d SET state = 'dead', dead_reason = @reason,
+			last_error = CASE WHEN @lasterr = '' THEN last_error ELSE @lasterr END,
+			finished_at = @now, updated_at = @now, lease_until = NULL
+			WHERE id = @id AND (d.owner_epoch = @epoch AND d.state = 'sending' OR `+claimable+")",
+			s.claimArgs(epoch, s.now(), pgx.NamedArgs{"id": id, "reason": reason, "lasterr": lastErr}))
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			return s.why(ctx, tx, id, func(st queue.State) error {
+				if st.Terminal() {
+					return queue.ErrWrongState
+				}
+				return queue.ErrNotOwner
+			})
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("dead-letter %d: %w", id, err)
+	}
+	return nil
+}
+
+// Retry moves a dead entry back to pending, due now, with its failures reset.
+func (s *Store) Retry(ctx context.Context, id int64) (queue.Entry, error) {
+	var e queue.Entry
+	err := s.tx(ctx, func(tx pgx.Tx) error {
+		var err error
+		e, err = scanEntry(tx.QueryRow(ctx, `UPDATE schedd_deliveries SET state = 'pending', failures = 0,
+			dead_reason = NULL, next_attempt_at = $2, finished_at = NULL, updated_at = $2, owner_epoch = NULL,
+			lease_until = NULL WHERE id = $1 AND state = 'dead' RETURNING `+colsPayload, id, s.now()), true)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return s.why(ctx, tx, id, func(queue.State) error { return queue.ErrWrongState })
+		}
+		if err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, "SELECT pg_notify($1, '')", Channel)
+		return err
+	})
+	if err != nil {
+		return queue.Entry{}, fmt.Errorf("retry %d: %w", id, err)
+	}
+	return e, nil
+}
+
+// Drop deletes a pending or dead entry; a delivered tombstone is kept.
+func (s *Store) Drop(ctx context.Context, id int64) error {
+	err := s.tx(ctx, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, "DELETE FROM schedd_deliveries WHERE id = $1 AND state IN ('pending', 'dead')", id)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			return s.why(ctx, tx, id, func(st queue.State) error {
+				if st == queue.StateSending {
+					return queue.ErrBusy
+				}
+				return queue.ErrWrongState
+			})
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("drop %d: %w", id, err)
+	}
+	return nil
+}
+
+// Purge deletes terminal entries of f.State that finished before f.OlderThan.
+func (s *Store) Purge(ctx context.Context, f queue.PurgeFilter) (int, error) {
+	if !f.State.Terminal() {
+		return 0, fmt.Errorf("purge: %w: state %q is not terminal", queue.ErrInvalid, f.State)
+	}
+	if err := s.ready(); err != nil {
+		return 0, fmt.Errorf("purge: %w", err)
+	}
+	tag, err := s.pool.Exec(ctx, "DELETE FROM schedd_deliveries WHERE state = $1 AND finished_at < $2",
+		string(f.State), f.OlderThan.UnixMilli())
+	if err != nil {
+		return 0, fmt.Errorf("purge: %w", s.fail(err))
+	}
+	return int(tag.RowsAffected()), nil
+}
