@@ -33,6 +33,7 @@ func main() {
 	flag.StringVar(&o.ocConfig, "openclaw-config", "examples/openclaw/openclaw.json", "the openclaw.json to adapt")
 	flag.IntVar(&o.rounds, "rounds", 3, "restarts of each kind")
 	flag.StringVar(&o.out, "out", "", "directory for logs (default: a temp dir)")
+	flag.StringVar(&o.only, "only", "hand,signal,fence,respawn", "scenarios to run, comma-separated")
 	flag.Parse()
 	if o.dir == "" {
 		fmt.Fprintln(os.Stderr, "ocbench: -openclaw DIR is required")
@@ -45,8 +46,8 @@ func main() {
 }
 
 type options struct {
-	dir, schedd, config, ocConfig, out string
-	rounds                             int
+	dir, schedd, config, ocConfig, out, only string
+	rounds                                   int
 }
 
 // env is one gateway's home, port and environment.
@@ -216,15 +217,21 @@ func (o *options) run() error {
 		o.out = d
 	}
 	var results []result
-	r, err := o.byHand()
-	if err != nil {
-		return fmt.Errorf("by hand: %w", err)
+	want := strings.Split(o.only, ",")
+	if slices.Contains(want, "hand") {
+		r, err := o.byHand()
+		if err != nil {
+			return fmt.Errorf("by hand: %w", err)
+		}
+		results = append(results, r)
 	}
-	results = append(results, r)
 	for _, sc := range []struct {
-		method string
-		fence  bool
-	}{{"signal", false}, {"signal", true}, {"respawn", false}} {
+		name, method string
+		fence        bool
+	}{{"signal", "signal", false}, {"fence", "signal", true}, {"respawn", "respawn", false}} {
+		if !slices.Contains(want, sc.name) {
+			continue
+		}
 		r, err := o.underSchedd(sc.method, sc.fence)
 		if err != nil {
 			return fmt.Errorf("under schedd (%s, fence %v): %w", sc.method, sc.fence, err)
@@ -235,16 +242,22 @@ func (o *options) run() error {
 	for _, r := range results {
 		fmt.Printf("%-40s %10s %s / %s %s\n", r.name, ms(r.start), list(r.windows), list(r.totals), r.note)
 		if len(r.windows) > 0 {
-			fmt.Printf("%-40s %10s median %s\n", "", "", ms(median(r.windows)))
+			fmt.Printf("%-40s %10s median %s, mean %s", "", "", ms(median(r.windows)), ms(mean(r.windows)))
+			if hand := results[0]; hand.name == handName && len(hand.windows) > 0 {
+				fmt.Printf(", %.2fx the median by hand", median(r.windows).Seconds()/median(hand.windows).Seconds())
+			}
+			fmt.Println()
 		}
 	}
 	fmt.Println("logs:", o.out)
 	return nil
 }
 
+const handName = "openclaw by hand, SIGUSR2"
+
 // byHand runs the gateway itself and sends it SIGUSR2: OpenClaw's own in-process restart.
 func (o *options) byHand() (result, error) {
-	res := result{name: "openclaw by hand, SIGUSR2"}
+	res := result{name: handName}
 	e, err := o.newEnv("byhand")
 	if err != nil {
 		return res, err
@@ -316,6 +329,12 @@ func (o *options) underSchedd(method string, fence bool) (result, error) {
 		return res, err
 	}
 	text := strings.ReplaceAll(string(y), "18789", strconv.Itoa(e.port))
+	// Restarts back to back: no cooldown between them (it delays when a restart begins,
+	// not how long the gateway is unavailable).
+	if !strings.Contains(text, "\nrestart:\n") {
+		return res, fmt.Errorf("%s: no restart: block to add a cooldown of 0s to", o.config)
+	}
+	text = strings.Replace(text, "\nrestart:\n", "\nrestart:\n  cooldown: 0s\n", 1)
 	if fence {
 		if !strings.Contains(text, "fence: false") {
 			return res, fmt.Errorf("%s: no \"fence: false\" to turn on", o.config)
@@ -396,6 +415,14 @@ func list(ds []time.Duration) string {
 		s = append(s, ms(d))
 	}
 	return strings.Join(s, " ")
+}
+
+func mean(ds []time.Duration) time.Duration {
+	var sum time.Duration
+	for _, d := range ds {
+		sum += d
+	}
+	return sum / time.Duration(len(ds))
 }
 
 func median(ds []time.Duration) time.Duration {

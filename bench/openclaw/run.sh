@@ -6,8 +6,9 @@
 #
 #   flock /tmp/schedd-bench.lock bash bench/openclaw/run.sh
 #
-# Knobs: ROUNDS (restarts of each kind, 3). Node 26 and OpenClaw come from npm through
-# .ci/openclaw.sh (cached in ~/.cache/schedd). Raw logs: bench/openclaw/results/<UTC time>/.
+# Knobs: ROUNDS (restarts of each kind, 3), ONLY (scenarios, hand,signal,fence,respawn).
+# Node 26 and OpenClaw come from npm through .ci/openclaw.sh (cached in ~/.cache/schedd).
+# Raw logs: bench/openclaw/results/<UTC time>/.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$ROOT"
@@ -18,6 +19,6 @@ make -s build
 go build -o "$OUT/ocbench" ./bench/openclaw
 {
   echo "run $(basename "$OUT"), commit $(git rev-parse --short HEAD), load before: $(cat /proc/loadavg)"
-  "$OUT/ocbench" -openclaw "$dir" -schedd bin/schedd -rounds "${ROUNDS:-3}" -out "$OUT"
+  "$OUT/ocbench" -openclaw "$dir" -schedd bin/schedd -rounds "${ROUNDS:-3}" -only "${ONLY:-hand,signal,fence,respawn}" -out "$OUT"
   echo "load after: $(cat /proc/loadavg)"
 } 2>&1 | tee "$OUT/summary.txt"
