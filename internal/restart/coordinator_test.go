@@ -17,9 +17,9 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // fakeRestarter records when restarts begin; each takes `took` of virtual time.
 type fakeRestarter struct {
-	took  time.Duration
-	fail  bool
-	mu    sync.Mutex
+	took    time.Duration
+	fail    bool
+	mu      sync.Mutex
 	calls   []time.Time
 	methods []Method
 	pid     int
