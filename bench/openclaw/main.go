@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command ocbench measures the real OpenClaw gateway by hand and under schedd, in one run:
 // the time from start to /readyz ready, and each restart's unavailability window (from the
 // first moment the gateway stops admitting work or answering /healthz, to /readyz 200
