@@ -241,6 +241,26 @@ func TestOpenClawE2E(t *testing.T) {
 		}
 	})
 
+	// The example's own method: SIGUSR2, in process, after the idle check.
+	t.Run("signal restart", func(t *testing.T) {
+		code, out, errOut := cli("restart", "--socket", d.socket, "--wait", "--json", "--reason", "e2e signal")
+		if code != 0 {
+			t.Fatalf("schedd restart: %d %s%s", code, out, errOut)
+		}
+		var reply api.RestartReply
+		if err := json.Unmarshal([]byte(out), &reply); err != nil || reply.Result == nil {
+			t.Fatalf("restart reply %q: %v", out, err)
+		}
+		r := reply.Result
+		if !r.OK || r.PID != first || r.PreviousPID != first || r.Method != "signal" || r.Mode != "deferred" {
+			t.Fatalf("signal restart result: %+v (pid %d)", *r, first)
+		}
+		d.waitGateway(time.Minute, "ready after the signal restart", func(st api.Status) bool {
+			return ready(st) && st.Gateway.PID == first
+		})
+		t.Logf("signal restart: %+v", *r)
+	})
+
 	t.Run("restart", func(t *testing.T) {
 		code, out, errOut := cli("restart", "--socket", d.socket, "--wait", "--json", "--method", "respawn", "--reason", "e2e")
 		if code != 0 {

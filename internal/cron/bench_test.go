@@ -171,7 +171,7 @@ func BenchmarkTickBurst(b *testing.B) {
 	}
 	origin := time.Date(2030, 1, 1, 0, 0, 30, 0, time.UTC)
 	var shift atomic.Int64 // the benchmark's wall clock: the real one, shifted
-	shift.Store(int64(origin.Sub(time.Now())))
+	shift.Store(int64(time.Until(origin)))
 	svc, err := New(Config{Jobs: jobs, StateDir: b.TempDir(), QueueSize: benchJobs,
 		Now: func() time.Time { return time.Now().Add(time.Duration(shift.Load())) }})
 	if err != nil {
@@ -186,7 +186,7 @@ func BenchmarkTickBurst(b *testing.B) {
 	for i := range b.N {
 		b.StopTimer()
 		slot := origin.Add(time.Duration(i+1)*time.Minute - 30*time.Second)
-		shift.Store(int64(slot.Add(time.Millisecond).Sub(time.Now())))
+		shift.Store(int64(time.Until(slot.Add(time.Millisecond))))
 		b.StartTimer()
 		svc.tick()
 		b.StopTimer()

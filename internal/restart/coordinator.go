@@ -490,7 +490,7 @@ func (s *run) execute(forced bool) {
 	s.publish()
 	ctx, r := s.ctx, s.c.r
 	s.wg.Go(func() {
-		o, err, fr := s.restartFenced(ctx, r, m, p.fence)
+		o, fr, err := s.restartFenced(ctx, r, m, p.fence)
 		res.OK, res.PID, res.PreviousPID, res.Error, res.Fence = o.OK, o.PID, o.PreviousPID, o.Error, fr
 		if err != nil {
 			res.OK = false

@@ -166,10 +166,10 @@ func resumeFence(ctx context.Context, fence Fence, timeout time.Duration, id str
 // resume goes out with the signal: OpenClaw holds a signal restart while suspended and
 // runs it as soon as admission reopens. After a respawn that worked the new process was
 // never suspended; otherwise the old one may still be, and is resumed.
-func (s *run) restartFenced(ctx context.Context, r Restarter, m Method, f *fenceHold) (Outcome, error, *api.FenceResult) {
+func (s *run) restartFenced(ctx context.Context, r Restarter, m Method, f *fenceHold) (Outcome, *api.FenceResult, error) {
 	if f == nil || !f.held {
 		o, err := r.Restart(ctx, m)
-		return o, err, nil
+		return o, nil, err
 	}
 	fence, timeout, log, id := f.fence, s.c.cfg.ProbeTimeout, s.c.log, f.state.SuspensionID
 	fr := &api.FenceResult{Ready: f.state.Status == fenceReady, WaitMs: time.Since(f.firstAt).Milliseconds()}
@@ -179,11 +179,11 @@ func (s *run) restartFenced(ctx context.Context, r Restarter, m Method, f *fence
 		go func() { resumed <- resumeFence(ctx, fence, timeout, id, log) }()
 		o, err := r.Restart(ctx, m)
 		merge(<-resumed)
-		return o, err, fr
+		return o, fr, err
 	}
 	o, err := r.Restart(ctx, m)
 	if err != nil || !o.OK {
 		merge(resumeFence(ctx, fence, timeout, id, log))
 	}
-	return o, err, fr
+	return o, fr, err
 }
