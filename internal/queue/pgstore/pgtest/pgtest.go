@@ -80,6 +80,32 @@ func DSN(t testing.TB) string {
 	return withDatabase(cluster.admin, name)
 }
 
+// WaitListening waits until n connections LISTEN on channel in the database of dsn, so that
+// a test's notification is not missed by a listener that is still connecting.
+func WaitListening(t testing.TB, dsn, channel string, n int) {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		var got int
+		err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND query = 'LISTEN '||$1`, channel).Scan(&got)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d connections listening on %s after 10 s", got, n, channel)
+		}
+	}
+}
+
 // withDatabase is dsn naming the database db instead.
 func withDatabase(dsn, db string) string {
 	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
