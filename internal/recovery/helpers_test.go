@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -14,11 +15,21 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/schedd/schedd/internal/queue"
+	"github.com/schedd/schedd/internal/queue/pgstore/pgtest"
 	"github.com/schedd/schedd/internal/queue/queuetest"
 )
 
+// TestMain checks that no goroutine outlives the tests, once the PostgreSQL cluster that the
+// fleet tests started, if any, is stopped.
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	code := pgtest.Main(m)
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
 }
 
 // send is one call a fakeSink saw.
