@@ -1,10 +1,13 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/schedd/schedd/internal/queue/pgstore/pgtest"
 )
 
 // daemonEnv makes the test binary behave as the schedd command (see TestMain).
@@ -15,5 +18,13 @@ func TestMain(m *testing.M) {
 	if os.Getenv(daemonEnv) == "1" {
 		os.Exit(Main(os.Args[1:], os.Stdout, os.Stderr))
 	}
-	goleak.VerifyTestMain(m)
+	// Stop the PostgreSQL cluster the fleet tests started, if any, then look for leaks.
+	code := pgtest.Main(m)
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
 }
