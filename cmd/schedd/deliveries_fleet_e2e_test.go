@@ -4,13 +4,10 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
-	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -20,8 +17,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/schedd/schedd/internal/api"
-	"github.com/schedd/schedd/internal/control"
 	"github.com/schedd/schedd/internal/queue/pgstore/pgtest"
 )
 
@@ -31,16 +26,7 @@ const fleetLease = 2 * time.Second
 
 // fleetCycles is how many times TestE2EFleetKill kills a host (SCHEDD_FLEET_CYCLES changes
 // it); one kill in fleetRescueEvery leaves the host dead until the survivor took over.
-func fleetCycles(t *testing.T) int {
-	if v := os.Getenv("SCHEDD_FLEET_CYCLES"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			t.Fatalf("SCHEDD_FLEET_CYCLES=%q", v)
-		}
-		return n
-	}
-	return 100
-}
+func fleetCycles(t *testing.T) int { return envCount(t, "SCHEDD_FLEET_CYCLES", 100) }
 
 const fleetRescueEvery = 20
 
@@ -104,40 +90,19 @@ deliveries:
 
 	acked := map[string]int64{}
 	var amu sync.Mutex
-	// produce enqueues through d's control API until stop is closed.
-	produce := func(d *testDaemon, name string, stop <-chan struct{}) {
-		cl := control.NewClient(d.socket)
-		defer cl.Close()
-		for n := 0; ; n++ {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			key, data := fmt.Sprintf("%s-n%d", name, n), "x"
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			var rep api.EnqueueReply
-			err := cl.Do(ctx, http.MethodPost, "/v1/deliveries", api.DeliveryRequest{Sink: "hook", Key: key, Data: &data}, &rep)
-			cancel()
-			if err == nil {
-				amu.Lock()
-				acked[key] = rep.ID
-				amu.Unlock()
-				time.Sleep(time.Duration(10+rand.IntN(20)) * time.Millisecond)
-				continue
-			}
-			if ae, ok := errors.AsType[*api.Error](err); ok {
-				t.Errorf("enqueue %s refused: %v", key, ae)
-				return
-			}
-			time.Sleep(time.Millisecond) // not up yet, or killed: try another key
-		}
+	ack := func(key string, id int64) {
+		amu.Lock()
+		acked[key] = id
+		amu.Unlock()
+	}
+	keys := func(prefix string) func(int) string {
+		return func(n int) string { return fmt.Sprintf("%s-n%d", prefix, n) }
 	}
 
 	b := startDaemon(t, daemonOpts{dir: hb.dir, args: []string{"--config", hb.cfg}})
 	stopB := make(chan struct{})
 	var wgB sync.WaitGroup
-	wgB.Go(func() { produce(b, "b", stopB) })
+	wgB.Go(func() { produce(t, b, stopB, 10*time.Millisecond, keys("b"), ack) })
 
 	sendingAtKill := map[string]bool{}
 	var rescues []time.Duration
@@ -151,7 +116,7 @@ deliveries:
 		go func() { a.code = exitCode(a.cmd.Wait()); close(a.done) }()
 		stop := make(chan struct{})
 		var wg sync.WaitGroup
-		wg.Go(func() { produce(a, fmt.Sprint("a", c), stop) })
+		wg.Go(func() { produce(t, a, stop, 10*time.Millisecond, keys(fmt.Sprint("a", c)), ack) })
 		rescue := c%fleetRescueEvery == fleetRescueEvery-1
 		switch {
 		case rescue:
@@ -210,15 +175,7 @@ deliveries:
 
 	// A last host a joins host b, and the two drain the queue.
 	a := startDaemon(t, daemonOpts{dir: ha.dir, args: []string{"--config", ha.cfg}})
-	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		st, err := b.status()
-		if err == nil && st.Deliveries != nil && st.Deliveries.Pending == 0 && st.Deliveries.Sending == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the queue did not drain: %+v, %v", st.Deliveries, err)
-		}
-	}
+	waitDrained(t, b)
 	for _, d := range []*testDaemon{a, b} {
 		_ = d.cmd.Process.Signal(syscall.SIGTERM)
 		if code := d.wait(30 * time.Second); code != 0 {

@@ -1,11 +1,8 @@
 package main
 
 import (
-	"fmt"
 	"os"
 	"testing"
-
-	"go.uber.org/goleak"
 
 	"github.com/schedd/schedd/internal/queue/pgstore/pgtest"
 )
@@ -18,13 +15,5 @@ func TestMain(m *testing.M) {
 	if os.Getenv(daemonEnv) == "1" {
 		os.Exit(Main(os.Args[1:], os.Stdout, os.Stderr))
 	}
-	// Stop the PostgreSQL cluster the fleet tests started, if any, then look for leaks.
-	code := pgtest.Main(m)
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintln(os.Stderr, "goleak:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
+	pgtest.VerifyMain(m) // stops the PostgreSQL cluster of the fleet tests, then looks for leaks
 }

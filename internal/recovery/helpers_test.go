@@ -4,13 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 
@@ -22,14 +20,7 @@ import (
 // TestMain checks that no goroutine outlives the tests, once the PostgreSQL cluster that the
 // fleet tests started, if any, is stopped.
 func TestMain(m *testing.M) {
-	code := pgtest.Main(m)
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintln(os.Stderr, "goleak:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
+	pgtest.VerifyMain(m)
 }
 
 // send is one call a fakeSink saw.

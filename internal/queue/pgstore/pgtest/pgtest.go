@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"go.uber.org/goleak"
 )
 
 var (
@@ -43,6 +44,19 @@ func Main(m *testing.M) int {
 	code := m.Run()
 	stop()
 	return code
+}
+
+// VerifyMain is Main followed by goleak's check that no goroutine outlived the tests, for
+// the packages whose TestMain would otherwise be goleak.VerifyTestMain; it exits.
+func VerifyMain(m *testing.M) {
+	code := Main(m)
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
 }
 
 // DSN returns the DSN of a new, empty database for t.
