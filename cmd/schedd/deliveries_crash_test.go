@@ -28,15 +28,18 @@ import (
 
 // crashCycles is how many times TestE2EDeliveriesCrash kills schedd; SCHEDD_CRASH_CYCLES
 // raises it for a longer run (QUEUES.md asks for 1,000 in a nightly job).
-func crashCycles(t *testing.T) int {
-	if v := os.Getenv("SCHEDD_CRASH_CYCLES"); v != "" {
+func crashCycles(t *testing.T) int { return envCount(t, "SCHEDD_CRASH_CYCLES", 200) }
+
+// envCount is the positive number in the environment variable name, or def when it is unset.
+func envCount(t *testing.T, name string, def int) int {
+	if v := os.Getenv(name); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 {
-			t.Fatalf("SCHEDD_CRASH_CYCLES=%q", v)
+			t.Fatalf("%s=%q", name, v)
 		}
 		return n
 	}
-	return 200
+	return def
 }
 
 // crashWorkers is deliveries.workers in the crash test: at most this many entries can be
@@ -112,35 +115,17 @@ deliveries:
 		var wg sync.WaitGroup
 		for g := range 3 {
 			wg.Go(func() {
-				cl := control.NewClient(d.socket)
-				for n := 0; ; n++ {
-					select {
-					case <-stop:
-						return
-					default:
-					}
+				produce(t, d, stop, 4*time.Millisecond, func(n int) string {
 					key := fmt.Sprintf("c%d-g%d-n%d", c, g, n)
 					if n%19 == 7 {
 						key += "-perm"
 					}
-					data := "payload of " + key
-					ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-					var rep api.EnqueueReply
-					err := cl.Do(ctx, http.MethodPost, "/v1/deliveries", api.DeliveryRequest{Sink: "hook", Key: key, Data: &data}, &rep)
-					cancel()
-					if err == nil {
-						amu.Lock()
-						acked[key] = rep.ID
-						amu.Unlock()
-						time.Sleep(time.Duration(4+rand.IntN(12)) * time.Millisecond)
-						continue
-					}
-					if ae, ok := errors.AsType[*api.Error](err); ok {
-						t.Errorf("cycle %d: enqueue %s refused: %v", c, key, ae)
-						return
-					}
-					time.Sleep(time.Millisecond) // not up yet, or killed: try another key
-				}
+					return key
+				}, func(key string, id int64) {
+					amu.Lock()
+					acked[key] = id
+					amu.Unlock()
+				})
 			})
 		}
 		// Half the kills land at a random moment of the start (store open, recovery pass),
@@ -180,17 +165,7 @@ deliveries:
 	if st, err := d.status(); err == nil && st.Deliveries != nil {
 		backlog = st.Deliveries.Pending + st.Deliveries.Sending
 	}
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		st, err := d.status()
-		if err == nil && st.Deliveries != nil && st.Deliveries.Pending == 0 && st.Deliveries.Sending == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the queue did not drain: %+v, %v", st.Deliveries, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitDrained(t, d)
 	drained := time.Since(drainStart)
 	d.cmd.Process.Signal(syscall.SIGTERM)
 	if code := d.wait(30 * time.Second); code != 0 {
@@ -248,6 +223,52 @@ deliveries:
 	}
 	t.Logf("%d kills in %v, %d left pending drained in %v; %d entries acknowledged, %d stored, %d sending at a kill (resent), %d accepted twice, %d lost",
 		cycles, killPhase.Round(time.Millisecond), backlog, drained.Round(time.Millisecond), len(acked), len(states), interrupted, dups, lost)
+}
+
+// produce enqueues through d's control API, under the keys key(0), key(1), ..., until stop
+// is closed: one entry every pause to 4*pause, and every millisecond while d does not
+// answer (not up yet, or killed). ack is told of every acknowledged entry; a refusal fails
+// the test.
+func produce(t *testing.T, d *testDaemon, stop <-chan struct{}, pause time.Duration, key func(n int) string, ack func(key string, id int64)) {
+	cl := control.NewClient(d.socket)
+	defer cl.Close()
+	for n := 0; ; n++ {
+		select {
+		case <-stop:
+			return
+		default:
+		}
+		k := key(n)
+		data := "payload of " + k
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		var rep api.EnqueueReply
+		err := cl.Do(ctx, http.MethodPost, "/v1/deliveries", api.DeliveryRequest{Sink: "hook", Key: k, Data: &data}, &rep)
+		cancel()
+		if err == nil {
+			ack(k, rep.ID)
+			time.Sleep(pause + rand.N(3*pause))
+			continue
+		}
+		if ae, ok := errors.AsType[*api.Error](err); ok {
+			t.Errorf("enqueue %s refused: %v", k, ae)
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// waitDrained waits until the store of d holds nothing pending or sending (60 s at most).
+func waitDrained(t *testing.T, d *testDaemon) {
+	t.Helper()
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		st, err := d.status()
+		if err == nil && st.Deliveries != nil && st.Deliveries.Pending == 0 && st.Deliveries.Sending == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the queue did not drain: %+v, %v", st.Deliveries, err)
+		}
+	}
 }
 
 // waitServing waits until d answers on its control socket (or exits).

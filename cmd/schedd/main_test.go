@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"go.uber.org/goleak"
+	"github.com/schedd/schedd/internal/queue/pgstore/pgtest"
 )
 
 // daemonEnv makes the test binary behave as the schedd command (see TestMain).
@@ -15,5 +15,5 @@ func TestMain(m *testing.M) {
 	if os.Getenv(daemonEnv) == "1" {
 		os.Exit(Main(os.Args[1:], os.Stdout, os.Stderr))
 	}
-	goleak.VerifyTestMain(m)
+	pgtest.VerifyMain(m) // stops the PostgreSQL cluster of the fleet tests, then looks for leaks
 }

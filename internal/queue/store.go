@@ -105,3 +105,13 @@ type Store interface {
 	// Close stops the writer after the operations already accepted and closes the store.
 	Close() error
 }
+
+// Waker is implemented by a store that other hosts write too (Postgres): entries another
+// host enqueued, or claims it left when it died, appear without this process writing them.
+// The delivery runtime rescans such a store when Wake is signalled (another host enqueued)
+// and every RescanEvery (a lost notification, a dead host's claims). A store only this
+// process writes (SQLite) does not implement it, so an idle daemon on it arms no timer.
+type Waker interface {
+	Wake() <-chan struct{}
+	RescanEvery() time.Duration
+}

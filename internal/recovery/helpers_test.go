@@ -9,16 +9,18 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 
 	"github.com/schedd/schedd/internal/queue"
+	"github.com/schedd/schedd/internal/queue/pgstore/pgtest"
 	"github.com/schedd/schedd/internal/queue/queuetest"
 )
 
+// TestMain checks that no goroutine outlives the tests, once the PostgreSQL cluster that the
+// fleet tests started, if any, is stopped.
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	pgtest.VerifyMain(m)
 }
 
 // send is one call a fakeSink saw.

@@ -40,6 +40,9 @@ type scheduler struct {
 	busy   map[int64]uint64 // ids queued for or held by a worker, with their generation
 	seq    uint64
 	scanAt time.Time // when to scan the store for live entries; zero: no scan due
+	// scanned is when the last scan began: a shared store's wake-ups start one scan per
+	// RearmFloor at most, however many entries other hosts enqueue.
+	scanned time.Time
 	// parked holds, by sink index, due items whose sink was not ready (runtime_parked.go);
 	// the readiness of their sinks is asked again at parkAt (zero: none parked).
 	parked map[uint32]*parkedSink
@@ -305,6 +308,7 @@ func (r *scheduler) run(ctx context.Context, epoch int64) {
 	r.mu.Lock()
 	gen := r.gen
 	wake := r.wake
+	armed := r.scanAt.IsZero() // adopt armed the pass's view: later scans are rescans
 	r.mu.Unlock()
 
 	// One goroutine per attempt, at most workers at a time: an idle runtime is this one
@@ -327,7 +331,16 @@ func (r *scheduler) run(ctx context.Context, epoch int64) {
 	if r.s.hasFinished(ctx) {
 		armPurge()
 	}
-	armed := false // the first scan is done
+	// A store other hosts write (queue.Waker) is rescanned when it signals and on a poll
+	// timer; other stores get neither, so an idle runtime on SQLite arms no timer.
+	var storeWake <-chan struct{}
+	var pollC <-chan time.Time
+	if r.shared() {
+		w := r.s.store.(queue.Waker)
+		poll := time.NewTicker(w.RescanEvery())
+		defer poll.Stop()
+		storeWake, pollC = w.Wake(), poll.C
+	}
 	defer func() {
 		timer.Stop()
 		purge.Stop()
@@ -339,7 +352,7 @@ func (r *scheduler) run(ctx context.Context, epoch int64) {
 		now := time.Now()
 		scan := !r.scanAt.IsZero() && !now.Before(r.scanAt)
 		if scan {
-			r.scanAt = time.Time{}
+			r.scanAt, r.scanned = time.Time{}, now
 		}
 		r.mu.Unlock()
 		if scan {
@@ -379,6 +392,10 @@ func (r *scheduler) run(ctx context.Context, epoch int64) {
 		select {
 		case <-timer.C:
 		case <-wake:
+		case <-storeWake:
+			r.rescan()
+		case <-pollC:
+			r.rescan()
 		case res := <-results:
 			running--
 			r.done(res)
@@ -395,7 +412,25 @@ func (r *scheduler) run(ctx context.Context, epoch int64) {
 	}
 }
 
-// scan arms every live entry of the store; a failure is retried after StoreRetry.
+// shared reports whether other hosts write the store too (it is rescanned).
+func (r *scheduler) shared() bool {
+	w, ok := r.s.store.(queue.Waker)
+	return ok && w.RescanEvery() > 0
+}
+
+// rescan makes a scan of the store due now, or RearmFloor after the last one began.
+func (r *scheduler) rescan() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	at := time.Now()
+	if next := r.scanned.Add(RearmFloor); at.Before(next) {
+		at = next
+	}
+	if r.scanAt.IsZero() || at.Before(r.scanAt) {
+		r.scanAt = at
+	}
+}
+
 // scan arms every live entry of the store; a failure is retried after StoreRetry. It
 // reports how many entries it armed, and false when the scan failed.
 func (r *scheduler) scan(ctx context.Context, gen uint64, epoch int64) (int, bool) {
@@ -460,6 +495,9 @@ func (r *scheduler) work(ctx context.Context, epoch int64, it item) result {
 			r.s.log.Error("reload delivery, retrying", zap.Int64("id", it.id), zap.Duration("retry_in", StoreRetry), zap.Error(err))
 			res.rearm, res.delay = true, StoreRetry
 		}
+	case e.Interrupted(epoch) && r.shared():
+		// Held by another live host: the rescans of the shared store come back to it (when
+		// that host dies) rather than asking for it every RearmFloor.
 	case e.State == queue.StatePending || e.Interrupted(epoch):
 		// Still pending: deferred, failed, or owned elsewhere. Never sooner than the floor.
 		m := metaOf(e)

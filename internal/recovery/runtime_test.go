@@ -580,3 +580,58 @@ func TestRuntimeIdleArmsNoTimer(t *testing.T) {
 		}
 	})
 }
+
+// sharedMemory is a store that other hosts write too (queue.Waker): entries put behind the
+// service's back are what another host enqueued.
+type sharedMemory struct {
+	*queuetest.Memory
+	wake chan struct{}
+}
+
+func (m *sharedMemory) Wake() <-chan struct{}      { return m.wake }
+func (m *sharedMemory) RescanEvery() time.Duration { return 15 * time.Second }
+
+// A store that other hosts write is rescanned on its poll timer and when it signals; a store
+// only this process writes (SQLite) is never rescanned, so an idle runtime on it arms no
+// timer.
+func TestRuntimeRescansSharedStore(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := &sharedMemory{Memory: queuetest.NewMemory(), wake: make(chan struct{}, 1)}
+		sink := &fakeSink{}
+		stop := start(t, newService(t, parityConfig(), store, map[string]Sink{"hook": sink}))
+		defer stop()
+		synctest.Wait()
+		began := time.Now()
+		putEntry(store.Memory, queue.Entry{Sink: "hook", State: queue.StatePending})
+		time.Sleep(15*time.Second - time.Millisecond)
+		synctest.Wait()
+		if n := len(sink.Sends()); n != 0 {
+			t.Fatalf("sent %d before the rescan", n)
+		}
+		time.Sleep(time.Millisecond)
+		synctest.Wait()
+		if s := sink.Sends(); len(s) != 1 || s[0].at.Sub(began) != 15*time.Second {
+			t.Fatalf("sends %+v, want one at the rescan 15 s after the start", s)
+		}
+		time.Sleep(5 * time.Second)
+		putEntry(store.Memory, queue.Entry{Sink: "hook", State: queue.StatePending})
+		woken := time.Now()
+		store.wake <- struct{}{}
+		synctest.Wait()
+		if s := sink.Sends(); len(s) != 2 || !s[1].at.Equal(woken) {
+			t.Fatalf("sends %+v, want the second at once when the store signals", s)
+		}
+
+		plain := queuetest.NewMemory()
+		other := &fakeSink{}
+		stopPlain := start(t, newService(t, parityConfig(), plain, map[string]Sink{"hook": other}))
+		defer stopPlain()
+		synctest.Wait()
+		putEntry(plain, queue.Entry{Sink: "hook", State: queue.StatePending})
+		time.Sleep(10 * time.Hour)
+		synctest.Wait()
+		if n := len(other.Sends()); n != 0 {
+			t.Fatalf("a store that is not shared was rescanned: %d sends", n)
+		}
+	})
+}

@@ -82,7 +82,7 @@ func (s *Store) EnqueueBatch(ctx context.Context, ns []queue.NewEntry) ([]queue.
 		}
 		if created {
 			// Delivered to the listeners at commit, and only if it commits.
-			if _, err := tx.Exec(ctx, "SELECT pg_notify($1, '')", Channel); err != nil {
+			if _, err := tx.Exec(ctx, "SELECT pg_notify($1, $2)", Channel, s.opts.HostID); err != nil {
 				return err
 			}
 		}

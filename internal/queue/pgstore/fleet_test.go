@@ -145,6 +145,30 @@ func TestNotifyWakesOtherHosts(t *testing.T) {
 	}
 }
 
+// A host is not woken by its own enqueues (it armed them as it wrote them), only by other
+// hosts'.
+func TestNotifySkipsOwnHost(t *testing.T) {
+	ctx := context.Background()
+	dsn := pgtest.DSN(t)
+	a := open(t, dsn, pgstore.Options{HostID: "host-a"})
+	b := open(t, dsn, pgstore.Options{HostID: "host-b"})
+	pgtest.WaitListening(t, dsn, pgstore.Channel, 2)
+	if _, _, err := a.Enqueue(ctx, queue.NewEntry{Sink: "hook", Key: "k"}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-b.Wake():
+	case <-time.After(10 * time.Second):
+		t.Fatal("host-b was not woken by host-a's enqueue")
+	}
+	// b heard it: a's own listener has had it too by now, and dropped it.
+	select {
+	case <-a.Wake():
+		t.Fatal("host-a was woken by its own enqueue")
+	case <-time.After(300 * time.Millisecond):
+	}
+}
+
 // While the database is unreachable an enqueue fails with ErrStorage and stores nothing;
 // once it is back the same store works again. The DSN's password is in no error.
 func TestDatabaseDownAndSecretDSN(t *testing.T) {

@@ -35,7 +35,7 @@ import (
 const (
 	DefaultHostLease = 30 * time.Second
 	DefaultMaxConns  = 8
-	// Channel is the LISTEN/NOTIFY channel an enqueue notifies on commit.
+	// Channel is the LISTEN/NOTIFY channel an enqueue notifies on commit, with the host id.
 	Channel = "schedd_deliveries"
 )
 
@@ -82,7 +82,10 @@ type Store struct {
 	connected bool // the last contact with the server succeeded
 }
 
-var _ queue.Store = (*Store)(nil)
+var (
+	_ queue.Store = (*Store)(nil)
+	_ queue.Waker = (*Store)(nil)
+)
 
 // DefaultHostID is the host id used when none is configured: the host name and the state
 // directory, which together name one schedd (the daemon holds a lock on its state directory).
@@ -187,10 +190,15 @@ func (s *Store) ready() error {
 	}
 }
 
-// Wake is signalled (at most one pending signal) when an entry was enqueued by any host, so
-// an idle host looks for work before its next poll. Polling stays the fallback: a
-// notification is lost while the listening connection is down.
+// Wake is signalled (at most one pending signal) when an entry was enqueued or retried by
+// another host, so an idle host looks for work before its next poll. Polling stays the
+// fallback: a notification is lost while the listening connection is down.
 func (s *Store) Wake() <-chan struct{} { return s.wake }
+
+// RescanEvery is how often the delivery runtime looks for work other hosts left: half the
+// host lease, so a dead host's claims are taken over within about 1.5 leases of its last
+// heartbeat.
+func (s *Store) RescanEvery() time.Duration { return s.opts.HostLease / 2 }
 
 // HostID is the host id this store claims under.
 func (s *Store) HostID() string { return s.opts.HostID }
@@ -330,8 +338,12 @@ func (s *Store) listenOnce(ctx context.Context, logged *bool) error {
 	}
 	*logged = false
 	for {
-		if _, err := conn.WaitForNotification(ctx); err != nil {
+		n, err := conn.WaitForNotification(ctx)
+		if err != nil {
 			return err
+		}
+		if n.Payload == s.opts.HostID {
+			continue // this host armed what it wrote already
 		}
 		select {
 		case s.wake <- struct{}{}:

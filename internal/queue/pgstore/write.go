@@ -173,7 +173,7 @@ func (s *Store) Retry(ctx context.Context, id int64) (queue.Entry, error) {
 		if err != nil {
 			return err
 		}
-		_, err = tx.Exec(ctx, "SELECT pg_notify($1, '')", Channel)
+		_, err = tx.Exec(ctx, "SELECT pg_notify($1, $2)", Channel, s.opts.HostID)
 		return err
 	})
 	if err != nil {

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"go.uber.org/goleak"
 )
 
 var (
@@ -43,6 +44,19 @@ func Main(m *testing.M) int {
 	code := m.Run()
 	stop()
 	return code
+}
+
+// VerifyMain is Main followed by goleak's check that no goroutine outlived the tests, for
+// the packages whose TestMain would otherwise be goleak.VerifyTestMain; it exits.
+func VerifyMain(m *testing.M) {
+	code := Main(m)
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
 }
 
 // DSN returns the DSN of a new, empty database for t.
@@ -78,6 +92,32 @@ func DSN(t testing.TB) string {
 		}
 	})
 	return withDatabase(cluster.admin, name)
+}
+
+// WaitListening waits until n connections LISTEN on channel in the database of dsn, so that
+// a test's notification is not missed by a listener that is still connecting.
+func WaitListening(t testing.TB, dsn, channel string, n int) {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		var got int
+		err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND query = 'LISTEN '||$1`, channel).Scan(&got)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d connections listening on %s after 10 s", got, n, channel)
+		}
+	}
 }
 
 // withDatabase is dsn naming the database db instead.
