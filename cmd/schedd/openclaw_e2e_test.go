@@ -243,13 +243,9 @@ func TestOpenClawE2E(t *testing.T) {
 
 	// The example's own method: SIGUSR2, in process, after the idle check.
 	t.Run("signal restart", func(t *testing.T) {
-		code, out, errOut := cli("restart", "--socket", d.socket, "--wait", "--json", "--reason", "e2e signal")
-		if code != 0 {
-			t.Fatalf("schedd restart: %d %s%s", code, out, errOut)
-		}
-		var reply api.RestartReply
-		if err := json.Unmarshal([]byte(out), &reply); err != nil || reply.Result == nil {
-			t.Fatalf("restart reply %q: %v", out, err)
+		code, reply, errOut := restartCLI(t, d, "--wait", "--reason", "e2e signal")
+		if code != 0 || reply.Result == nil {
+			t.Fatalf("schedd restart: %d %+v %s", code, reply, errOut)
 		}
 		r := reply.Result
 		if !r.OK || r.PID != first || r.PreviousPID != first || r.Method != "signal" || r.Mode != "deferred" {
@@ -262,13 +258,9 @@ func TestOpenClawE2E(t *testing.T) {
 	})
 
 	t.Run("restart", func(t *testing.T) {
-		code, out, errOut := cli("restart", "--socket", d.socket, "--wait", "--json", "--method", "respawn", "--reason", "e2e")
-		if code != 0 {
-			t.Fatalf("schedd restart: %d %s%s", code, out, errOut)
-		}
-		var reply api.RestartReply
-		if err := json.Unmarshal([]byte(out), &reply); err != nil || reply.Result == nil {
-			t.Fatalf("restart reply %q: %v", out, err)
+		code, reply, errOut := restartCLI(t, d, "--wait", "--method", "respawn", "--reason", "e2e")
+		if code != 0 || reply.Result == nil {
+			t.Fatalf("schedd restart: %d %+v %s", code, reply, errOut)
 		}
 		r := reply.Result
 		if !r.OK || r.PID == first || r.PreviousPID != first || r.Method != "respawn" {
