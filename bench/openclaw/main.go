@@ -25,6 +25,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/schedd/schedd/internal/api"
 )
 
 func main() {
@@ -292,25 +294,39 @@ func (o *options) byHand() (result, error) {
 			<-done
 		}
 	}()
+	err = o.measure(&res, w, t0, func() (time.Time, error) {
+		return time.Time{}, cmd.Process.Signal(syscall.SIGUSR2)
+	})
+	return res, err
+}
+
+// measure waits for the first ready /readyz after t0, then makes o.rounds restarts 3 s
+// apart and records each one's window. restart returns when its request is done (the zero
+// time: when the window closes).
+func (o *options) measure(res *result, w *watcher, t0 time.Time, restart func() (time.Time, error)) error {
 	at, err := w.waitReady(t0, 5*time.Minute)
 	if err != nil {
-		return res, err
+		return err
 	}
 	res.start = at.Sub(t0)
-	for i := 0; i < o.rounds; i++ {
+	for range o.rounds {
 		time.Sleep(3 * time.Second)
 		t := time.Now()
-		if err := cmd.Process.Signal(syscall.SIGUSR2); err != nil {
-			return res, err
+		done, err := restart()
+		if err != nil {
+			return err
 		}
 		from, to, err := w.window(t, 2*time.Minute)
 		if err != nil {
-			return res, err
+			return err
+		}
+		if done.IsZero() {
+			done = to
 		}
 		res.windows = append(res.windows, to.Sub(from))
-		res.totals = append(res.totals, to.Sub(t))
+		res.totals = append(res.totals, done.Sub(t))
 	}
-	return res, nil
+	return nil
 }
 
 // underSchedd runs the example config under `schedd run` and restarts through
@@ -367,46 +383,26 @@ func (o *options) underSchedd(method string, fence bool) (result, error) {
 		cmd.Process.Signal(syscall.SIGTERM)
 		cmd.Wait()
 	}()
-	at, err := w.waitReady(t0, 5*time.Minute)
-	if err != nil {
-		return res, err
-	}
-	res.start = at.Sub(t0)
-	for i := 0; i < o.rounds; i++ {
-		time.Sleep(3 * time.Second)
-		t := time.Now()
+	err = o.measure(&res, w, t0, func() (time.Time, error) {
 		rc := exec.Command(o.schedd, "restart", "--socket", sock, "--wait", "--json", "--method", method, "--delay", "0s")
 		var out bytes.Buffer
 		rc.Stdout, rc.Stderr = &out, &out
 		if err := rc.Run(); err != nil {
-			return res, fmt.Errorf("schedd restart: %v: %s", err, out.String())
+			return time.Time{}, fmt.Errorf("schedd restart: %v: %s", err, out.String())
 		}
 		done := time.Now()
-		from, to, err := w.window(t, 2*time.Minute)
-		if err != nil {
-			return res, err
-		}
-		res.windows = append(res.windows, to.Sub(from))
-		res.totals = append(res.totals, done.Sub(t))
-		var reply struct {
-			Result struct {
-				DeferredMs int64 `json:"deferred_ms"`
-				PID        int   `json:"pid"`
-				Fence      *struct {
-					WaitMs   int64 `json:"wait_ms"`
-					ResumeMs int64 `json:"resume_ms"`
-				} `json:"fence"`
-			} `json:"result"`
-		}
-		if json.Unmarshal(out.Bytes(), &reply) == nil {
-			res.note += fmt.Sprintf(" [pid %d, waited for idle %.1fs", reply.Result.PID, float64(reply.Result.DeferredMs)/1000)
-			if f := reply.Result.Fence; f != nil {
+		var reply api.RestartReply
+		if json.Unmarshal(out.Bytes(), &reply) == nil && reply.Result != nil {
+			r := reply.Result
+			res.note += fmt.Sprintf(" [pid %d, waited for idle %.1fs", r.PID, float64(r.DeferredMs)/1000)
+			if f := r.Fence; f != nil {
 				res.note += fmt.Sprintf(", fence ready %.1fs, resume %.1fs", float64(f.WaitMs)/1000, float64(f.ResumeMs)/1000)
 			}
 			res.note += "]"
 		}
-	}
-	return res, nil
+		return done, nil
+	})
+	return res, err
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.2fs", d.Seconds()) }
