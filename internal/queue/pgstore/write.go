@@ -1,9 +1,11 @@
 package pgstore
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -22,9 +24,7 @@ const claimable = `(d.state = 'pending' OR (d.state = 'sending' AND (d.lease_unt
 // claimArgs are the arguments of claimable, with more.
 func (s *Store) claimArgs(epoch, now int64, more pgx.NamedArgs) pgx.NamedArgs {
 	a := pgx.NamedArgs{"epoch": epoch, "host": s.opts.HostID, "now": now}
-	for k, v := range more {
-		a[k] = v
-	}
+	maps.Copy(a, more)
 	return a
 }
 
@@ -93,13 +93,7 @@ func (s *Store) ClaimDue(ctx context.Context, c queue.Claim) ([]queue.Entry, err
 	}
 	// RETURNING keeps no order: put them back in dispatch order.
 	slices.SortFunc(es, func(a, b queue.Entry) int {
-		if a.Priority != b.Priority {
-			return a.Priority - b.Priority
-		}
-		if c := a.NextAttemptAt.Compare(b.NextAttemptAt); c != 0 {
-			return c
-		}
-		return int(a.ID - b.ID)
+		return cmp.Or(cmp.Compare(a.Priority, b.Priority), a.NextAttemptAt.Compare(b.NextAttemptAt), cmp.Compare(a.ID, b.ID))
 	})
 	return es, nil
 }
