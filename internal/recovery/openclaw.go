@@ -52,7 +52,7 @@ func (s *OpenClawSink) Send(ctx context.Context, d Delivery) error {
 	if d.Key == "" {
 		d.Key = fmt.Sprintf("schedd-delivery-%d", d.ID)
 	}
-	resp, body, err := s.http.exchange(ctx, d)
+	resp, body, err := s.http.exchange(ctx, d, 64<<10)
 	if err != nil {
 		return err
 	}

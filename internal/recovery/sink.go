@@ -97,7 +97,7 @@ const snippetLen = 512
 
 // Send makes one HTTP request.
 func (s *HTTPSink) Send(ctx context.Context, d Delivery) error {
-	resp, body, err := s.exchange(ctx, d)
+	resp, body, err := s.exchange(ctx, d, 0)
 	if err != nil {
 		return err
 	}
@@ -117,10 +117,11 @@ func (s *HTTPSink) Send(ctx context.Context, d Delivery) error {
 	return se
 }
 
-// exchange makes the request and returns the reply with the start of its body: all of a
-// 2xx body up to 64 KiB, snippetLen bytes of any other (the rest is read and dropped, up
-// to 64 KiB, so that the connection can be kept). The body is closed.
-func (s *HTTPSink) exchange(ctx context.Context, d Delivery) (*http.Response, []byte, error) {
+// exchange makes the request and returns the reply with the start of its body: okKeep
+// bytes of a 2xx body (the HTTP sink reads none of it), snippetLen bytes of any other (the
+// rest is read and dropped, up to 64 KiB, so that the connection can be kept). The body is
+// closed.
+func (s *HTTPSink) exchange(ctx context.Context, d Delivery, okKeep int64) (*http.Response, []byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, s.cfg.Method, s.cfg.URL, bytes.NewReader(d.Payload))
@@ -141,7 +142,7 @@ func (s *HTTPSink) exchange(ctx context.Context, d Delivery) (*http.Response, []
 	defer resp.Body.Close()
 	keep := int64(snippetLen)
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
-		keep = 64 << 10
+		keep = okKeep
 	}
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, keep))
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))

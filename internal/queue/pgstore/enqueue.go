@@ -43,17 +43,13 @@ func (s *Store) Enqueue(ctx context.Context, n queue.NewEntry) (queue.Entry, boo
 // order, and notifies the fleet once it committed something.
 func (s *Store) EnqueueBatch(ctx context.Context, ns []queue.NewEntry) ([]queue.EnqueueResult, error) {
 	rows := make([]newRow, len(ns))
-	bad := make([]error, len(ns))
+	out := make([]queue.EnqueueResult, len(ns)) // an entry that fails its checks has its Err already
 	todo := false
 	for i, n := range ns {
-		rows[i], bad[i] = s.prepare(n)
-		todo = todo || bad[i] == nil
+		rows[i], out[i].Err = s.prepare(n)
+		todo = todo || out[i].Err == nil
 	}
-	out := make([]queue.EnqueueResult, len(ns))
 	if !todo {
-		for i := range ns {
-			out[i] = queue.EnqueueResult{Err: bad[i]}
-		}
 		return out, nil
 	}
 	err := s.tx(ctx, func(tx pgx.Tx) error {
@@ -63,8 +59,7 @@ func (s *Store) EnqueueBatch(ctx context.Context, ns []queue.NewEntry) ([]queue.
 		}
 		created := false
 		for i := range rows {
-			if bad[i] != nil {
-				out[i] = queue.EnqueueResult{Err: bad[i]}
+			if out[i].Err != nil {
 				continue
 			}
 			e, c, err := s.insertTx(ctx, tx, &rows[i], live)

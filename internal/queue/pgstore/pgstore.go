@@ -71,6 +71,7 @@ type Store struct {
 	opts   Options
 	schema atomic.Int64
 	opened chan struct{} // closed once the database was reached and migrated
+	closed atomic.Bool
 
 	wake chan struct{}
 	stop context.CancelFunc
@@ -78,8 +79,7 @@ type Store struct {
 
 	mu        sync.Mutex
 	epoch     int64 // the newest epoch this store allocated: the one its heartbeat renews
-	closed    bool
-	connected bool // the last contact with the server succeeded
+	connected bool  // the last contact with the server succeeded
 }
 
 var (
@@ -257,13 +257,9 @@ func unreachable(err error) bool {
 
 // Close stops the heartbeat and the listener and closes the pool.
 func (s *Store) Close() error {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
+	if s.closed.Swap(true) {
 		return nil
 	}
-	s.closed = true
-	s.mu.Unlock()
 	s.stop()
 	s.wg.Wait()
 	s.pool.Close()
@@ -381,10 +377,7 @@ func (s *Store) fail(err error) error {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return err
 	}
-	s.mu.Lock()
-	closed := s.closed
-	s.mu.Unlock()
-	if closed {
+	if s.closed.Load() {
 		return queue.ErrClosed
 	}
 	s.setConnected(err)
@@ -406,10 +399,7 @@ func redact(err error) error {
 
 // tx runs fn in one transaction and commits it.
 func (s *Store) tx(ctx context.Context, fn func(pgx.Tx) error) error {
-	s.mu.Lock()
-	closed := s.closed
-	s.mu.Unlock()
-	if closed {
+	if s.closed.Load() {
 		return queue.ErrClosed
 	}
 	if err := s.ready(); err != nil {

@@ -1,9 +1,11 @@
 package pgstore
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -22,9 +24,7 @@ const claimable = `(d.state = 'pending' OR (d.state = 'sending' AND (d.lease_unt
 // claimArgs are the arguments of claimable, with more.
 func (s *Store) claimArgs(epoch, now int64, more pgx.NamedArgs) pgx.NamedArgs {
 	a := pgx.NamedArgs{"epoch": epoch, "host": s.opts.HostID, "now": now}
-	for k, v := range more {
-		a[k] = v
-	}
+	maps.Copy(a, more)
 	return a
 }
 
@@ -40,6 +40,21 @@ func (s *Store) why(ctx context.Context, tx pgx.Tx, id int64, byState func(queue
 		return err
 	}
 	return byState(queue.State(st))
+}
+
+// update runs one statement on entry id in its own transaction; when it matched no row,
+// why explains it with byState.
+func (s *Store) update(ctx context.Context, id int64, byState func(queue.State) error, sql string, args ...any) error {
+	return s.tx(ctx, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, sql, args...)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			return s.why(ctx, tx, id, byState)
+		}
+		return nil
+	})
 }
 
 // MarkSending claims one entry for epoch.
@@ -78,30 +93,16 @@ func (s *Store) ClaimDue(ctx context.Context, c queue.Claim) ([]queue.Entry, err
 	}
 	// RETURNING keeps no order: put them back in dispatch order.
 	slices.SortFunc(es, func(a, b queue.Entry) int {
-		if a.Priority != b.Priority {
-			return a.Priority - b.Priority
-		}
-		if c := a.NextAttemptAt.Compare(b.NextAttemptAt); c != 0 {
-			return c
-		}
-		return int(a.ID - b.ID)
+		return cmp.Or(cmp.Compare(a.Priority, b.Priority), a.NextAttemptAt.Compare(b.NextAttemptAt), cmp.Compare(a.ID, b.ID))
 	})
 	return es, nil
 }
 
 // owned runs an update of a sending entry held by epoch; ErrNotOwner when it matched none.
 func (s *Store) owned(ctx context.Context, what string, id int64, sql string, args pgx.NamedArgs) error {
-	err := s.tx(ctx, func(tx pgx.Tx) error {
-		args["id"], args["now"] = id, s.now()
-		tag, err := tx.Exec(ctx, sql+" WHERE id = @id AND state = 'sending' AND owner_epoch = @epoch", args)
-		if err != nil {
-			return err
-		}
-		if tag.RowsAffected() == 0 {
-			return s.why(ctx, tx, id, func(queue.State) error { return queue.ErrNotOwner })
-		}
-		return nil
-	})
+	args["id"], args["now"] = id, s.now()
+	err := s.update(ctx, id, func(queue.State) error { return queue.ErrNotOwner },
+		sql+" WHERE id = @id AND state = 'sending' AND owner_epoch = @epoch", args)
 	if err != nil {
 		return fmt.Errorf("%s %d: %w", what, id, err)
 	}
@@ -134,25 +135,16 @@ func (s *Store) Release(ctx context.Context, id, epoch int64, nextAt time.Time) 
 
 // Dead dead-letters a pending entry, or a sending one that epoch holds or could claim.
 func (s *Store) Dead(ctx context.Context, id, epoch int64, reason, lastErr string) error {
-	err := s.tx(ctx, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `UPDATE schedd_deliveries d SET state = 'dead', dead_reason = @reason,
-			last_error = CASE WHEN @lasterr = '' THEN last_error ELSE @lasterr END,
-			finished_at = @now, updated_at = @now, lease_until = NULL
-			WHERE id = @id AND (d.owner_epoch = @epoch AND d.state = 'sending' OR `+claimable+")",
-			s.claimArgs(epoch, s.now(), pgx.NamedArgs{"id": id, "reason": reason, "lasterr": lastErr}))
-		if err != nil {
-			return err
+	err := s.update(ctx, id, func(st queue.State) error {
+		if st.Terminal() {
+			return queue.ErrWrongState
 		}
-		if tag.RowsAffected() == 0 {
-			return s.why(ctx, tx, id, func(st queue.State) error {
-				if st.Terminal() {
-					return queue.ErrWrongState
-				}
-				return queue.ErrNotOwner
-			})
-		}
-		return nil
-	})
+		return queue.ErrNotOwner
+	}, `UPDATE schedd_deliveries d SET state = 'dead', dead_reason = @reason,
+		last_error = CASE WHEN @lasterr = '' THEN last_error ELSE @lasterr END,
+		finished_at = @now, updated_at = @now, lease_until = NULL
+		WHERE id = @id AND (d.owner_epoch = @epoch AND d.state = 'sending' OR `+claimable+")",
+		s.claimArgs(epoch, s.now(), pgx.NamedArgs{"id": id, "reason": reason, "lasterr": lastErr}))
 	if err != nil {
 		return fmt.Errorf("dead-letter %d: %w", id, err)
 	}
@@ -184,21 +176,12 @@ func (s *Store) Retry(ctx context.Context, id int64) (queue.Entry, error) {
 
 // Drop deletes a pending or dead entry; a delivered tombstone is kept.
 func (s *Store) Drop(ctx context.Context, id int64) error {
-	err := s.tx(ctx, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, "DELETE FROM schedd_deliveries WHERE id = $1 AND state IN ('pending', 'dead')", id)
-		if err != nil {
-			return err
+	err := s.update(ctx, id, func(st queue.State) error {
+		if st == queue.StateSending {
+			return queue.ErrBusy
 		}
-		if tag.RowsAffected() == 0 {
-			return s.why(ctx, tx, id, func(st queue.State) error {
-				if st == queue.StateSending {
-					return queue.ErrBusy
-				}
-				return queue.ErrWrongState
-			})
-		}
-		return nil
-	})
+		return queue.ErrWrongState
+	}, "DELETE FROM schedd_deliveries WHERE id = $1 AND state IN ('pending', 'dead')", id)
 	if err != nil {
 		return fmt.Errorf("drop %d: %w", id, err)
 	}
