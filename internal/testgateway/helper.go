@@ -5,7 +5,6 @@ package testgateway
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"os/signal"
 	"strings"
 	"syscall"
@@ -72,12 +71,7 @@ func runHelperLeader(file string, ignoreTerm bool) int {
 	}
 	sigs := make(chan os.Signal, 8)
 	signal.Notify(sigs, loggedSignals...)
-	exe, err := os.Executable()
-	if err != nil {
-		fail("%v", err)
-	}
-	helper := exec.Command(exe)
-	helper.Env = append(os.Environ(), Command("helper-of="+file))
+	helper := self("helper-of=" + file)
 	if err := helper.Start(); err != nil {
 		fail("helper: %v", err)
 	}
