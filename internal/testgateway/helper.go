@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -90,11 +91,5 @@ func runHelperLeader(file string, ignoreTerm bool) int {
 
 // waitForText waits until file holds line.
 func waitForText(file, line string) {
-	for range 2500 {
-		if b, err := os.ReadFile(file); err == nil && strings.Contains(string(b), line+"\n") {
-			return
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-	fail("no %q in %s", line, file)
+	waitForFile(file, strconv.Quote(line), func(b []byte) bool { return strings.Contains(string(b), line+"\n") })
 }
