@@ -8,7 +8,7 @@ import (
 // openclawIdle checks the openclaw idle probe.
 func (k *checker) openclawIdle(path string, o *OpenClawProbe) {
 	k.command(path+".command", o.Command)
-	if o.Port != 0 && (o.Port < 1 || o.Port > 65535) {
+	if o.Port < 0 || o.Port > 65535 { // 0: no --port
 		k.errf(path+".port", "must be from 1 to 65535, got %d", o.Port)
 	}
 	if o.URL != "" {

@@ -65,11 +65,7 @@ func (o OpenClaw) call(ctx context.Context, method string, params any, out any) 
 		}
 		argv = append(argv, "--params", string(b))
 	}
-	run := o.Run
-	if run == nil {
-		run = platform.RunCommand
-	}
-	res, err := run(ctx, platform.RunSpec{Argv: argv, Env: o.Env, MaxOutput: maxCallOutput})
+	res, err := o.Run.run(ctx, platform.RunSpec{Argv: argv, Env: o.Env, MaxOutput: maxCallOutput})
 	if err != nil {
 		return &CallError{Method: method, Message: err.Error()}
 	}

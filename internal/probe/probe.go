@@ -150,6 +150,14 @@ func (p TCP) Check(ctx context.Context) error {
 // RunFunc runs a short command; platform.RunCommand is the real one.
 type RunFunc func(ctx context.Context, spec platform.RunSpec) (platform.RunResult, error)
 
+// run calls f, or platform.RunCommand when f is nil.
+func (f RunFunc) run(ctx context.Context, spec platform.RunSpec) (platform.RunResult, error) {
+	if f == nil {
+		f = platform.RunCommand
+	}
+	return f(ctx, spec)
+}
+
 // Exec runs a command: exit 0 passes. For Inflight, exit 0 means idle and any other exit
 // means busy (reported as 1 in flight, or the number the command prints on stdout).
 type Exec struct {
@@ -159,11 +167,7 @@ type Exec struct {
 }
 
 func (p Exec) run(ctx context.Context) (platform.RunResult, error) {
-	run := p.Run
-	if run == nil {
-		run = platform.RunCommand
-	}
-	res, err := run(ctx, platform.RunSpec{Argv: p.Argv, Env: p.Env, MaxOutput: 4096})
+	res, err := p.Run.run(ctx, platform.RunSpec{Argv: p.Argv, Env: p.Env, MaxOutput: 4096})
 	if err != nil {
 		return res, fmt.Errorf("run %s: %w", p.name(), err)
 	}

@@ -76,14 +76,7 @@ func (l *life) run(ctx context.Context) outcome {
 	if !rc.Notify && rc.Probe == nil {
 		l.becomeReady()
 	} else {
-		if rc.Timeout > 0 {
-			l.readyTimer = time.NewTimer(rc.Timeout)
-		}
-		if rc.Probe != nil {
-			l.readyc = make(chan struct{}, 1)
-			l.lastProbe = make(chan error, 1)
-			l.wg.Go(func() { l.pollReadiness(pctx) })
-		}
+		l.awaitReady(pctx, 0)
 	}
 	l.wdInterval = s.cfg.Liveness.Watchdog
 	l.liveResults = make(chan liveResult, 1)
@@ -309,27 +302,35 @@ func (l *life) reload(ctx context.Context, r request) {
 	l.reloading = rc.Notify
 	l.startedAt = time.Now()
 	s.update(func(st *api.Gateway) { st.State = api.GatewayStarting; st.ReadySince = time.Time{} })
-	downWait := s.cfg.SignalDownWait
+	l.awaitReady(ctx, s.cfg.SignalDownWait)
+}
+
+// awaitReady arms the wait for readiness: the readiness timeout and the probe's poller.
+// With a probe and downWait > 0 the probe must first fail (waitDown), and the timeout
+// starts only then (downSeen).
+func (l *life) awaitReady(ctx context.Context, downWait time.Duration) {
+	rc := l.s.cfg.Readiness
 	if rc.Probe == nil {
 		downWait = 0
 	}
 	if rc.Timeout > 0 && downWait == 0 {
 		l.readyTimer = time.NewTimer(rc.Timeout)
 	}
-	if rc.Probe != nil {
-		l.readyc = make(chan struct{}, 1)
-		l.lastProbe = make(chan error, 1)
-		if downWait > 0 {
-			l.downc = make(chan struct{}, 1)
-		}
-		l.wg.Go(func() {
-			if downWait > 0 {
-				l.waitDown(ctx, downWait)
-				l.downc <- struct{}{}
-			}
-			l.pollReadiness(ctx)
-		})
+	if rc.Probe == nil {
+		return
 	}
+	l.readyc = make(chan struct{}, 1)
+	l.lastProbe = make(chan error, 1)
+	if downWait > 0 {
+		l.downc = make(chan struct{}, 1)
+	}
+	l.wg.Go(func() {
+		if downWait > 0 {
+			l.waitDown(ctx, downWait)
+			l.downc <- struct{}{}
+		}
+		l.pollReadiness(ctx)
+	})
 }
 
 // waitDown polls the readiness probe until it fails, for at most d. A probe that never

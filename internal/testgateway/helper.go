@@ -5,8 +5,8 @@ package testgateway
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -72,12 +72,7 @@ func runHelperLeader(file string, ignoreTerm bool) int {
 	}
 	sigs := make(chan os.Signal, 8)
 	signal.Notify(sigs, loggedSignals...)
-	exe, err := os.Executable()
-	if err != nil {
-		fail("%v", err)
-	}
-	helper := exec.Command(exe)
-	helper.Env = append(os.Environ(), Command("helper-of="+file))
+	helper := self("helper-of=" + file)
 	if err := helper.Start(); err != nil {
 		fail("helper: %v", err)
 	}
@@ -96,11 +91,5 @@ func runHelperLeader(file string, ignoreTerm bool) int {
 
 // waitForText waits until file holds line.
 func waitForText(file, line string) {
-	for range 2500 {
-		if b, err := os.ReadFile(file); err == nil && strings.Contains(string(b), line+"\n") {
-			return
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-	fail("no %q in %s", line, file)
+	waitForFile(file, strconv.Quote(line), func(b []byte) bool { return strings.Contains(string(b), line+"\n") })
 }

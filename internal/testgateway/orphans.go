@@ -103,15 +103,18 @@ func churnOrphans(d time.Duration) {
 
 // waitForLine waits until file holds pid (or any line, with 0).
 func waitForLine(file string, pid int) {
+	waitForFile(file, "pid", func(b []byte) bool { return len(b) > 0 && (pid == 0 || containsPID(b, pid)) })
+}
+
+// waitForFile waits until what file holds satisfies ok; what names it in the failure.
+func waitForFile(file, what string, ok func([]byte) bool) {
 	for range 2500 {
-		if b, err := os.ReadFile(file); err == nil && len(b) > 0 {
-			if pid == 0 || containsPID(b, pid) {
-				return
-			}
+		if b, err := os.ReadFile(file); err == nil && ok(b) {
+			return
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
-	fail("no pid in %s", file)
+	fail("no %s in %s", what, file)
 }
 
 func containsPID(b []byte, pid int) bool {
