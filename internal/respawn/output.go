@@ -1,11 +1,13 @@
 package respawn
 
 import (
+	"strings"
 	"sync"
 	"time"
 
 	"go.uber.org/zap"
 
+	"github.com/schedd/schedd/internal/api"
 	"github.com/schedd/schedd/internal/platform"
 )
 
@@ -23,7 +25,7 @@ type outputLogger struct {
 	window  time.Time
 	n       int
 	dropped int
-	tail    []string // the last tailLines lines, oldest first
+	tail    *OutputRing // the last tailLines lines, each cut at tailLineMax
 }
 
 // tailLines is how many of its last output lines a failed gateway shows in the status,
@@ -34,7 +36,7 @@ const (
 )
 
 func newOutputLogger(log *zap.Logger, perSec int, ring *OutputRing) *outputLogger {
-	return &outputLogger{log: log, ring: ring, perSec: perSec, pidc: make(chan struct{})}
+	return &outputLogger{log: log, ring: ring, perSec: perSec, pidc: make(chan struct{}), tail: NewOutputRing(tailLines)}
 }
 
 // started records the pid; lines that arrived before it wait for it.
@@ -59,16 +61,14 @@ func (o *outputLogger) line(s platform.Stream, b []byte) {
 	if !keep {
 		o.dropped++
 	}
+	o.mu.Unlock()
 	text := string(b)
-	if len(o.tail) == tailLines {
-		o.tail = append(o.tail[:0], o.tail[1:]...)
-	}
 	t := text
 	if len(t) > tailLineMax {
-		t = cutUTF8(t, tailLineMax)
+		// A clone, so the cut line does not pin the whole original in memory.
+		t = strings.Clone(cutUTF8(t, tailLineMax))
 	}
-	o.tail = append(o.tail, t)
-	o.mu.Unlock()
+	o.tail.Add(api.LogLine{Text: t})
 	o.ring.add(now, o.pid, s.String(), text, !keep)
 	if keep {
 		o.log.Info(text, zap.Int("pid", o.pid), zap.Stringer("stream", s))
@@ -77,7 +77,10 @@ func (o *outputLogger) line(s platform.Stream, b []byte) {
 
 // lastLines returns a copy of the last lines of output.
 func (o *outputLogger) lastLines() []string {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return append([]string(nil), o.tail...)
+	lines, _ := o.tail.Last(tailLines)
+	texts := make([]string, len(lines))
+	for i, l := range lines {
+		texts[i] = l.Text
+	}
+	return texts
 }
