@@ -167,7 +167,7 @@ func Open(ctx context.Context, dsn string, o Options) (*Store, error) {
 
 // open migrates the schema, then starts the heartbeat and the listener and closes opened.
 func (s *Store) open(ctx, bg context.Context) error {
-	v, err := migrate(ctx, s.pool)
+	v, err := Migrate(ctx, s.pool, deliveries)
 	s.setConnected(err)
 	if err != nil {
 		return err
@@ -202,6 +202,13 @@ func (s *Store) RescanEvery() time.Duration { return s.opts.HostLease / 2 }
 
 // HostID is the host id this store claims under.
 func (s *Store) HostID() string { return s.opts.HostID }
+
+// HostLease is how long this host's claims outlive its last heartbeat.
+func (s *Store) HostLease() time.Duration { return s.opts.HostLease }
+
+// Pool is the store's connection pool, for the other components that keep their state in
+// the same database (cron on a fleet). They must not close it.
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 
 // Ping reports whether the database answers.
 func (s *Store) Ping(ctx context.Context) error {
