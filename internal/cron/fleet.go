@@ -96,20 +96,21 @@ func (f *Fleet) Run(ctx context.Context) error {
 			return nil
 		}
 	}
-	f.setRole(RoleStandby, 0)
 	for ctx.Err() == nil {
 		f.mu.Lock()
 		has := len(f.jobs) > 0
 		f.mu.Unlock()
-		if has {
-			term, err := f.acquire(ctx)
-			switch {
-			case err != nil:
-				f.log.Warn("cron: cannot reach the leader row", zap.Error(err))
-			case term > 0:
-				f.lead(ctx, term)
-				continue
-			}
+		// A host without jobs does not contend (it would run nothing); it still shows who
+		// leads.
+		term, err := f.acquire(ctx, has)
+		switch {
+		case err != nil:
+			f.log.Warn("cron: cannot reach the leader row", zap.Error(err))
+		case term > 0:
+			f.lead(ctx, term)
+			continue
+		default:
+			f.setRole(RoleStandby, 0)
 		}
 		select {
 		case <-ctx.Done():
@@ -121,20 +122,28 @@ func (f *Fleet) Run(ctx context.Context) error {
 }
 
 // acquire takes the lease when it ran out (or is this host's own from before a restart):
-// a new term. It returns 0 when another host holds it, and records who.
-func (f *Fleet) acquire(ctx context.Context) (int64, error) {
+// a new term. It returns 0 when another host holds it (or contend is false), and records
+// who.
+func (f *Fleet) acquire(ctx context.Context, contend bool) (int64, error) {
 	var term int64
-	err := f.cfg.Pool.QueryRow(ctx, `INSERT INTO schedd_cron_leader (id, host, term, expires_at)
+	err := pgx.ErrNoRows
+	if contend {
+		err = f.cfg.Pool.QueryRow(ctx, `INSERT INTO schedd_cron_leader (id, host, term, expires_at)
 		VALUES (1, $1, 1, now() + $2 * interval '1 millisecond')
 		ON CONFLICT (id) DO UPDATE SET host = excluded.host, term = schedd_cron_leader.term + 1,
 			expires_at = excluded.expires_at
 		WHERE schedd_cron_leader.expires_at <= now() OR schedd_cron_leader.host = excluded.host
 		RETURNING term`, f.cfg.Host, f.cfg.Lease.Milliseconds()).Scan(&term)
+	}
 	if errors.Is(err, pgx.ErrNoRows) {
 		var host string
 		var until time.Time
-		if err := f.cfg.Pool.QueryRow(ctx, `SELECT host, term, expires_at FROM schedd_cron_leader WHERE id = 1`).
-			Scan(&host, &term, &until); err != nil {
+		err := f.cfg.Pool.QueryRow(ctx, `SELECT host, term, expires_at FROM schedd_cron_leader WHERE id = 1`).
+			Scan(&host, &term, &until)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return 0, nil // no host has led yet
+		}
+		if err != nil {
 			return 0, err
 		}
 		f.mu.Lock()
