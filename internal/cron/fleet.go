@@ -50,6 +50,7 @@ type Fleet struct {
 
 	mu          sync.Mutex
 	jobs        []Job
+	gen         int      // counts the changes of jobs
 	svc         *Service // while leading
 	role        string
 	term        int64
@@ -59,8 +60,12 @@ type Fleet struct {
 	viewAt      time.Time
 }
 
-// viewTTL is how long a standby serves reads from one load of the fleet's state.
-const viewTTL = time.Second
+// viewTTL is how long a standby serves reads from one load of the fleet's state, which
+// may take viewTimeout at most.
+const (
+	viewTTL     = time.Second
+	viewTimeout = 5 * time.Second
+)
 
 // NewFleet checks the jobs and builds the fleet's cron; it reaches the database only in Run.
 func NewFleet(cfg FleetConfig) (*Fleet, error) {
@@ -180,18 +185,31 @@ func (f *Fleet) release(term int64) {
 func (f *Fleet) lead(ctx context.Context, term int64) {
 	f.mu.Lock()
 	cfg := f.cfg.Config
-	cfg.Jobs, cfg.store = f.jobs, &pgStore{pool: f.cfg.Pool, host: f.cfg.Host, term: term}
+	cfg.Jobs, cfg.store = f.jobs, &pgStore{pool: f.cfg.Pool, host: f.cfg.Host, term: term, timeout: f.cfg.Lease / 2}
+	gen := f.gen
+	f.mu.Unlock()
 	svc, err := New(cfg)
 	if err != nil {
-		f.mu.Unlock()
 		f.log.Error("cron: cannot load the fleet's state; handing the lead over", zap.Error(err))
 		f.release(term)
 		sleep(ctx, f.cfg.Lease/3)
 		return
 	}
-	f.svc, f.role, f.term, f.leader, f.view = svc, RoleLeader, term, f.cfg.Host, nil
-	f.leaderUntil = time.Now().Add(f.cfg.Lease)
-	f.mu.Unlock()
+	for {
+		f.mu.Lock()
+		if f.gen == gen {
+			f.svc, f.role, f.term, f.leader, f.view = svc, RoleLeader, term, f.cfg.Host, nil
+			f.leaderUntil = time.Now().Add(f.cfg.Lease)
+			f.mu.Unlock()
+			break
+		}
+		jobs := f.jobs // changed while the state loaded
+		gen = f.gen
+		f.mu.Unlock()
+		if err := svc.Update(ctx, jobs); err != nil {
+			f.log.Error("cron: cannot apply the new jobs", zap.Error(err))
+		}
+	}
 	f.log.Info("cron: this host leads the fleet's cron jobs", zap.String("host", f.cfg.Host), zap.Int64("term", term))
 	defer f.setRole(RoleStandby, term)
 
@@ -256,6 +274,7 @@ func (f *Fleet) Update(ctx context.Context, jobs []Job) error {
 	}
 	f.mu.Lock()
 	f.jobs, f.view = jobs, nil
+	f.gen++
 	svc := f.svc
 	f.mu.Unlock()
 	select {
@@ -275,23 +294,29 @@ func (f *Fleet) Update(ctx context.Context, jobs []Job) error {
 // state (reloaded at most every viewTTL).
 func (f *Fleet) current(ctx context.Context) (*Service, bool, error) {
 	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.svc != nil {
+	switch {
+	case f.svc != nil:
+		defer f.mu.Unlock()
 		return f.svc, true, nil
-	}
-	if f.role == RoleConnecting {
+	case f.role == RoleConnecting:
+		f.mu.Unlock()
 		return nil, false, fmt.Errorf("%w: the fleet's database was not reached yet", ErrStopped)
+	case f.view != nil && time.Since(f.viewAt) <= viewTTL:
+		defer f.mu.Unlock()
+		return f.view, false, nil
 	}
-	if f.view == nil || time.Since(f.viewAt) > viewTTL {
-		cfg := f.cfg.Config
-		cfg.Jobs, cfg.store, cfg.Logger = f.jobs, &pgStore{pool: f.cfg.Pool, host: f.cfg.Host}, zap.NewNop()
-		v, err := New(cfg)
-		if err != nil {
-			return nil, false, err
-		}
-		f.view, f.viewAt = v, time.Now()
+	cfg := f.cfg.Config
+	cfg.Jobs, cfg.Logger = f.jobs, zap.NewNop()
+	cfg.store = &pgStore{pool: f.cfg.Pool, host: f.cfg.Host, timeout: viewTimeout}
+	f.mu.Unlock()
+	v, err := New(cfg) // the database is read without the lock held
+	if err != nil {
+		return nil, false, err
 	}
-	return f.view, false, nil
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.view, f.viewAt = v, time.Now()
+	return v, false, nil
 }
 
 // leaderOnly is the service for a change, or ErrNotLeader naming the leader.

@@ -78,6 +78,17 @@ type pgStore struct {
 	pool *pgxpool.Pool
 	host string
 	term int64
+	// timeout bounds each operation: a database that stopped answering must not hold the
+	// service's loop (or a status request) for long.
+	timeout time.Duration
+}
+
+// bound is ctx with the store's timeout.
+func (st *pgStore) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	if st.timeout <= 0 {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, st.timeout)
 }
 
 const pgTaskCols = taskCols + ", host"
@@ -91,6 +102,8 @@ func (st *pgStore) where() string { return "postgres" }
 func (st *pgStore) close() error { return nil }
 
 func (st *pgStore) loadState(ctx context.Context) (snapshot, error) {
+	ctx, cancel := st.bound(ctx)
+	defer cancel()
 	snap := snapshot{jobs: map[string]*jobRow{}}
 	rows, err := st.pool.Query(ctx, `SELECT name, schedule, last_slot, enabled, disabled_reason, failures,
 		retry_at, retry_wait, retry_of, retry_key, retry_attempt, retry_slot FROM schedd_cron_jobs`)
@@ -196,6 +209,8 @@ const (
 // commit writes b in one transaction and one round trip after the fence's.
 func (st *pgStore) commit(ctx context.Context, b *batch, now time.Time) (dups []*task, pruned map[string]int, err error) {
 	pruned = map[string]int{}
+	ctx, cancel := st.bound(ctx)
+	defer cancel()
 	err = pgx.BeginFunc(ctx, st.pool, func(tx pgx.Tx) error {
 		var one int
 		if err := tx.QueryRow(ctx, fenceSQL, st.host, st.term).Scan(&one); errors.Is(err, pgx.ErrNoRows) {
@@ -295,6 +310,8 @@ func (st *pgStore) tasks(ctx context.Context, f TaskFilter) ([]*task, error) {
 }
 
 func (st *pgStore) query(ctx context.Context, q string, args ...any) ([]*task, error) {
+	ctx, cancel := st.bound(ctx)
+	defer cancel()
 	rows, err := st.pool.Query(ctx, q, args...)
 	if err != nil {
 		return nil, err

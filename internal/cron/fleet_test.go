@@ -19,7 +19,12 @@ import (
 
 func fleetPool(t *testing.T) *pgxpool.Pool {
 	t.Helper()
-	pool, err := pgxpool.New(context.Background(), pgtest.DSN(t))
+	return fleetPoolOn(t, pgtest.DSN(t))
+}
+
+func fleetPoolOn(t *testing.T, dsn string) *pgxpool.Pool {
+	t.Helper()
+	pool, err := pgxpool.New(context.Background(), dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,5 +235,61 @@ func TestFleetTakeover(t *testing.T) {
 	}
 	if n := len(acts["b"].seen()); n != 1 {
 		t.Fatalf("b ran %d times, want the one retry", n)
+	}
+}
+
+// The leader is cut off from the database while another host still reaches it: the cut-off
+// leader stops leading within half a lease, the other host takes over once the lease ran
+// out, and no slot runs twice; once the database is back the first host stands by (P24).
+func TestFleetLeaderCutOff(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	proxy, via := pgtest.NewProxy(t, dsn, "")
+	direct := fleetPoolOn(t, dsn)
+	cut, err := pgxpool.New(context.Background(), via)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cut.Close)
+	origin := time.Now().Truncate(time.Second)
+	var mu sync.Mutex
+	ran := map[string][]string{}
+	job := func(host string) []Job {
+		return []Job{{Name: "tick", Schedule: every{period: 100 * time.Millisecond, origin: origin},
+			Action: &fakeAction{answer: func(i RunInfo) error {
+				mu.Lock()
+				ran[i.RunKey] = append(ran[i.RunKey], host)
+				mu.Unlock()
+				return nil
+			}}}}
+	}
+	lease := 2 * time.Second
+	a := startFleet(t, cut, "a", lease, job("a"))
+	waitUntil(t, "a leads", func() bool { return a.role() == RoleLeader })
+	b := startFleet(t, direct, "b", lease, job("b"))
+	waitUntil(t, "b stands by", func() bool { return b.role() == RoleStandby })
+	time.Sleep(500 * time.Millisecond)
+	proxy.Down()
+	waitUntil(t, "a stops leading", func() bool { return a.role() != RoleLeader })
+	waitUntil(t, "b leads", func() bool { return b.role() == RoleLeader })
+	time.Sleep(500 * time.Millisecond)
+	proxy.Up()
+	waitUntil(t, "a stands by behind b", func() bool {
+		st := a.f.Status().Fleet
+		return st.Role == RoleStandby && st.Leader == "b"
+	})
+	a.stop()
+	b.stop()
+
+	mu.Lock()
+	defer mu.Unlock()
+	hosts := map[string]int{}
+	for key, hs := range ran {
+		if len(hs) != 1 {
+			t.Errorf("slot %s ran %d times: %v", key, len(hs), hs)
+		}
+		hosts[hs[0]]++
+	}
+	if hosts["a"] == 0 || hosts["b"] == 0 {
+		t.Fatalf("runs per host %v: want both", hosts)
 	}
 }

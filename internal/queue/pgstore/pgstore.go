@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -127,6 +128,11 @@ func Open(ctx context.Context, dsn string, o Options) (*Store, error) {
 		return nil, errors.New("postgres store: the dsn cannot be parsed (check its syntax)")
 	}
 	cfg.MaxConns = int32(o.MaxConns)
+	// A transaction left open by a host cut off mid-way would keep its row locks until the
+	// server noticed the dead connection (hours, with default keepalives): the server ends
+	// it after one lease instead, so that other hosts can take over its claims and the
+	// cron lead.
+	cfg.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"] = strconv.FormatInt(o.HostLease.Milliseconds(), 10)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("postgres store: %w", redact(err))
