@@ -28,6 +28,12 @@ a command, an HTTP request or a durable delivery. They fire while the gateway is
 or restarting, and every run is a task (see schedd tasks) kept in the state dir with
 its result. These commands talk to the running daemon.
 
+With a PostgreSQL delivery store (deliveries.store.postgres) the hosts of that database
+form a fleet: one of them runs the jobs and keeps their tasks in the database, the
+others stand by and take over within a lease; each slot runs once across the fleet.
+cron list names the host that runs them; run, enable, disable and tasks cancel are
+answered by that host only.
+
   schedd cron list                      # every job: schedule, zone, next run, last result
   schedd cron show nightly              # its settings, next 5 runs and history
   schedd cron next nightly --from 2027-03-13T00:00:00-05:00 --count 3
@@ -75,6 +81,9 @@ disable_after failures in a row. The job queue's load is on the last line.
 func printCronList(w io.Writer, st api.Cron, now time.Time) {
 	if len(st.Jobs) == 0 {
 		fmt.Fprintln(w, "no cron jobs (cron.jobs in the config; see `schedd config example`)")
+		if l := fleetLine(st, now); l != "" {
+			fmt.Fprintln(w, l)
+		}
 		return
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -85,6 +94,9 @@ func printCronList(w io.Writer, st api.Cron, now time.Time) {
 	}
 	tw.Flush()
 	fmt.Fprintln(w, queueLine(st))
+	if l := fleetLine(st, now); l != "" {
+		fmt.Fprintln(w, l)
+	}
 }
 
 // cronNext says when a job runs next: its retry or its slot, or why it does not run.
@@ -108,7 +120,31 @@ func cronLast(l *api.CronLast, now time.Time) string {
 	if l.Reason != "" {
 		s += " (" + l.Reason + ")"
 	}
-	return s + " " + since(l.At, now) + " ago"
+	s += " " + since(l.At, now) + " ago"
+	if l.Host != "" {
+		s += " on " + l.Host
+	}
+	return s
+}
+
+// fleetLine says which host of a fleet runs the jobs; empty on a single host.
+func fleetLine(st api.Cron, now time.Time) string {
+	f := st.Fleet
+	switch {
+	case f == nil:
+		return ""
+	case f.Role == "leader":
+		return fmt.Sprintf("fleet: this host (%s) runs the jobs (term %d)", f.Host, f.Term)
+	case f.Role == "connecting":
+		return fmt.Sprintf("fleet: this host (%s) has not reached the database yet", f.Host)
+	case f.Leader == "":
+		return fmt.Sprintf("fleet: this host (%s) stands by; no host runs the jobs right now", f.Host)
+	}
+	s := fmt.Sprintf("fleet: host %s runs the jobs (term %d); this host (%s) stands by", f.Leader, f.Term, f.Host)
+	if f.LeaderUntil != nil && f.LeaderUntil.Before(now) {
+		s += "; its lease ran out " + since(*f.LeaderUntil, now) + " ago"
+	}
+	return s
 }
 
 // queueLine sums up the job queue.
@@ -408,6 +444,9 @@ func printCronSummary(row func(string, ...string), c *api.Cron, now time.Time) {
 		v = append(v, fmt.Sprintf("%d off", off))
 	}
 	row("cron", append(v, queueLine(*c))...)
+	if l := fleetLine(*c, now); l != "" {
+		row("", l)
+	}
 	const show = 5
 	for i, j := range c.Jobs {
 		if i == show {

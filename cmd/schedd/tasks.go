@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -102,7 +103,13 @@ A job no longer configured keeps its history until it returns.
 // printTasks writes a table of tasks.
 func printTasks(w io.Writer, tasks []api.Task, now time.Time) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tJOB\tKIND\tSTATE\tATTEMPT\tWHEN\tDURATION\tDETAIL")
+	// On a fleet every task says which host ran it.
+	fleet := slices.ContainsFunc(tasks, func(t api.Task) bool { return t.Host != "" })
+	head := "ID\tJOB\tKIND\tSTATE\tATTEMPT\tWHEN\tDURATION\tDETAIL"
+	if fleet {
+		head = "ID\tJOB\tKIND\tSTATE\tATTEMPT\tHOST\tWHEN\tDURATION\tDETAIL"
+	}
+	fmt.Fprintln(tw, head)
 	for _, t := range tasks {
 		when := "due " + since(t.DueAt, now) + " ago"
 		switch {
@@ -117,7 +124,11 @@ func printTasks(w io.Writer, tasks []api.Task, now time.Time) {
 		if t.EndedAt != nil && t.StartedAt != nil {
 			dur = msDur(t.DurationMS)
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", t.ID, t.Job, t.Kind, t.State, t.Attempt, when, dur,
+		attempt := strconv.Itoa(t.Attempt)
+		if fleet {
+			attempt += "\t" + orDash(t.Host)
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.Job, t.Kind, t.State, attempt, when, dur,
 			shorten(taskDetail(t), 80))
 	}
 	tw.Flush()
@@ -194,6 +205,9 @@ func printTask(w io.Writer, t api.Task, now time.Time) {
 	}
 	row("run key", t.RunKey)
 	row("attempt", strconv.Itoa(t.Attempt))
+	if t.Host != "" {
+		row("host", t.Host)
+	}
 	row("due", t.DueAt.Local().Format(time.RFC3339))
 	row("queued", at(t.QueuedAt))
 	if t.StartedAt != nil {

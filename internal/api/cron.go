@@ -75,6 +75,19 @@ type Cron struct {
 	// is configured (the file is opened with the first job).
 	Store      string `json:"store,omitempty"`
 	StoreState string `json:"store_state"`
+	// Fleet is set when the jobs are shared by the hosts of one PostgreSQL database.
+	Fleet *CronFleet `json:"fleet,omitempty"`
+}
+
+// CronFleet is this host's part in the fleet's cron: one host, the leader, runs the jobs;
+// the others stand by and take over when its lease runs out.
+type CronFleet struct {
+	Host string `json:"host"`
+	// Role is leader, standby, or connecting while the database was not reached.
+	Role        string     `json:"role"`
+	Leader      string     `json:"leader,omitempty"`
+	LeaderUntil *time.Time `json:"leader_until,omitempty"`
+	Term        int64      `json:"term,omitempty"`
 }
 
 // CronJob is one job in Cron, in config order.
@@ -104,6 +117,8 @@ type CronLast struct {
 	Reason string    `json:"reason,omitempty"`
 	At     time.Time `json:"at"`
 	TaskID int64     `json:"task_id"`
+	// Host ran the task, on a fleet sharing one PostgreSQL database.
+	Host string `json:"host,omitempty"`
 }
 
 // CronJobDetail is the reply of GET /v1/cron/{name}: the job's status, its settings, its
@@ -200,6 +215,8 @@ type Task struct {
 	Error string `json:"error,omitempty"`
 	// Output is the start of the action's output (capped).
 	Output string `json:"output,omitempty"`
+	// Host is the host that ran the task, on a fleet sharing one PostgreSQL database.
+	Host string `json:"host,omitempty"`
 }
 
 // TaskList is the reply of GET /v1/tasks, newest first. NextCursor, when not zero, is the

@@ -147,7 +147,8 @@ deliveries:
     # postgres:            # instead of sqlite: one store shared by a fleet of schedd hosts
     #   dsn: "host=db user=schedd dbname=schedd"  # or a postgres:// URL; a secret, never shown
     #   host_id: web-1     # unique in the fleet; default: host name + ":" + state dir
-    #   lease: 30s         # others rescue this host's claims this long after its last heartbeat
+    #   lease: 30s         # others rescue this host's claims (and take over its cron jobs) this
+    #                      # long after its last heartbeat
     #   max_conns: 8       # connection pool size
   max_retries: 5           # transient failures before an entry is dead-lettered
   schedule: [5s, 25s, 2m, 10m]  # retry delays; the last one repeats
@@ -187,6 +188,8 @@ deliveries:
 
 # Cron jobs: runs on a schedule, each one a task kept in the state dir (cron.db, created with
 # the first job). They run while the gateway is down, and their history survives restarts.
+# With the postgres store the hosts of the database share them: one host runs them, each slot
+# once across the fleet, with their tasks in the database; give every host the same jobs.
 cron:
   workers: 4               # tasks that run at once
   queue_size: 1000         # due tasks that may wait for a worker; one more is skipped (queue_full)

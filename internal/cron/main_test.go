@@ -4,12 +4,12 @@ import (
 	"os"
 	"testing"
 
-	"go.uber.org/goleak"
+	"github.com/schedd/schedd/internal/queue/pgstore/pgtest"
 )
 
 func TestMain(m *testing.M) {
 	if mode := os.Getenv(helperEnv); mode != "" {
 		os.Exit(helperMain(mode))
 	}
-	goleak.VerifyTestMain(m)
+	pgtest.VerifyMain(m)
 }

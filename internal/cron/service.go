@@ -59,6 +59,11 @@ type Config struct {
 	// Observe is told of tasks that start and end, for metrics.
 	Observe Observer
 
+	// Host is written into every task as the host that ran it (on a fleet).
+	Host string
+
+	// store replaces the SQLite task store in StateDir (a fleet's, on Postgres).
+	store taskStore
 	// offset replaces schedule.Offset, in tests.
 	offset func(name string, jitter time.Duration) time.Duration
 }
@@ -86,10 +91,10 @@ type Service struct {
 	mu    sync.Mutex // guards phase; held by a caller that works on the state itself
 	phase int
 
-	readStore atomic.Pointer[store] // for the API's reads
+	readStore atomic.Pointer[taskStore] // for the API's reads
 
 	// Owned by the loop (or by a caller holding mu while the loop does not run).
-	st        *store
+	st        taskStore
 	jobs      map[string]*jobState
 	order     []*jobState
 	rows      map[string]*jobRow // persisted state of jobs not configured (now)
@@ -389,12 +394,15 @@ func (s *Service) Tasks(ctx context.Context, f TaskFilter) (api.TaskList, error)
 
 // reader is the store for the API's reads: nil while none is open; closed once Run has
 // returned.
-func (s *Service) reader() (*store, error) {
+func (s *Service) reader() (taskStore, error) {
 	select {
 	case <-s.done:
 		return nil, ErrStopped
 	default:
-		return s.readStore.Load(), nil
+		if p := s.readStore.Load(); p != nil {
+			return *p, nil
+		}
+		return nil, nil
 	}
 }
 
@@ -407,26 +415,30 @@ func (s *Service) ensureStore() error {
 	if s.st != nil {
 		return nil
 	}
-	if s.path == "" {
-		return errors.New("cron: no state dir for the task store")
-	}
-	st, err := openStore(context.Background(), s.path)
-	if err != nil {
-		return err
+	st := s.cfg.store
+	if st == nil {
+		if s.path == "" {
+			return errors.New("cron: no state dir for the task store")
+		}
+		sq, err := openStore(context.Background(), s.path)
+		if err != nil {
+			return err
+		}
+		st = sq
 	}
 	snap, err := st.loadState(context.Background())
 	if err != nil {
 		st.close()
-		return fmt.Errorf("load cron store %s: %w", s.path, err)
+		return fmt.Errorf("load cron store %s: %w", st.where(), err)
 	}
 	s.st = st
-	s.readStore.Store(st)
+	s.readStore.Store(&st)
 	for name, r := range snap.jobs {
 		s.rows[name] = r
 	}
 	s.recoverQ = snap.active
 	s.nextID = max(s.nextID, snap.nextID)
-	s.log.Info("cron store open", zap.String("path", s.path), zap.Int("schema_version", SchemaVersion),
+	s.log.Info("cron store open", zap.String("store", st.where()), zap.Int("schema_version", SchemaVersion),
 		zap.Int("jobs", len(snap.jobs)), zap.Int("active_tasks", len(snap.active)))
 	return nil
 }

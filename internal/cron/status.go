@@ -20,7 +20,7 @@ func (s *Service) Status() api.Cron {
 			Queued: queued, QueueSize: s.cfg.QueueSize, QueueFull: s.queueFull,
 			StoreState: api.StoreNotOpened}
 		if s.st != nil {
-			c.Store, c.StoreState = s.st.path, api.StoreOpen
+			c.Store, c.StoreState = s.st.where(), api.StoreOpen
 		}
 		for _, j := range s.order {
 			c.Jobs = append(c.Jobs, s.jobStatus(j))

@@ -73,6 +73,23 @@ var schema = []string{
 // SchemaVersion is the task store's schema version this build writes.
 var SchemaVersion = len(schema)
 
+// taskStore keeps the jobs' state and their tasks: the SQLite file of one host (store), or
+// a fleet's tables on PostgreSQL (pgStore). Only the service's loop commits; the API's reads
+// run beside it.
+type taskStore interface {
+	loadState(ctx context.Context) (snapshot, error)
+	// commit writes b in one transaction. A new task whose (run key, attempt) is taken is
+	// not written: it comes back in dups and must not run (P24). pruned says how many tasks
+	// each prune deleted. A failure wraps ErrStore.
+	commit(ctx context.Context, b *batch, now time.Time) (dups []*task, pruned map[string]int, err error)
+	task(ctx context.Context, id int64) (*task, error)
+	tasks(ctx context.Context, f TaskFilter) ([]*task, error)
+	// where names the store for the status and logs: a path, or "postgres" (a DSN is a
+	// secret).
+	where() string
+	close() error
+}
+
 // store is the task store: one SQLite file in WAL mode, every commit synced (FULL), written
 // only by the service's loop; the API's reads run beside it.
 type store struct {
@@ -131,6 +148,8 @@ func (st *store) init(ctx context.Context) error {
 	}
 	return nil
 }
+
+func (st *store) where() string { return st.path }
 
 func (st *store) close() error {
 	for _, s := range st.stmts {
@@ -300,8 +319,6 @@ func (st *store) prepare(ctx context.Context) error {
 	return nil
 }
 
-// commit writes b. A new task whose (run key, attempt) is taken is not written: it comes
-// back in dups and must not run (P24). pruned says how many tasks each prune deleted.
 func (st *store) commit(ctx context.Context, b *batch, now time.Time) (dups []*task, pruned map[string]int, err error) {
 	pruned = map[string]int{}
 	err = st.inTx(ctx, func(tx *sql.Tx) error {
@@ -424,7 +441,7 @@ func (st *store) query(ctx context.Context, q string, args ...any) ([]*task, err
 }
 
 func lastOf(t *task) *api.CronLast {
-	return &api.CronLast{State: t.state, Reason: t.reason, At: t.ended, TaskID: t.id}
+	return &api.CronLast{State: t.state, Reason: t.reason, At: t.ended, TaskID: t.id, Host: t.host}
 }
 
 // ns is t in Unix nanoseconds, NULL for the zero time.

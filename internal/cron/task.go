@@ -32,6 +32,7 @@ type task struct {
 	class      string
 	err        string
 	output     string
+	host       string // the host that ran it, on a fleet
 
 	stored bool // its row exists
 	dirty  bool // its row must be written
@@ -107,7 +108,7 @@ func preview(b []byte) string {
 func (t *task) API() api.Task {
 	a := api.Task{ID: t.id, Job: t.job, Kind: t.kind, State: t.state, Reason: t.reason, RunKey: t.runKey,
 		Attempt: t.attempt, DueAt: t.due, QueuedAt: t.queued, ExitCode: t.exitCode, Signal: t.signal,
-		HTTPStatus: t.httpStatus, Class: t.class, Error: t.err, Output: t.output}
+		HTTPStatus: t.httpStatus, Class: t.class, Error: t.err, Output: t.output, Host: t.host}
 	if !t.slot.IsZero() {
 		s := t.slot
 		a.Slot = &s

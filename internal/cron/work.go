@@ -14,7 +14,7 @@ import (
 // newTask creates a queued task of j; the caller admits or ends it.
 func (s *Service) newTask(j *jobState, kind api.TaskKind, key string, attempt int, slot, due, now time.Time) *task {
 	t := &task{id: s.nextID, job: j.def.Name, kind: kind, runKey: key, attempt: attempt, slot: slot, due: due,
-		state: api.TaskQueued, queued: now, qidx: -1}
+		state: api.TaskQueued, queued: now, qidx: -1, host: s.cfg.Host}
 	s.nextID++
 	j.active = append(j.active, t)
 	j.stored++
@@ -108,7 +108,7 @@ func (s *Service) dispatch() {
 			j.held = t // starts when the run it replaces has ended
 			continue
 		}
-		t.state, t.started = api.TaskRunning, now
+		t.state, t.started, t.host = api.TaskRunning, now, s.cfg.Host
 		s.cfg.Observe.late(t.job, now.Sub(t.due))
 		s.markTask(t)
 		s.running++

@@ -21,17 +21,34 @@ import (
 // cronUpdateTimeout bounds how long a reload waits for the cron loop to take the new jobs.
 const cronUpdateTimeout = time.Minute
 
+// cronService is what the daemon needs of cron: a Service on one host, a Fleet on a
+// shared PostgreSQL database.
+type cronService interface {
+	Run(ctx context.Context) error
+	Update(ctx context.Context, jobs []cron.Job) error
+	Status() api.Cron
+	Job(ctx context.Context, name string) (api.CronJobDetail, error)
+	Next(ctx context.Context, name string, from time.Time, n int) (api.CronNextReply, error)
+	RunNow(ctx context.Context, name string, wait bool) (api.Task, error)
+	SetEnabled(ctx context.Context, name string, on bool) (bool, error)
+	Tasks(ctx context.Context, f cron.TaskFilter) (api.TaskList, error)
+	Task(ctx context.Context, id int64) (api.Task, error)
+	Cancel(ctx context.Context, id int64) (api.Task, error)
+}
+
 // setupCron builds the cron component: the cron service runs cron.jobs from the config and
 // keeps their tasks in the state dir (cron.db, opened with the first job: a daemon without
-// jobs has no such file and no cron timer). heartbeat_wake actions go to the heartbeat
-// service and deliver actions to the delivery service, so it is set up after both.
+// jobs has no such file and no cron timer). With a Postgres delivery store the hosts of the
+// database share the jobs instead: one of them runs them (cron.Fleet), with their tasks in
+// that database. heartbeat_wake actions go to the heartbeat service and deliver actions to
+// the delivery service, so it is set up after both.
 func (d *Daemon) setupCron() (*component, error) {
 	c := d.config()
 	jobs, err := CronJobs(c.Cron)
 	if err != nil {
 		return nil, err
 	}
-	svc, err := cron.New(cron.Config{
+	cfg := cron.Config{
 		Jobs:      jobs,
 		Workers:   c.Cron.Workers,
 		QueueSize: c.Cron.QueueSize,
@@ -39,7 +56,14 @@ func (d *Daemon) setupCron() (*component, error) {
 		Logger:    d.log.Named("cron"),
 		Deps:      cron.Deps{Wake: d.cronWake, Deliver: d.cronDeliver, Environ: d.opts.Environ},
 		Observe:   d.cronObserver(),
-	})
+	}
+	var svc cronService
+	if db := d.fleetDB; db != nil {
+		cfg.Host = db.HostID()
+		svc, err = cron.NewFleet(cron.FleetConfig{Config: cfg, Pool: db.Pool(), Opened: db.Opened(), Lease: db.HostLease()})
+	} else {
+		svc, err = cron.New(cfg)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("cron: %w", err)
 	}

@@ -21,7 +21,7 @@ const (
 )
 
 // cronAPI serves the cron and task endpoints of the control API.
-type cronAPI struct{ svc *cron.Service }
+type cronAPI struct{ svc cronService }
 
 func (a cronAPI) routes(srv *control.Server) {
 	srv.Handle("GET /v1/cron", a.list)
@@ -192,6 +192,8 @@ func cronError(w http.ResponseWriter, err error) {
 		control.WriteError(w, http.StatusNotFound, api.CodeNotFound, "name: "+err.Error())
 	case errors.Is(err, cron.ErrUnknownTask):
 		control.WriteError(w, http.StatusNotFound, api.CodeNotFound, "id: "+err.Error())
+	case errors.Is(err, cron.ErrNotLeader):
+		control.WriteError(w, http.StatusConflict, api.CodeConflict, err.Error())
 	case errors.Is(err, cron.ErrStopped):
 		control.WriteError(w, http.StatusServiceUnavailable, api.CodeUnavailable, "schedd is stopping: "+err.Error())
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):

@@ -24,6 +24,7 @@ import (
 	"github.com/schedd/schedd/internal/heartbeat"
 	"github.com/schedd/schedd/internal/metrics"
 	"github.com/schedd/schedd/internal/platform"
+	"github.com/schedd/schedd/internal/queue/pgstore"
 	"github.com/schedd/schedd/internal/recovery"
 	"github.com/schedd/schedd/internal/respawn"
 	"github.com/schedd/schedd/internal/restart"
@@ -82,6 +83,8 @@ type Daemon struct {
 	// heartbeats and deliveries take the work of cron's heartbeat_wake and deliver actions.
 	heartbeats *heartbeat.Service
 	deliveries *recovery.Service
+	// fleetDB is the delivery store when it is a fleet's PostgreSQL database: cron shares it.
+	fleetDB *pgstore.Store
 	// output keeps the gateway's recent output lines for `schedd logs`.
 	output *respawn.OutputRing
 	// metrics is nil unless metrics.listen is set (metrics.go).

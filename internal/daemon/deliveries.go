@@ -205,6 +205,7 @@ func (d *Daemon) openPostgresStore(dc config.Deliveries, pg *config.PostgresStor
 		return nil, fmt.Errorf("delivery store (deliveries.store.postgres): %w", err)
 	}
 	d.log.Info("delivery store: postgres", zap.String("host_id", host), zap.Int("schema", store.Info().Schema))
+	d.fleetDB = store
 	return store, nil
 }
 

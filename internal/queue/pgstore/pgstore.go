@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -127,6 +128,11 @@ func Open(ctx context.Context, dsn string, o Options) (*Store, error) {
 		return nil, errors.New("postgres store: the dsn cannot be parsed (check its syntax)")
 	}
 	cfg.MaxConns = int32(o.MaxConns)
+	// A transaction left open by a host cut off mid-way would keep its row locks until the
+	// server noticed the dead connection (hours, with default keepalives): the server ends
+	// it after one lease instead, so that other hosts can take over its claims and the
+	// cron lead.
+	cfg.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"] = strconv.FormatInt(o.HostLease.Milliseconds(), 10)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("postgres store: %w", redact(err))
@@ -167,7 +173,7 @@ func Open(ctx context.Context, dsn string, o Options) (*Store, error) {
 
 // open migrates the schema, then starts the heartbeat and the listener and closes opened.
 func (s *Store) open(ctx, bg context.Context) error {
-	v, err := migrate(ctx, s.pool)
+	v, err := Migrate(ctx, s.pool, deliveries)
 	s.setConnected(err)
 	if err != nil {
 		return err
@@ -202,6 +208,13 @@ func (s *Store) RescanEvery() time.Duration { return s.opts.HostLease / 2 }
 
 // HostID is the host id this store claims under.
 func (s *Store) HostID() string { return s.opts.HostID }
+
+// HostLease is how long this host's claims outlive its last heartbeat.
+func (s *Store) HostLease() time.Duration { return s.opts.HostLease }
+
+// Pool is the store's connection pool, for the other components that keep their state in
+// the same database (cron on a fleet). They must not close it.
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 
 // Ping reports whether the database answers.
 func (s *Store) Ping(ctx context.Context) error {

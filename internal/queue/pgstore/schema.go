@@ -50,40 +50,52 @@ var migrations = []string{
 // SchemaVersion is the schema this build writes.
 var SchemaVersion = len(migrations)
 
+// deliveries is the delivery store's schema.
+var deliveries = Schema{VersionTable: "schedd_schema_version", Steps: migrations}
+
+// Schema is one component's tables in the database: its steps in order, step i bringing
+// the version kept in VersionTable from i to i+1. Each component (the deliveries, cron) has
+// its own version table, so each migrates its own tables.
+type Schema struct {
+	VersionTable string
+	Steps        []string
+}
+
 // migrateLock is the pg_advisory_xact_lock key that serialises migrations ("schedd" in
 // ASCII).
 const migrateLock = 0x736368656464
 
-// migrate brings the schema to SchemaVersion in one transaction that first takes an
-// advisory lock: two hosts starting at once run it one after the other, and the second
-// finds the work done. A failed step rolls everything back.
-func migrate(ctx context.Context, pool *pgxpool.Pool) (int, error) {
+// Migrate brings sc to its last step in one transaction that first takes an advisory lock:
+// two hosts starting at once run it one after the other, and the second finds the work
+// done. A failed step rolls everything back. It returns the version now in place.
+func Migrate(ctx context.Context, pool *pgxpool.Pool, sc Schema) (int, error) {
+	table := pgx.Identifier{sc.VersionTable}.Sanitize()
 	var v int
 	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", int64(migrateLock)); err != nil {
 			return fmt.Errorf("lock for migration: %w", err)
 		}
-		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS schedd_schema_version (version INTEGER NOT NULL)`); err != nil {
-			return fmt.Errorf("create schema version table: %w", err)
+		if _, err := tx.Exec(ctx, "CREATE TABLE IF NOT EXISTS "+table+" (version INTEGER NOT NULL)"); err != nil {
+			return fmt.Errorf("create schema version table %s: %w", sc.VersionTable, err)
 		}
-		if err := tx.QueryRow(ctx, "SELECT COALESCE(MAX(version), 0) FROM schedd_schema_version").Scan(&v); err != nil {
-			return fmt.Errorf("read schema version: %w", err)
+		if err := tx.QueryRow(ctx, "SELECT COALESCE(MAX(version), 0) FROM "+table).Scan(&v); err != nil {
+			return fmt.Errorf("read schema version from %s: %w", sc.VersionTable, err)
 		}
-		if v > len(migrations) {
-			return fmt.Errorf("schema version %d is newer than this schedd supports (%d)", v, len(migrations))
+		if v > len(sc.Steps) {
+			return fmt.Errorf("schema version %d in %s is newer than this schedd supports (%d)", v, sc.VersionTable, len(sc.Steps))
 		}
-		if v == len(migrations) {
+		if v == len(sc.Steps) {
 			return nil
 		}
-		for ; v < len(migrations); v++ {
-			if _, err := tx.Exec(ctx, migrations[v]); err != nil {
-				return fmt.Errorf("migration %d: %w", v+1, err)
+		for ; v < len(sc.Steps); v++ {
+			if _, err := tx.Exec(ctx, sc.Steps[v]); err != nil {
+				return fmt.Errorf("migration %d of %s: %w", v+1, sc.VersionTable, err)
 			}
 		}
-		if _, err := tx.Exec(ctx, "DELETE FROM schedd_schema_version"); err != nil {
+		if _, err := tx.Exec(ctx, "DELETE FROM "+table); err != nil {
 			return fmt.Errorf("set schema version: %w", err)
 		}
-		if _, err := tx.Exec(ctx, "INSERT INTO schedd_schema_version (version) VALUES ($1)", v); err != nil {
+		if _, err := tx.Exec(ctx, "INSERT INTO "+table+" (version) VALUES ($1)", v); err != nil {
 			return fmt.Errorf("set schema version: %w", err)
 		}
 		return nil

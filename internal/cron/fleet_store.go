@@ -1,0 +1,352 @@
+package cron
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/schedd/schedd/internal/api"
+	"github.com/schedd/schedd/internal/queue/pgstore"
+)
+
+// FleetSchema is cron's part of a fleet's PostgreSQL database: the SQLite store's jobs and
+// tasks (a task also records the host that ran it) and the leader row. Only the host that
+// holds the leader row runs jobs; every write of its store checks, in its transaction, that
+// it still does (the fence), so a deposed leader cannot write a task, and UNIQUE (run_key,
+// attempt) makes a slot run once across the fleet (P24). Instants are Unix nanoseconds, as
+// in SQLite; the leader's lease is on the database's clock, shared by every host.
+var FleetSchema = pgstore.Schema{VersionTable: "schedd_cron_schema_version", Steps: []string{
+	`CREATE TABLE schedd_cron_jobs (
+		name            TEXT PRIMARY KEY,
+		schedule        TEXT NOT NULL,
+		last_slot       BIGINT,
+		enabled         BOOLEAN,
+		disabled_reason TEXT NOT NULL DEFAULT '',
+		failures        INTEGER NOT NULL DEFAULT 0,
+		retry_at        BIGINT,
+		retry_wait      BIGINT,
+		retry_of        BIGINT,
+		retry_key       TEXT,
+		retry_attempt   INTEGER,
+		retry_slot      BIGINT,
+		updated_at      BIGINT NOT NULL
+	);
+	CREATE TABLE schedd_cron_tasks (
+		id          BIGINT PRIMARY KEY,
+		job         TEXT NOT NULL,
+		kind        TEXT NOT NULL,
+		run_key     TEXT NOT NULL,
+		attempt     INTEGER NOT NULL,
+		slot        BIGINT,
+		due_at      BIGINT NOT NULL,
+		state       TEXT NOT NULL,
+		reason      TEXT NOT NULL DEFAULT '',
+		queued_at   BIGINT NOT NULL,
+		started_at  BIGINT,
+		ended_at    BIGINT,
+		exit_code   INTEGER,
+		signal      TEXT NOT NULL DEFAULT '',
+		http_status INTEGER NOT NULL DEFAULT 0,
+		class       TEXT NOT NULL DEFAULT '',
+		error       TEXT NOT NULL DEFAULT '',
+		output      TEXT NOT NULL DEFAULT '',
+		host        TEXT NOT NULL DEFAULT '',
+		UNIQUE (run_key, attempt)
+	);
+	CREATE INDEX schedd_cron_tasks_job ON schedd_cron_tasks(job, id);
+	CREATE INDEX schedd_cron_tasks_active ON schedd_cron_tasks(state) WHERE state IN ('queued', 'running');
+	CREATE TABLE schedd_cron_leader (
+		id         INTEGER PRIMARY KEY CHECK (id = 1),
+		host       TEXT NOT NULL,
+		term       BIGINT NOT NULL,
+		expires_at TIMESTAMPTZ NOT NULL
+	);`,
+}}
+
+// ErrDeposed wraps a commit refused because this host no longer leads the fleet's cron.
+var ErrDeposed = errors.New("no longer the cron leader")
+
+// pgStore is the task store of a fleet: the tables of FleetSchema, written by the leader of
+// term term only. It borrows the pool of the delivery store and never closes it.
+type pgStore struct {
+	pool *pgxpool.Pool
+	host string
+	term int64
+	// timeout bounds each operation: a database that stopped answering must not hold the
+	// service's loop (or a status request) for long.
+	timeout time.Duration
+}
+
+// bound is ctx with the store's timeout.
+func (st *pgStore) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	if st.timeout <= 0 {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, st.timeout)
+}
+
+const pgTaskCols = taskCols + ", host"
+
+// fenceSQL holds the leader row for the rest of the transaction, or finds nothing when this
+// host's term is over.
+const fenceSQL = `SELECT 1 FROM schedd_cron_leader WHERE id = 1 AND host = $1 AND term = $2 AND expires_at > now() FOR SHARE`
+
+func (st *pgStore) where() string { return "postgres" }
+
+func (st *pgStore) close() error { return nil }
+
+func (st *pgStore) loadState(ctx context.Context) (snapshot, error) {
+	ctx, cancel := st.bound(ctx)
+	defer cancel()
+	snap := snapshot{jobs: map[string]*jobRow{}}
+	rows, err := st.pool.Query(ctx, `SELECT name, schedule, last_slot, enabled, disabled_reason, failures,
+		retry_at, retry_wait, retry_of, retry_key, retry_attempt, retry_slot FROM schedd_cron_jobs`)
+	if err != nil {
+		return snap, err
+	}
+	for rows.Next() {
+		var r jobRow
+		var last, rAt, rWait, rOf, rSlot *int64
+		var rAttempt *int
+		var rKey *string
+		if err := rows.Scan(&r.name, &r.schedule, &last, &r.enabled, &r.disabledReason, &r.failures,
+			&rAt, &rWait, &rOf, &rKey, &rAttempt, &rSlot); err != nil {
+			rows.Close()
+			return snap, err
+		}
+		r.lastSlot = fromPtr(last)
+		if rAt != nil {
+			p := &pendingRetry{at: fromPtr(rAt), slot: fromPtr(rSlot)}
+			if rWait != nil {
+				p.wait = time.Duration(*rWait)
+			}
+			if rOf != nil {
+				p.of = *rOf
+			}
+			if rKey != nil {
+				p.runKey = *rKey
+			}
+			if rAttempt != nil {
+				p.attempt = *rAttempt
+			}
+			r.retry = p
+		}
+		snap.jobs[r.name] = &r
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return snap, err
+	}
+	row := func(name string) *jobRow {
+		r := snap.jobs[name]
+		if r == nil {
+			r = &jobRow{name: name}
+			snap.jobs[name] = r
+		}
+		return r
+	}
+	counts, err := st.pool.Query(ctx, `SELECT job, count(*) FROM schedd_cron_tasks GROUP BY job`)
+	if err != nil {
+		return snap, err
+	}
+	for counts.Next() {
+		var job string
+		var n int
+		if err := counts.Scan(&job, &n); err != nil {
+			counts.Close()
+			return snap, err
+		}
+		row(job).stored = n
+	}
+	counts.Close()
+	if err := counts.Err(); err != nil {
+		return snap, err
+	}
+	lasts, err := st.query(ctx, "SELECT "+pgTaskCols+` FROM schedd_cron_tasks WHERE id IN (SELECT max(id)
+		FROM schedd_cron_tasks WHERE state NOT IN ('queued', 'running') GROUP BY job)`)
+	if err != nil {
+		return snap, err
+	}
+	for _, t := range lasts {
+		row(t.job).last = lastOf(t)
+	}
+	snap.active, err = st.query(ctx, "SELECT "+pgTaskCols+" FROM schedd_cron_tasks WHERE state IN ('queued', 'running') ORDER BY id")
+	if err != nil {
+		return snap, err
+	}
+	// One leader writes at a time, so the next id is the largest plus one.
+	err = st.pool.QueryRow(ctx, `SELECT coalesce(max(id), 0) + 1 FROM schedd_cron_tasks`).Scan(&snap.nextID)
+	return snap, err
+}
+
+// The statements of commit. A task's host is the one that first wrote it: a task queued by
+// a leader and run after a takeover says who queued it until it is updated.
+const (
+	pgUpdateTask = `UPDATE schedd_cron_tasks SET job=$1, kind=$2, run_key=$3, attempt=$4, slot=$5, due_at=$6,
+		state=$7, reason=$8, queued_at=$9, started_at=$10, ended_at=$11, exit_code=$12, signal=$13,
+		http_status=$14, class=$15, error=$16, output=$17, host=$18 WHERE id=$19`
+	pgInsertTask = `INSERT INTO schedd_cron_tasks (job, kind, run_key, attempt, slot, due_at, state, reason,
+		queued_at, started_at, ended_at, exit_code, signal, http_status, class, error, output, host, id)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)
+		ON CONFLICT (run_key, attempt) DO NOTHING`
+	pgUpsertJob = `INSERT INTO schedd_cron_jobs (name, schedule, last_slot, enabled, disabled_reason, failures,
+		retry_at, retry_wait, retry_of, retry_key, retry_attempt, retry_slot, updated_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) ON CONFLICT (name) DO UPDATE SET
+		schedule=excluded.schedule, last_slot=excluded.last_slot, enabled=excluded.enabled,
+		disabled_reason=excluded.disabled_reason, failures=excluded.failures, retry_at=excluded.retry_at,
+		retry_wait=excluded.retry_wait, retry_of=excluded.retry_of, retry_key=excluded.retry_key,
+		retry_attempt=excluded.retry_attempt, retry_slot=excluded.retry_slot, updated_at=excluded.updated_at`
+	pgPrune = `DELETE FROM schedd_cron_tasks WHERE id IN (SELECT id FROM schedd_cron_tasks
+		WHERE job = $1 AND state NOT IN ('queued', 'running') ORDER BY id LIMIT $2)`
+)
+
+// commit writes b in one transaction and one round trip after the fence's.
+func (st *pgStore) commit(ctx context.Context, b *batch, now time.Time) (dups []*task, pruned map[string]int, err error) {
+	pruned = map[string]int{}
+	ctx, cancel := st.bound(ctx)
+	defer cancel()
+	err = pgx.BeginFunc(ctx, st.pool, func(tx pgx.Tx) error {
+		var one int
+		if err := tx.QueryRow(ctx, fenceSQL, st.host, st.term).Scan(&one); errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("%w (term %d of %s is over)", ErrDeposed, st.term, st.host)
+		} else if err != nil {
+			return err
+		}
+		var q pgx.Batch
+		for _, t := range b.tasks {
+			sql := pgInsertTask
+			if t.stored {
+				sql = pgUpdateTask
+			}
+			q.Queue(sql, t.job, string(t.kind), t.runKey, t.attempt, nsPtr(t.slot), t.due.UnixNano(), string(t.state),
+				t.reason, t.queued.UnixNano(), nsPtr(t.started), nsPtr(t.ended), t.exitCode, t.signal, t.httpStatus,
+				t.class, t.err, t.output, t.host, t.id)
+		}
+		for _, r := range b.jobs {
+			var rAt, rWait, rOf, rKey, rAttempt, rSlot any
+			if p := r.retry; p != nil {
+				rAt, rWait, rOf, rKey, rAttempt, rSlot = nsPtr(p.at), int64(p.wait), p.of, p.runKey, p.attempt, nsPtr(p.slot)
+			}
+			q.Queue(pgUpsertJob, r.name, r.schedule, nsPtr(r.lastSlot), r.enabled, r.disabledReason, r.failures,
+				rAt, rWait, rOf, rKey, rAttempt, rSlot, now.UnixNano())
+		}
+		jobs := make([]string, 0, len(b.prunes))
+		for job, n := range b.prunes {
+			jobs = append(jobs, job)
+			q.Queue(pgPrune, job, n)
+		}
+		res := tx.SendBatch(ctx, &q)
+		for _, t := range b.tasks {
+			tag, err := res.Exec()
+			if err != nil {
+				res.Close()
+				return fmt.Errorf("write task %d: %w", t.id, err)
+			}
+			if !t.stored && tag.RowsAffected() == 0 {
+				dups = append(dups, t)
+			}
+		}
+		for _, r := range b.jobs {
+			if _, err := res.Exec(); err != nil {
+				res.Close()
+				return fmt.Errorf("write job %s: %w", r.name, err)
+			}
+		}
+		for _, job := range jobs {
+			tag, err := res.Exec()
+			if err != nil {
+				res.Close()
+				return fmt.Errorf("prune the history of %s: %w", job, err)
+			}
+			pruned[job] = int(tag.RowsAffected())
+		}
+		return res.Close()
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: postgres: %w", ErrStore, err)
+	}
+	return dups, pruned, nil
+}
+
+func (st *pgStore) task(ctx context.Context, id int64) (*task, error) {
+	ts, err := st.query(ctx, "SELECT "+pgTaskCols+" FROM schedd_cron_tasks WHERE id = $1", id)
+	if err != nil {
+		return nil, err
+	}
+	if len(ts) == 0 {
+		return nil, fmt.Errorf("%w: %d", ErrUnknownTask, id)
+	}
+	return ts[0], nil
+}
+
+func (st *pgStore) tasks(ctx context.Context, f TaskFilter) ([]*task, error) {
+	var where []string
+	var args []any
+	arg := func(cond string, v any) {
+		args = append(args, v)
+		where = append(where, cond+" $"+strconv.Itoa(len(args)))
+	}
+	if f.Job != "" {
+		arg("job =", f.Job)
+	}
+	if f.State != "" {
+		arg("state =", string(f.State))
+	}
+	if f.Before > 0 {
+		arg("id <", f.Before)
+	}
+	q := "SELECT " + pgTaskCols + " FROM schedd_cron_tasks"
+	if len(where) > 0 {
+		q += " WHERE " + strings.Join(where, " AND ")
+	}
+	args = append(args, f.Limit)
+	return st.query(ctx, q+" ORDER BY id DESC LIMIT $"+strconv.Itoa(len(args)), args...)
+}
+
+func (st *pgStore) query(ctx context.Context, q string, args ...any) ([]*task, error) {
+	ctx, cancel := st.bound(ctx)
+	defer cancel()
+	rows, err := st.pool.Query(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []*task
+	for rows.Next() {
+		t := &task{stored: true, qidx: -1}
+		var slot, started, ended *int64
+		var due, queued int64
+		var kind, state string
+		if err := rows.Scan(&t.id, &t.job, &kind, &t.runKey, &t.attempt, &slot, &due, &state, &t.reason, &queued,
+			&started, &ended, &t.exitCode, &t.signal, &t.httpStatus, &t.class, &t.err, &t.output, &t.host); err != nil {
+			return nil, err
+		}
+		t.kind, t.state = api.TaskKind(kind), api.TaskState(state)
+		t.slot, t.due, t.queued = fromPtr(slot), time.Unix(0, due).UTC(), time.Unix(0, queued).UTC()
+		t.started, t.ended = fromPtr(started), fromPtr(ended)
+		out = append(out, t)
+	}
+	return out, rows.Err()
+}
+
+// nsPtr is t in Unix nanoseconds, nil (NULL) for the zero time.
+func nsPtr(t time.Time) *int64 {
+	if t.IsZero() {
+		return nil
+	}
+	n := t.UnixNano()
+	return &n
+}
+
+func fromPtr(v *int64) time.Time {
+	if v == nil {
+		return time.Time{}
+	}
+	return time.Unix(0, *v).UTC()
+}

@@ -1,0 +1,295 @@
+package cron
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/schedd/schedd/internal/api"
+	"github.com/schedd/schedd/internal/queue/pgstore"
+	"github.com/schedd/schedd/internal/queue/pgstore/pgtest"
+)
+
+// The fleet's tests run on a real PostgreSQL and the real clock: leases are short, waits
+// generous, and nothing asserts a duration.
+
+func fleetPool(t *testing.T) *pgxpool.Pool {
+	t.Helper()
+	return fleetPoolOn(t, pgtest.DSN(t))
+}
+
+func fleetPoolOn(t *testing.T, dsn string) *pgxpool.Pool {
+	t.Helper()
+	pool, err := pgxpool.New(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	if _, err := pgstore.Migrate(context.Background(), pool, FleetSchema); err != nil {
+		t.Fatal(err)
+	}
+	return pool
+}
+
+// fleetHost is one host of a fleet under test.
+type fleetHost struct {
+	f    *Fleet
+	stop func() // ends Run (a clean stop) and waits for it
+}
+
+func startFleet(t *testing.T, pool *pgxpool.Pool, host string, lease time.Duration, jobs []Job) *fleetHost {
+	t.Helper()
+	opened := make(chan struct{})
+	close(opened)
+	f, err := NewFleet(FleetConfig{Config: Config{Jobs: jobs, Host: host, Drain: time.Second}, Pool: pool,
+		Opened: opened, Lease: lease})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- f.Run(ctx) }()
+	var once sync.Once
+	h := &fleetHost{f: f, stop: func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("%s: Run: %v", host, err)
+			}
+		})
+	}}
+	t.Cleanup(h.stop)
+	return h
+}
+
+func (h *fleetHost) role() string { return h.f.Status().Fleet.Role }
+
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); !cond(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("after 30 s: %s", what)
+		}
+	}
+}
+
+// The fleet's store keeps every field of a task, the host included, refuses a second task
+// for a (run key, attempt), and refuses every write of a term that is over.
+func TestFleetStore(t *testing.T) {
+	pool := fleetPool(t)
+	ctx := context.Background()
+	if _, err := pool.Exec(ctx, `INSERT INTO schedd_cron_leader VALUES (1, 'a', 7, now() + interval '1 hour')`); err != nil {
+		t.Fatal(err)
+	}
+	st := &pgStore{pool: pool, host: "a", term: 7}
+	at := time.Date(2026, 3, 29, 1, 30, 0, 123456789, time.UTC)
+	code := 3
+	in := &task{id: 5, job: "j", kind: api.KindRetry, runKey: slotKey("j", at), attempt: 2, slot: at, due: at.Add(time.Second),
+		state: api.TaskFailed, reason: "r", queued: at.Add(2 * time.Second), started: at.Add(3 * time.Second),
+		ended: at.Add(4 * time.Second), exitCode: &code, signal: "SIGTERM", httpStatus: 503, class: api.ClassTransient,
+		err: "boom", output: "out", host: "a", qidx: -1}
+	on := false
+	row := &jobRow{name: "j", schedule: "every 1m0s", lastSlot: at, enabled: &on, disabledReason: "why", failures: 2,
+		retry: &pendingRetry{at: at.Add(time.Minute), wait: time.Minute, of: 5, runKey: in.runKey, attempt: 3, slot: at}}
+	if dups, _, err := st.commit(ctx, &batch{tasks: []*task{in}, jobs: []*jobRow{row}}, at); err != nil || len(dups) != 0 {
+		t.Fatalf("commit: %v %v", dups, err)
+	}
+	got, err := st.task(ctx, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g, w := got.API(), in.API(); g.Host != "a" || !g.Slot.Equal(*w.Slot) || *g.ExitCode != 3 || g.DurationMS != 1000 ||
+		g.Output != w.Output || g.Class != w.Class || g.Error != w.Error || g.HTTPStatus != 503 || g.Signal != "SIGTERM" {
+		t.Fatalf("round trip:\n got %+v\nwant %+v", g, w)
+	}
+	snap, err := st.loadState(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := snap.jobs["j"]
+	if r == nil || !r.lastSlot.Equal(at) || r.enabled == nil || *r.enabled || r.disabledReason != "why" || r.failures != 2 ||
+		r.retry == nil || *r.retry != *row.retry || r.stored != 1 || r.last == nil || r.last.Host != "a" || snap.nextID != 6 {
+		t.Fatalf("state %+v retry %+v next %d", r, r.retry, snap.nextID)
+	}
+	again := *in
+	again.id = 6
+	if dups, _, err := st.commit(ctx, &batch{tasks: []*task{&again}}, at); err != nil || len(dups) != 1 {
+		t.Fatalf("second task for (run key, attempt): dups %v err %v", dups, err)
+	}
+	if list, err := st.tasks(ctx, TaskFilter{Job: "j", State: api.TaskFailed, Limit: 10}); err != nil || len(list) != 1 {
+		t.Fatalf("tasks: %v %v", list, err)
+	}
+	old := &pgStore{pool: pool, host: "a", term: 6}
+	if _, _, err := old.commit(ctx, &batch{jobs: []*jobRow{row}}, at); !errors.Is(err, ErrDeposed) || !errors.Is(err, ErrStore) {
+		t.Fatalf("commit of an old term: %v", err)
+	}
+}
+
+// Two hosts with the same job: one leads and runs every slot, the other stands by and
+// refuses changes by naming the leader; when the leader stops, the other takes over and
+// no slot runs twice (P24).
+func TestFleetOneLeader(t *testing.T) {
+	pool := fleetPool(t)
+	origin := time.Now().Truncate(time.Second)
+	var mu sync.Mutex
+	ran := map[string][]string{} // run key -> hosts
+	job := func(host string) []Job {
+		return []Job{{Name: "tick", Schedule: every{period: 100 * time.Millisecond, origin: origin},
+			Action: &fakeAction{answer: func(i RunInfo) error {
+				mu.Lock()
+				ran[i.RunKey] = append(ran[i.RunKey], host)
+				mu.Unlock()
+				return nil
+			}}}}
+	}
+	a := startFleet(t, pool, "a", 3*time.Second, job("a"))
+	waitUntil(t, "a leads", func() bool { return a.role() == RoleLeader })
+	b := startFleet(t, pool, "b", 3*time.Second, job("b"))
+	waitUntil(t, "b stands by", func() bool { st := b.f.Status().Fleet; return st.Role == RoleStandby && st.Leader == "a" })
+	if _, err := b.f.RunNow(context.Background(), "tick", false); !errors.Is(err, ErrNotLeader) {
+		t.Fatalf("run on the standby: %v", err)
+	}
+	if st := b.f.Status(); len(st.Jobs) != 1 || st.Jobs[0].Name != "tick" {
+		t.Fatalf("standby status %+v", st)
+	}
+	time.Sleep(time.Second)
+	a.stop()
+	waitUntil(t, "b leads", func() bool { return b.role() == RoleLeader })
+	time.Sleep(time.Second)
+	b.stop()
+
+	mu.Lock()
+	defer mu.Unlock()
+	hosts := map[string]int{}
+	for key, hs := range ran {
+		if len(hs) != 1 {
+			t.Errorf("slot %s ran %d times: %v", key, len(hs), hs)
+		}
+		hosts[hs[0]]++
+	}
+	if hosts["a"] == 0 || hosts["b"] == 0 {
+		t.Fatalf("runs per host %v: want both", hosts)
+	}
+	list, err := (&pgStore{pool: pool}).tasks(context.Background(), TaskFilter{Job: "tick", Limit: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tk := range list {
+		if tk.host != "a" && tk.host != "b" {
+			t.Fatalf("task %d has host %q", tk.id, tk.host)
+		}
+	}
+}
+
+// A leader that lost its lease without noticing (its host hung, the network split) cannot
+// write any more: the host that took over finds its running task lost and retries it, and
+// the deposed leader stops that task instead of running on beside the retry (P28).
+func TestFleetTakeover(t *testing.T) {
+	pool := fleetPool(t)
+	hold := make(chan struct{})
+	acts := map[string]*fakeAction{"a": {hold: hold}, "b": {hold: hold}}
+	job := func(host string) []Job {
+		return []Job{{Name: "long", Schedule: every{period: time.Hour, origin: time.Now().Add(time.Hour)},
+			Retry: Retry{Max: 1, Schedule: []time.Duration{10 * time.Millisecond}}, Action: acts[host]}}
+	}
+	lease := 3 * time.Second
+	a := startFleet(t, pool, "a", lease, job("a"))
+	waitUntil(t, "a leads", func() bool { return a.role() == RoleLeader })
+	first, err := a.f.RunNow(context.Background(), "long", false)
+	if err != nil || first.State != api.TaskRunning || first.Host != "a" {
+		t.Fatalf("run: %+v %v", first, err)
+	}
+	// The lease runs out under a's feet, as if a had hung past it.
+	if _, err := pool.Exec(context.Background(), `UPDATE schedd_cron_leader SET expires_at = now() - interval '1 ms'`); err != nil {
+		t.Fatal(err)
+	}
+	b := startFleet(t, pool, "b", lease, job("b"))
+	waitUntil(t, "b leads", func() bool { return b.role() == RoleLeader })
+	waitUntil(t, "a stands by", func() bool { return a.role() == RoleStandby })
+	acts["a"].mu.Lock()
+	aRuns, aEnds := len(acts["a"].runs), len(acts["a"].ends)
+	acts["a"].mu.Unlock()
+	if aRuns != 1 || aEnds != 1 {
+		t.Fatalf("the deposed leader's run: %d started, %d ended; want its one run stopped", aRuns, aEnds)
+	}
+	close(hold)
+	var retry api.Task
+	waitUntil(t, "the lost task retried on b", func() bool {
+		l, err := b.f.Tasks(context.Background(), TaskFilter{Job: "long"})
+		if err != nil || len(l.Tasks) < 2 {
+			return false
+		}
+		retry = l.Tasks[0]
+		return retry.State == api.TaskSucceeded
+	})
+	lost, err := b.f.Task(context.Background(), first.ID)
+	if err != nil || lost.State != api.TaskLost || lost.Host != "a" {
+		t.Fatalf("a's task after the takeover: %+v %v", lost, err)
+	}
+	if retry.Attempt != 2 || retry.Host != "b" || retry.RunKey != first.RunKey {
+		t.Fatalf("retry %+v", retry)
+	}
+	if n := len(acts["b"].seen()); n != 1 {
+		t.Fatalf("b ran %d times, want the one retry", n)
+	}
+}
+
+// The leader is cut off from the database while another host still reaches it: the cut-off
+// leader stops leading within half a lease, the other host takes over once the lease ran
+// out, and no slot runs twice; once the database is back the first host stands by (P24).
+func TestFleetLeaderCutOff(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	proxy, via := pgtest.NewProxy(t, dsn, "")
+	direct := fleetPoolOn(t, dsn)
+	cut, err := pgxpool.New(context.Background(), via)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cut.Close)
+	origin := time.Now().Truncate(time.Second)
+	var mu sync.Mutex
+	ran := map[string][]string{}
+	job := func(host string) []Job {
+		return []Job{{Name: "tick", Schedule: every{period: 100 * time.Millisecond, origin: origin},
+			Action: &fakeAction{answer: func(i RunInfo) error {
+				mu.Lock()
+				ran[i.RunKey] = append(ran[i.RunKey], host)
+				mu.Unlock()
+				return nil
+			}}}}
+	}
+	lease := 2 * time.Second
+	a := startFleet(t, cut, "a", lease, job("a"))
+	waitUntil(t, "a leads", func() bool { return a.role() == RoleLeader })
+	b := startFleet(t, direct, "b", lease, job("b"))
+	waitUntil(t, "b stands by", func() bool { return b.role() == RoleStandby })
+	time.Sleep(500 * time.Millisecond)
+	proxy.Down()
+	waitUntil(t, "a stops leading", func() bool { return a.role() != RoleLeader })
+	waitUntil(t, "b leads", func() bool { return b.role() == RoleLeader })
+	time.Sleep(500 * time.Millisecond)
+	proxy.Up()
+	waitUntil(t, "a stands by behind b", func() bool {
+		st := a.f.Status().Fleet
+		return st.Role == RoleStandby && st.Leader == "b"
+	})
+	a.stop()
+	b.stop()
+
+	mu.Lock()
+	defer mu.Unlock()
+	hosts := map[string]int{}
+	for key, hs := range ran {
+		if len(hs) != 1 {
+			t.Errorf("slot %s ran %d times: %v", key, len(hs), hs)
+		}
+		hosts[hs[0]]++
+	}
+	if hosts["a"] == 0 || hosts["b"] == 0 {
+		t.Fatalf("runs per host %v: want both", hosts)
+	}
+}
