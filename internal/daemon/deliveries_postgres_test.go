@@ -16,7 +16,8 @@ import (
 // With deliveries.store.postgres the daemon runs its deliveries on PostgreSQL: an entry is
 // delivered, status shows the store kind, the host id and the connection's health, and
 // never the DSN. A database that is down at start does not stop the daemon, and while the
-// database cannot be reached an enqueue is a 503 that stores nothing; enqueues and
+// database cannot be reached an enqueue is a 503 that stores nothing and the status says
+// so, with the counts read last; enqueues and
 // deliveries work again once it is back, by themselves.
 func TestDeliveriesOnPostgres(t *testing.T) {
 	const secret = "pg-secret-pw"
@@ -65,8 +66,9 @@ func TestDeliveriesOnPostgres(t *testing.T) {
 	if err := cl.Do(ctx, http.MethodGet, "/v1/status", nil, &st); err != nil {
 		t.Fatal(err)
 	}
-	if ds := st.Deliveries; ds != nil && (ds.Connected == nil || *ds.Connected) {
-		t.Fatalf("status while down: connected = %v", ds.Connected)
+	if ds := st.Deliveries; ds == nil || ds.Store != "postgres" || ds.Connected == nil || *ds.Connected ||
+		ds.ReadError == nil || ds.Delivered != 1 || strings.Contains(ds.ReadError.Message, secret) {
+		t.Fatalf("status while down = %+v; want the store not connected, its read error and the counts read last", ds)
 	}
 	proxy.Up()
 	if err := cl.Do(ctx, http.MethodPost, "/v1/deliveries", api.DeliveryRequest{Sink: "hook", Key: "after", Data: ptr("3")}, &rep); err != nil {
