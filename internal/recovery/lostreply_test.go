@@ -59,3 +59,40 @@ func TestLostClaimReplyIsReleased(t *testing.T) {
 		})
 	}
 }
+
+// An enqueue whose commit reply was lost stored its entry without arming it; when the
+// producer enqueues it again with the same key (created=false), the pending entry is armed
+// and sent at once, by Enqueue and by EnqueueBatch, rather than at the next rescan of the
+// store (never, on a store that is not shared).
+func TestEnqueueAgainArmsStoredEntry(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := queuetest.NewMemory()
+		sink := &fakeSink{}
+		s := runHook(t, store, sink)
+		synctest.Wait()
+		// What the lost commits stored, unknown to the runtime.
+		a := putEntry(store, queue.Entry{Sink: "hook", Key: "a", Payload: []byte("x"), State: queue.StatePending})
+		b := putEntry(store, queue.Entry{Sink: "hook", Key: "b", Payload: []byte("x"), State: queue.StatePending})
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		if n := len(sink.Sends()); n != 0 {
+			t.Fatalf("%d sends of entries nobody armed", n)
+		}
+		if e, created, err := s.Enqueue(context.Background(), Request{Sink: "hook", Key: "a", Payload: []byte("x")}); err != nil || created || e.ID != a.ID {
+			t.Fatalf("enqueue again = %+v, %v, %v", e, created, err)
+		}
+		res, err := s.EnqueueBatch(context.Background(), []Request{{Sink: "hook", Key: "b", Payload: []byte("x")}})
+		if err != nil || res[0].Err != nil || res[0].Created || res[0].Entry.ID != b.ID {
+			t.Fatalf("enqueue batch again = %+v, %v", res, err)
+		}
+		synctest.Wait()
+		for _, e := range []queue.Entry{a, b} {
+			if g := mustGet(t, store, e.ID); g.State != queue.StateDelivered {
+				t.Fatalf("entry %s enqueued again = %+v, want delivered at once", e.Key, g)
+			}
+		}
+		if n := len(sink.Sends()); n != 2 {
+			t.Fatalf("%d sends, want 2", n)
+		}
+	})
+}

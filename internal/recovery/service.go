@@ -200,7 +200,7 @@ type Request struct {
 }
 
 // Enqueue stores a delivery durably and arms it. A key seen before returns the entry that
-// holds it with created=false (P11).
+// holds it with created=false (P11), armed if it is pending.
 func (s *Service) Enqueue(ctx context.Context, r Request) (queue.Entry, bool, error) {
 	n, err := s.policy().newEntry(r, time.Now())
 	if err != nil {
@@ -211,14 +211,24 @@ func (s *Service) Enqueue(ctx context.Context, r Request) (queue.Entry, bool, er
 	if err != nil {
 		return queue.Entry{}, false, err
 	}
-	if created {
-		s.enqueued(e)
-	}
+	s.armStored(e, created)
 	return e, created, nil
 }
 
+// armStored arms an entry an enqueue returned: one it created, and a pending one that held
+// the key already, which this process may never have armed (its enqueue's commit reply was
+// lost, or another host enqueued it); arming an armed entry again changes nothing.
+func (s *Service) armStored(e queue.Entry, created bool) {
+	switch {
+	case created:
+		s.enqueued(e)
+	case e.State == queue.StatePending:
+		s.rt.armEntry(e)
+	}
+}
+
 // EnqueueBatch stores several deliveries in one commit of the store and arms those it
-// created. Each request is checked and stored as Enqueue would (an unknown sink, say, keeps
+// created (and the pending ones whose key it held already). Each request is checked and stored as Enqueue would (an unknown sink, say, keeps
 // out that entry only); the results are in the order of rs. An error is the whole batch's:
 // then nothing was stored.
 func (s *Service) EnqueueBatch(ctx context.Context, rs []Request) ([]queue.EnqueueResult, error) {
@@ -246,8 +256,8 @@ func (s *Service) EnqueueBatch(ctx context.Context, rs []Request) ([]queue.Enque
 		}
 	}
 	for _, r := range out {
-		if r.Created {
-			s.enqueued(r.Entry)
+		if r.Err == nil {
+			s.armStored(r.Entry, r.Created)
 		}
 	}
 	return out, nil
