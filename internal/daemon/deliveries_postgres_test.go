@@ -18,7 +18,8 @@ import (
 // never the DSN. A database that is down at start does not stop the daemon, and while the
 // database cannot be reached an enqueue is a 503 that stores nothing and the status says
 // so, with the counts read last; enqueues and
-// deliveries work again once it is back, by themselves.
+// deliveries work again once it is back, by themselves. A commit whose reply is lost is a
+// 503 that says the entry may be stored.
 func TestDeliveriesOnPostgres(t *testing.T) {
 	const secret = "pg-secret-pw"
 	proxy, dsn := pgtest.NewProxy(t, pgtest.DSN(t), secret)
@@ -82,6 +83,20 @@ func TestDeliveriesOnPostgres(t *testing.T) {
 	if len(list.Deliveries) != 2 || list.Deliveries[0].Key != "a" || list.Deliveries[1].Key != "after" {
 		t.Fatalf("stored = %+v (nothing of the refused enqueues may be there)", list.Deliveries)
 	}
+
+	// The database commits an enqueue and the connection breaks before its reply: a 503
+	// that says the entry may be stored; enqueued again with its key, it is stored once.
+	proxy.LoseCommitReply()
+	req := api.DeliveryRequest{Sink: "hook", Key: "lost-reply", Data: ptr("4")}
+	err := cl.Do(ctx, http.MethodPost, "/v1/deliveries", req, nil)
+	if ae := apiError(t, err); ae.Status != http.StatusServiceUnavailable || ae.Code != api.CodeUnavailable ||
+		!strings.Contains(ae.Message, "may have been stored or not") || !strings.Contains(ae.Message, "idempotency_key") {
+		t.Fatalf("enqueue whose commit reply was lost = %+v", ae)
+	}
+	if err := cl.Do(ctx, http.MethodPost, "/v1/deliveries", req, &rep); err != nil || rep.Created {
+		t.Fatalf("enqueue again = %+v, %v; want the entry the lost commit stored", rep, err)
+	}
+	dd.waitState(t, rep.ID, api.DeliveryDelivered)
 }
 
 // enqueueDown checks that an enqueue is refused with 503 while the database is down.

@@ -397,7 +397,8 @@ func redact(err error) error {
 	return err
 }
 
-// tx runs fn in one transaction and commits it.
+// tx runs fn in one transaction and commits it. A connection that breaks once the commit
+// was sent leaves its outcome unknown: ErrOutcomeUnknown.
 func (s *Store) tx(ctx context.Context, fn func(pgx.Tx) error) error {
 	if s.closed.Load() {
 		return queue.ErrClosed
@@ -405,12 +406,33 @@ func (s *Store) tx(ctx context.Context, fn func(pgx.Tx) error) error {
 	if err := s.ready(); err != nil {
 		return err
 	}
-	err := pgx.BeginFunc(ctx, s.pool, fn)
-	if err == nil {
-		s.setConnected(nil)
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return s.fail(err)
 	}
-	if err == nil || logical(err) {
-		return err
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback(ctx) // on a broken connection too: it releases the connection
+		if logical(err) {
+			return err
+		}
+		return s.fail(err)
+	}
+	// pgx may report a connection that broke while it awaited the reply as "conn closed",
+	// an error it calls safe to retry: only a connection closed before the commit is sure
+	// not to have sent it.
+	unsent := tx.Conn().PgConn().IsClosed()
+	err = tx.Commit(ctx)
+	switch {
+	case err == nil:
+		s.setConnected(nil)
+		return nil
+	case s.closed.Load() || unsent:
+	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
+		return fmt.Errorf("%w: the commit was sent, its reply not awaited: %w", queue.ErrOutcomeUnknown, err)
+	case unreachable(err):
+		s.setConnected(err)
+		return fmt.Errorf("%w (%w, %w): the connection broke during the commit: %v",
+			queue.ErrOutcomeUnknown, queue.ErrUnavailable, queue.ErrStorage, redact(err))
 	}
 	return s.fail(err)
 }
