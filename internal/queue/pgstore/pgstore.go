@@ -127,6 +127,7 @@ func Open(ctx context.Context, dsn string, o Options) (*Store, error) {
 		return nil, errors.New("postgres store: the dsn cannot be parsed (check its syntax)")
 	}
 	cfg.MaxConns = int32(o.MaxConns)
+	cfg.AfterConnect = durableCommits(o.Log)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("postgres store: %w", redact(err))
@@ -163,6 +164,32 @@ func Open(ctx context.Context, dsn string, o Options) (*Store, error) {
 		}
 	})
 	return s, nil
+}
+
+// durableCommits returns the setup of a new connection: a server (or database, or role)
+// whose synchronous_commit is off acknowledges a commit before its WAL is written, and a
+// crash of the server then loses enqueues that schedd acknowledged. Such a connection
+// commits with synchronous_commit = local instead, said once in the log; any other setting
+// (on, remote_write, remote_apply) is kept.
+func durableCommits(log *zap.Logger) func(context.Context, *pgx.Conn) error {
+	var said atomic.Bool
+	return func(ctx context.Context, c *pgx.Conn) error {
+		var mode string
+		if err := c.QueryRow(ctx, "SELECT current_setting('synchronous_commit')").Scan(&mode); err != nil {
+			return err
+		}
+		if mode != "off" {
+			return nil
+		}
+		if _, err := c.Exec(ctx, "SET synchronous_commit = local"); err != nil {
+			return err
+		}
+		if !said.Swap(true) {
+			log.Warn("postgres store: the server's synchronous_commit is off; schedd's connections commit with " +
+				"synchronous_commit = local, so that an acknowledged enqueue survives a crash of the server")
+		}
+		return nil
+	}
 }
 
 // open migrates the schema, then starts the heartbeat and the listener and closes opened.
