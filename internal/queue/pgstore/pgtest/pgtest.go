@@ -1,7 +1,9 @@
 // Package pgtest gives tests a PostgreSQL database of their own: on the server named by
 // SCHEDD_TEST_PG_DSN when it is set, else on a throwaway cluster that it starts with the
 // PostgreSQL binaries found on PATH or in /usr/lib/postgresql/*/bin. Without either the test
-// is skipped with a message, or fails when SCHEDD_REQUIRE_POSTGRES=1 (as in CI).
+// is skipped with a message, or fails when SCHEDD_REQUIRE_POSTGRES=1 (as in CI). A test
+// that stops and starts its server gets a cluster of its own (NewCluster), which always
+// needs the binaries.
 package pgtest
 
 import (
