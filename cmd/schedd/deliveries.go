@@ -431,6 +431,9 @@ func printDeliveriesSummary(row func(string, ...string), ds *api.Deliveries, now
 		}
 		row("  STORE", what...)
 	}
+	if e := ds.ReadError; e != nil {
+		row("  STORE", "unreadable since "+since(e.At, now)+" ago (counts as of then)", shorten(e.Message, 100))
+	}
 	if lr := ds.LastRecovery; lr != nil {
 		row("  last recovery", summaryLine(*lr), since(lr.At, now)+" ago")
 	}

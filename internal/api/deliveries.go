@@ -129,7 +129,8 @@ const (
 // Deliveries is the `deliveries` block of the status.
 //
 // failed counts dead letters. disk_full is true while the store refuses enqueues for lack of
-// space; enqueue_error is the last enqueue the store failed, kept until one succeeds.
+// space; enqueue_error is the last enqueue the store failed, kept until one succeeds;
+// read_error says that the counts are not fresh, the store being unreadable.
 type Deliveries struct {
 	Pending         int              `json:"pending"`
 	Sending         int              `json:"sending"`
@@ -150,8 +151,12 @@ type Deliveries struct {
 	Connected    *bool       `json:"connected,omitempty"`
 	DiskFull     bool        `json:"disk_full"`
 	EnqueueError *StoreError `json:"enqueue_error"`
-	Sinks        []string    `json:"sinks"`
-	Epoch        int64       `json:"epoch,omitempty"`
+	// ReadError is set while the store cannot be read for the status (its database cannot
+	// be reached): since At, with the last failure's message. The counts and the oldest
+	// pending entry are then the ones read last, before At.
+	ReadError *StoreError `json:"read_error,omitempty"`
+	Sinks     []string    `json:"sinks"`
+	Epoch     int64       `json:"epoch,omitempty"`
 }
 
 // StoreError is a failure of the store, kept for the status.

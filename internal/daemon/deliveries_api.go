@@ -385,6 +385,15 @@ func (a *deliveriesAPI) errorReply(err error) *api.Error {
 		return &api.Error{Status: http.StatusConflict, Code: api.CodeConflict, Message: err.Error()}
 	case errors.Is(err, queue.ErrClosed):
 		return &api.Error{Status: http.StatusServiceUnavailable, Code: api.CodeUnavailable, Message: "schedd is stopping: nothing was stored"}
+	case errors.Is(err, queue.ErrOutcomeUnknown):
+		code := api.CodeUnavailable
+		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+			code = api.CodeTimeout
+		}
+		return &api.Error{Status: http.StatusServiceUnavailable, Code: code,
+			Message: "the delivery store's database did not confirm the commit (the connection broke once it was sent): " +
+				"it may have been stored or not; an enqueue can be made again with the same idempotency_key once the " +
+				"database is back (an entry is stored once per key)"}
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		return &api.Error{Status: http.StatusServiceUnavailable, Code: api.CodeTimeout, Message: err.Error()}
 	case errors.Is(err, queue.ErrUnavailable):

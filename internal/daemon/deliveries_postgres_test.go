@@ -16,8 +16,10 @@ import (
 // With deliveries.store.postgres the daemon runs its deliveries on PostgreSQL: an entry is
 // delivered, status shows the store kind, the host id and the connection's health, and
 // never the DSN. A database that is down at start does not stop the daemon, and while the
-// database cannot be reached an enqueue is a 503 that stores nothing; enqueues and
-// deliveries work again once it is back, by themselves.
+// database cannot be reached an enqueue is a 503 that stores nothing and the status says
+// so, with the counts read last; enqueues and
+// deliveries work again once it is back, by themselves. A commit whose reply is lost is a
+// 503 that says the entry may be stored.
 func TestDeliveriesOnPostgres(t *testing.T) {
 	const secret = "pg-secret-pw"
 	proxy, dsn := pgtest.NewProxy(t, pgtest.DSN(t), secret)
@@ -65,8 +67,9 @@ func TestDeliveriesOnPostgres(t *testing.T) {
 	if err := cl.Do(ctx, http.MethodGet, "/v1/status", nil, &st); err != nil {
 		t.Fatal(err)
 	}
-	if ds := st.Deliveries; ds != nil && (ds.Connected == nil || *ds.Connected) {
-		t.Fatalf("status while down: connected = %v", ds.Connected)
+	if ds := st.Deliveries; ds == nil || ds.Store != "postgres" || ds.Connected == nil || *ds.Connected ||
+		ds.ReadError == nil || ds.Delivered != 1 || strings.Contains(ds.ReadError.Message, secret) {
+		t.Fatalf("status while down = %+v; want the store not connected, its read error and the counts read last", ds)
 	}
 	proxy.Up()
 	if err := cl.Do(ctx, http.MethodPost, "/v1/deliveries", api.DeliveryRequest{Sink: "hook", Key: "after", Data: ptr("3")}, &rep); err != nil {
@@ -80,6 +83,20 @@ func TestDeliveriesOnPostgres(t *testing.T) {
 	if len(list.Deliveries) != 2 || list.Deliveries[0].Key != "a" || list.Deliveries[1].Key != "after" {
 		t.Fatalf("stored = %+v (nothing of the refused enqueues may be there)", list.Deliveries)
 	}
+
+	// The database commits an enqueue and the connection breaks before its reply: a 503
+	// that says the entry may be stored; enqueued again with its key, it is stored once.
+	proxy.LoseCommitReply()
+	req := api.DeliveryRequest{Sink: "hook", Key: "lost-reply", Data: ptr("4")}
+	err := cl.Do(ctx, http.MethodPost, "/v1/deliveries", req, nil)
+	if ae := apiError(t, err); ae.Status != http.StatusServiceUnavailable || ae.Code != api.CodeUnavailable ||
+		!strings.Contains(ae.Message, "may have been stored or not") || !strings.Contains(ae.Message, "idempotency_key") {
+		t.Fatalf("enqueue whose commit reply was lost = %+v", ae)
+	}
+	if err := cl.Do(ctx, http.MethodPost, "/v1/deliveries", req, &rep); err != nil || rep.Created {
+		t.Fatalf("enqueue again = %+v, %v; want the entry the lost commit stored", rep, err)
+	}
+	dd.waitState(t, rep.ID, api.DeliveryDelivered)
 }
 
 // enqueueDown checks that an enqueue is refused with 503 while the database is down.

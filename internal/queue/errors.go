@@ -30,11 +30,17 @@ var (
 	// and writes succeed again once space returns.
 	ErrDiskFull = errors.New("delivery store disk full")
 	// ErrStorage: the store could not commit (I/O error, failed fsync). Nothing of the
-	// failed operation was stored.
+	// failed operation was stored, unless ErrOutcomeUnknown comes with it.
 	ErrStorage = errors.New("delivery store write failed")
 	// ErrUnavailable: the store's database server cannot be reached (Postgres). Nothing of
-	// the failed operation was stored; it comes wrapped together with ErrStorage.
+	// the failed operation was stored, unless ErrOutcomeUnknown comes with it; it comes
+	// wrapped together with ErrStorage.
 	ErrUnavailable = errors.New("delivery store unreachable")
+	// ErrOutcomeUnknown: the connection to the store's database broke after a commit was
+	// sent and before its reply came (Postgres): the operation may have been stored or not.
+	// It comes wrapped together with ErrUnavailable and ErrStorage. Retrying an enqueue with
+	// the same idempotency key is safe: it is stored once.
+	ErrOutcomeUnknown = errors.New("delivery store commit outcome unknown")
 	// ErrCorrupt: the database file failed its integrity check or is not a database.
 	ErrCorrupt = errors.New("delivery store corrupt")
 	// ErrClosed: the store was closed.

@@ -61,6 +61,24 @@ func (s *Service) attempt(ctx context.Context, epoch, id int64, o attemptOpts) a
 	if err != nil {
 		return attemptResult{out: outStoreError, err: err}
 	}
+	if e.State == queue.StateSending && e.Epoch == epoch {
+		// One worker at a time attempts an entry, so a claim of this epoch that no worker
+		// holds is one whose MarkSending was stored but failed to say so (the database went
+		// away before its reply): nothing was sent under it. Left alone it would stay
+		// sending until its lease ran out; return it to pending and attempt it now.
+		switch err := s.store.Release(ctx, id, epoch, time.Now()); {
+		case errors.Is(err, queue.ErrNotOwner), errors.Is(err, queue.ErrNotFound):
+			return attemptResult{out: outGone}
+		case err != nil:
+			return attemptResult{out: outStoreError, err: err}
+		}
+		s.entryLog(e).Warn("delivery found claimed by this process but not sent (the store failed after recording the claim): released")
+		if e, err = s.store.Get(ctx, id); errors.Is(err, queue.ErrNotFound) {
+			return attemptResult{out: outGone}
+		} else if err != nil {
+			return attemptResult{out: outStoreError, err: err}
+		}
+	}
 	interrupted := e.Interrupted(epoch)
 	if e.State != queue.StatePending && !interrupted {
 		return attemptResult{out: outGone}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -128,6 +129,42 @@ func TestStatusEnqueueError(t *testing.T) {
 		enqueueReq(t, s, Request{Sink: "hook", Payload: []byte("x")})
 		if st, _ := s.Status(ctx); st.EnqueueError != nil || !slices.Equal(st.Sinks, []string{"hook"}) {
 			t.Fatalf("after a good enqueue: %+v", st)
+		}
+	})
+}
+
+// A store that cannot be read (its database is down) still has its status block: the counts
+// read last, the store's health, and read_error since the first failure, until a read
+// succeeds again.
+func TestStatusStoreUnreadable(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := queuetest.NewMemory()
+		putEntry(m, queue.Entry{Sink: "hook", State: queue.StatePending})
+		s := newService(t, parityConfig(), m, map[string]Sink{"hook": &fakeSink{}})
+		ctx := context.Background()
+		if st, err := s.Status(ctx); err != nil || st.Pending != 1 || st.ReadError != nil {
+			t.Fatalf("status = %+v, %v", st, err)
+		}
+		putEntry(m, queue.Entry{Sink: "hook", State: queue.StatePending}) // not seen while down
+		down := true
+		m.SetReadFault(func(op string) error {
+			if down {
+				return fmt.Errorf("%w (%w): connection refused", queue.ErrUnavailable, queue.ErrStorage)
+			}
+			return nil
+		})
+		t0 := time.Now()
+		for range 2 {
+			st, err := s.Status(ctx)
+			if !errors.Is(err, queue.ErrUnavailable) || st.Pending != 1 || st.Store != "memory" || st.Sinks == nil ||
+				st.ReadError == nil || !st.ReadError.At.Equal(t0) || !strings.Contains(st.ReadError.Message, "connection refused") {
+				t.Fatalf("status while unreadable = %+v, %v; want the last counts and read_error since %v", st, err, t0)
+			}
+			time.Sleep(time.Second)
+		}
+		down = false
+		if st, err := s.Status(ctx); err != nil || st.Pending != 2 || st.ReadError != nil {
+			t.Fatalf("status once readable = %+v, %v", st, err)
 		}
 	})
 }

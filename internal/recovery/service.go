@@ -44,7 +44,9 @@ type Service struct {
 	epoch    int64
 	last     *api.RecoverySummary
 	enqueueE *api.StoreError
-	fullAt   int // with enqueueE a full queue: its bound (max_entries)
+	fullAt   int             // with enqueueE a full queue: its bound (max_entries)
+	counts   queue.Counts    // read last by Status
+	readE    *api.StoreError // Status cannot read the store since readE.At
 }
 
 // policy is what Reconfigure can change while the service runs. Each attempt, pass and
@@ -198,7 +200,7 @@ type Request struct {
 }
 
 // Enqueue stores a delivery durably and arms it. A key seen before returns the entry that
-// holds it with created=false (P11).
+// holds it with created=false (P11), armed if it is pending.
 func (s *Service) Enqueue(ctx context.Context, r Request) (queue.Entry, bool, error) {
 	n, err := s.policy().newEntry(r, time.Now())
 	if err != nil {
@@ -209,14 +211,24 @@ func (s *Service) Enqueue(ctx context.Context, r Request) (queue.Entry, bool, er
 	if err != nil {
 		return queue.Entry{}, false, err
 	}
-	if created {
-		s.enqueued(e)
-	}
+	s.armStored(e, created)
 	return e, created, nil
 }
 
+// armStored arms an entry an enqueue returned: one it created, and a pending one that held
+// the key already, which this process may never have armed (its enqueue's commit reply was
+// lost, or another host enqueued it); arming an armed entry again changes nothing.
+func (s *Service) armStored(e queue.Entry, created bool) {
+	switch {
+	case created:
+		s.enqueued(e)
+	case e.State == queue.StatePending:
+		s.rt.armEntry(e)
+	}
+}
+
 // EnqueueBatch stores several deliveries in one commit of the store and arms those it
-// created. Each request is checked and stored as Enqueue would (an unknown sink, say, keeps
+// created (and the pending ones whose key it held already). Each request is checked and stored as Enqueue would (an unknown sink, say, keeps
 // out that entry only); the results are in the order of rs. An error is the whole batch's:
 // then nothing was stored.
 func (s *Service) EnqueueBatch(ctx context.Context, rs []Request) ([]queue.EnqueueResult, error) {
@@ -244,8 +256,8 @@ func (s *Service) EnqueueBatch(ctx context.Context, rs []Request) ([]queue.Enque
 		}
 	}
 	for _, r := range out {
-		if r.Created {
-			s.enqueued(r.Entry)
+		if r.Err == nil {
+			s.armStored(r.Entry, r.Created)
 		}
 	}
 	return out, nil
@@ -383,18 +395,37 @@ func (s *Service) Purge(ctx context.Context, state queue.State, olderThan time.D
 	return n, nil
 }
 
-// Status reads the queue's counts and the last recovery summary.
+// Status reads the queue's counts and the last recovery summary. A store that cannot be
+// read (a database that is down) still gets its block, with its health, the counts read
+// last and ReadError; the error is returned as well.
 func (s *Service) Status(ctx context.Context) (api.Deliveries, error) {
 	c, err := s.store.Counts(ctx)
-	if err != nil {
-		return api.Deliveries{}, fmt.Errorf("delivery status: %w", err)
-	}
 	info := s.store.Info()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case err == nil:
+		if s.readE != nil {
+			s.log.Info("delivery store readable again", zap.Time("failing_since", s.readE.At))
+			s.readE = nil
+		}
+		s.counts = c
+	case s.readE == nil: // logged once per episode: status is polled
+		s.log.Warn("delivery status: the store cannot be read; the status shows the counts read last", zap.Error(err))
+		s.readE = &api.StoreError{Message: err.Error(), At: time.Now()}
+	default:
+		s.readE.Message = err.Error()
+	}
+	c = s.counts
 	st := api.Deliveries{
 		Pending: c.Pending, Sending: c.Sending, Failed: c.Dead, Delivered: c.Delivered, Quarantined: c.Quarantined,
 		Store: info.Driver, Path: info.Path, Synchronous: info.Synchronous, DiskFull: info.DiskFull,
 		HostID: info.HostID, Connected: info.Connected,
 		Sinks: s.Sinks(), StoreState: api.StoreOpen,
+	}
+	if s.readE != nil {
+		e := *s.readE
+		st.ReadError = &e
 	}
 	if !info.Opened {
 		st.StoreState = api.StoreNotOpened
@@ -403,8 +434,6 @@ func (s *Service) Status(ctx context.Context) (api.Deliveries, error) {
 		t := c.OldestAt
 		st.OldestPendingAt = &t
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	st.Epoch = s.epoch
 	// A queue that was full and has room again is not shown as refusing enqueues.
 	if s.enqueueE != nil && (s.fullAt == 0 || c.Pending+c.Sending >= s.fullAt) {
@@ -414,6 +443,9 @@ func (s *Service) Status(ctx context.Context) (api.Deliveries, error) {
 	if s.last != nil {
 		l := *s.last
 		st.LastRecovery = &l
+	}
+	if err != nil {
+		return st, fmt.Errorf("delivery status: %w", err)
 	}
 	return st, nil
 }

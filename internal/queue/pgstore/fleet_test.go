@@ -252,3 +252,49 @@ func TestWaitForTheDatabase(t *testing.T) {
 		t.Fatalf("info once reached = %+v", info)
 	}
 }
+
+// A commit whose reply is lost (the server committed, the connection broke before the
+// client heard it) fails with ErrOutcomeUnknown besides ErrUnavailable: the entry may be
+// stored, and here it is; enqueueing it again with the same key returns it, stored once.
+// A failure before the commit is sent stays a plain ErrUnavailable: nothing was stored.
+func TestLostCommitReply(t *testing.T) {
+	ctx := context.Background()
+	p, dsn := pgtest.NewProxy(t, pgtest.DSN(t), "")
+	s := open(t, dsn, pgstore.Options{HostID: "host-a"})
+	n := queue.NewEntry{Sink: "hook", Key: "k", Payload: []byte("x")}
+	p.LoseCommitReply()
+	_, _, err := s.Enqueue(ctx, n)
+	if !errors.Is(err, queue.ErrOutcomeUnknown) || !errors.Is(err, queue.ErrUnavailable) || !errors.Is(err, queue.ErrStorage) {
+		t.Fatalf("enqueue with its commit reply lost = %v, want ErrOutcomeUnknown and ErrUnavailable", err)
+	}
+	e, created, err := s.Enqueue(ctx, n)
+	if err != nil || created || e.Key != "k" {
+		t.Fatalf("enqueue again = %+v, created %v, %v; want the entry the lost commit stored", e, created, err)
+	}
+	if l, err := s.List(ctx, queue.Filter{}); err != nil || len(l) != 1 {
+		t.Fatalf("stored = %+v, %v; want one entry", l, err)
+	}
+
+	// A claim whose reply is lost is stored too: the caller sees an error and the entry
+	// is sending under its epoch (the delivery runtime releases such a claim).
+	ep, err := s.NewEpoch(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.LoseCommitReply()
+	if _, err := s.MarkSending(ctx, e.ID, ep, time.Minute); !errors.Is(err, queue.ErrOutcomeUnknown) {
+		t.Fatalf("claim with its commit reply lost = %v, want ErrOutcomeUnknown", err)
+	}
+	if g, err := s.Get(ctx, e.ID); err != nil || g.State != queue.StateSending || g.Epoch != ep {
+		t.Fatalf("entry after the lost claim reply = %+v, %v", g, err)
+	}
+	if err := s.Release(ctx, e.ID, ep, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+
+	p.Down()
+	_, _, err = s.Enqueue(ctx, queue.NewEntry{Sink: "hook", Key: "k2"})
+	if !errors.Is(err, queue.ErrUnavailable) || errors.Is(err, queue.ErrOutcomeUnknown) {
+		t.Fatalf("enqueue with the database down = %v, want ErrUnavailable alone", err)
+	}
+}

@@ -133,6 +133,7 @@ func Open(ctx context.Context, dsn string, o Options) (*Store, error) {
 	// it after one lease instead, so that other hosts can take over its claims and the
 	// cron lead.
 	cfg.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"] = strconv.FormatInt(o.HostLease.Milliseconds(), 10)
+	cfg.AfterConnect = durableCommits(o.Log)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("postgres store: %w", redact(err))
@@ -169,6 +170,32 @@ func Open(ctx context.Context, dsn string, o Options) (*Store, error) {
 		}
 	})
 	return s, nil
+}
+
+// durableCommits returns the setup of a new connection: a server (or database, or role)
+// whose synchronous_commit is off acknowledges a commit before its WAL is written, and a
+// crash of the server then loses enqueues that schedd acknowledged. Such a connection
+// commits with synchronous_commit = local instead, said once in the log; any other setting
+// (on, remote_write, remote_apply) is kept.
+func durableCommits(log *zap.Logger) func(context.Context, *pgx.Conn) error {
+	var said atomic.Bool
+	return func(ctx context.Context, c *pgx.Conn) error {
+		var mode string
+		if err := c.QueryRow(ctx, "SELECT current_setting('synchronous_commit')").Scan(&mode); err != nil {
+			return err
+		}
+		if mode != "off" {
+			return nil
+		}
+		if _, err := c.Exec(ctx, "SET synchronous_commit = local"); err != nil {
+			return err
+		}
+		if !said.Swap(true) {
+			log.Warn("postgres store: the server's synchronous_commit is off; schedd's connections commit with " +
+				"synchronous_commit = local, so that an acknowledged enqueue survives a crash of the server")
+		}
+		return nil
+	}
 }
 
 // open migrates the schema, then starts the heartbeat and the listener and closes opened.
@@ -410,7 +437,8 @@ func redact(err error) error {
 	return err
 }
 
-// tx runs fn in one transaction and commits it.
+// tx runs fn in one transaction and commits it. A connection that breaks once the commit
+// was sent leaves its outcome unknown: ErrOutcomeUnknown.
 func (s *Store) tx(ctx context.Context, fn func(pgx.Tx) error) error {
 	if s.closed.Load() {
 		return queue.ErrClosed
@@ -418,12 +446,33 @@ func (s *Store) tx(ctx context.Context, fn func(pgx.Tx) error) error {
 	if err := s.ready(); err != nil {
 		return err
 	}
-	err := pgx.BeginFunc(ctx, s.pool, fn)
-	if err == nil {
-		s.setConnected(nil)
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return s.fail(err)
 	}
-	if err == nil || logical(err) {
-		return err
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback(ctx) // on a broken connection too: it releases the connection
+		if logical(err) {
+			return err
+		}
+		return s.fail(err)
+	}
+	// pgx may report a connection that broke while it awaited the reply as "conn closed",
+	// an error it calls safe to retry: only a connection closed before the commit is sure
+	// not to have sent it.
+	unsent := tx.Conn().PgConn().IsClosed()
+	err = tx.Commit(ctx)
+	switch {
+	case err == nil:
+		s.setConnected(nil)
+		return nil
+	case s.closed.Load() || unsent:
+	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
+		return fmt.Errorf("%w: the commit was sent, its reply not awaited: %w", queue.ErrOutcomeUnknown, err)
+	case unreachable(err):
+		s.setConnected(err)
+		return fmt.Errorf("%w (%w, %w): the connection broke during the commit: %v",
+			queue.ErrOutcomeUnknown, queue.ErrUnavailable, queue.ErrStorage, redact(err))
 	}
 	return s.fail(err)
 }

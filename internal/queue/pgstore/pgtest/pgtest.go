@@ -1,7 +1,9 @@
 // Package pgtest gives tests a PostgreSQL database of their own: on the server named by
 // SCHEDD_TEST_PG_DSN when it is set, else on a throwaway cluster that it starts with the
 // PostgreSQL binaries found on PATH or in /usr/lib/postgresql/*/bin. Without either the test
-// is skipped with a message, or fails when SCHEDD_REQUIRE_POSTGRES=1 (as in CI).
+// is skipped with a message, or fails when SCHEDD_REQUIRE_POSTGRES=1 (as in CI). A test
+// that stops and starts its server gets a cluster of its own (NewCluster), which always
+// needs the binaries.
 package pgtest
 
 import (
@@ -11,7 +13,6 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -28,15 +29,16 @@ import (
 var (
 	once    sync.Once
 	cluster struct {
-		admin string // DSN of a database to run CREATE DATABASE from
-		dir   string // the private cluster's directory, "" for an external server
-		run   []string
-		pgctl string
+		admin string   // DSN of a database to run CREATE DATABASE from
+		c     *Cluster // the private cluster, nil for an external server
 		err   error
 		skip  string
 	}
 	seq atomic.Int64
 )
+
+// noBinaries is why a test is skipped without PostgreSQL.
+const noBinaries = "no PostgreSQL binaries (initdb) on PATH nor in /usr/lib/postgresql/*/bin"
 
 // Main runs the tests of a package and then stops the cluster they started: call it from
 // TestMain.
@@ -138,10 +140,21 @@ func start() {
 	}
 	bin := findBin()
 	if bin == "" {
-		cluster.skip = "no PostgreSQL binaries (initdb) on PATH nor in /usr/lib/postgresql/*/bin, and SCHEDD_TEST_PG_DSN is not set"
+		cluster.skip = noBinaries + ", and SCHEDD_TEST_PG_DSN is not set"
 		return
 	}
-	cluster.err = startCluster(bin)
+	// The tests that share this cluster never stop it: nothing needs to reach the disk.
+	c, err := initCluster(bin, "fsync=off", "synchronous_commit=off")
+	if err == nil {
+		err = c.start()
+	}
+	if err != nil && c != nil {
+		c.remove()
+	}
+	cluster.c, cluster.err = c, err
+	if err == nil {
+		cluster.admin = c.dsn
+	}
 }
 
 // findBin is the directory of initdb and pg_ctl, "" if there is none.
@@ -167,57 +180,6 @@ func version(initdb string) int {
 	return v
 }
 
-// startCluster runs initdb in a new temporary directory and starts the server on a free
-// port of 127.0.0.1, its socket in that directory. initdb refuses to run as root, so as
-// root both run as the postgres user (the one Debian's package creates).
-func startCluster(bin string) error {
-	dir, err := os.MkdirTemp("", "schedd-pg-")
-	if err != nil {
-		return err
-	}
-	cluster.dir = dir
-	if os.Geteuid() == 0 {
-		u, err := user.Lookup("postgres")
-		if err != nil {
-			return fmt.Errorf("running as root and there is no postgres user to run initdb as: %w", err)
-		}
-		uid, _ := strconv.Atoi(u.Uid)
-		gid, _ := strconv.Atoi(u.Gid)
-		if err := os.Chown(dir, uid, gid); err != nil {
-			return err
-		}
-		runuser, err := exec.LookPath("runuser")
-		if err != nil {
-			return fmt.Errorf("running as root and runuser is missing: %w", err)
-		}
-		cluster.run = []string{runuser, "-u", "postgres", "--"}
-	}
-	port, err := freePort()
-	if err != nil {
-		return err
-	}
-	data := filepath.Join(dir, "data")
-	if out, err := command(filepath.Join(bin, "initdb"), "-D", data, "-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8").CombinedOutput(); err != nil {
-		return fmt.Errorf("initdb: %v: %s", err, out)
-	}
-	cluster.pgctl = filepath.Join(bin, "pg_ctl")
-	opts := fmt.Sprintf("-h 127.0.0.1 -p %d -k %s -c fsync=off -c synchronous_commit=off -c max_connections=200", port, dir)
-	if out, err := command(cluster.pgctl, "-D", data, "-l", filepath.Join(dir, "log"), "-w", "-t", "60", "-o", opts, "start").CombinedOutput(); err != nil {
-		log, _ := os.ReadFile(filepath.Join(dir, "log"))
-		return fmt.Errorf("pg_ctl start: %v: %s\n%s", err, out, log)
-	}
-	cluster.admin = fmt.Sprintf("host=127.0.0.1 port=%d user=postgres dbname=postgres sslmode=disable", port)
-	return nil
-}
-
-func command(name string, args ...string) *exec.Cmd {
-	all := append(slices.Clone(cluster.run), name)
-	all = append(all, args...)
-	cmd := exec.Command(all[0], all[1:]...)
-	cmd.Dir = cluster.dir // readable by the postgres user
-	return cmd
-}
-
 func freePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -228,11 +190,7 @@ func freePort() (int, error) {
 }
 
 func stop() {
-	if cluster.dir == "" {
-		return
+	if cluster.c != nil {
+		cluster.c.remove()
 	}
-	if cluster.pgctl != "" {
-		_ = command(cluster.pgctl, "-D", filepath.Join(cluster.dir, "data"), "-m", "immediate", "-w", "stop").Run()
-	}
-	_ = os.RemoveAll(cluster.dir)
 }

@@ -1,10 +1,13 @@
 package pgtest
 
 import (
+	"bytes"
+	"encoding/binary"
 	"fmt"
 	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -19,6 +22,7 @@ type Proxy struct {
 	l      net.Listener
 	addr   string
 	conns  []net.Conn
+	lose   atomic.Int32 // commits whose reply is to be lost (LoseCommitReply)
 }
 
 // NewProxy starts a proxy to the database of dsn (from DSN) and returns it with the DSN
@@ -67,8 +71,9 @@ func (p *Proxy) Up() {
 			p.mu.Lock()
 			p.conns = append(p.conns, c, d)
 			p.mu.Unlock()
-			go func() { _, _ = io.Copy(d, c); d.Close() }()
-			go func() { _, _ = io.Copy(c, d); c.Close() }()
+			var lost atomic.Bool // a commit went to the server: its reply is dropped
+			go func() { _ = p.frontend(c, d, &lost); d.Close() }()
+			go func() { backend(d, c, &lost); c.Close() }()
 		}
 	}()
 }
@@ -82,4 +87,91 @@ func (p *Proxy) Down() {
 		_ = c.Close()
 	}
 	p.conns = nil
+}
+
+// LoseCommitReply makes the next COMMIT that a client sends through the proxy reach the
+// server, which commits it, while its reply never reaches the client: the connection is
+// cut when the reply comes, as when the server goes away between its commit and its reply.
+func (p *Proxy) LoseCommitReply() { p.lose.Add(1) }
+
+// takeLoss takes one of the commit replies to lose, if any is left.
+func (p *Proxy) takeLoss() bool {
+	for {
+		n := p.lose.Load()
+		if n <= 0 {
+			return false
+		}
+		if p.lose.CompareAndSwap(n, n-1) {
+			return true
+		}
+	}
+}
+
+// frontend copies the client's messages to the server, message by message, and sets lost
+// before it passes on a COMMIT whose reply LoseCommitReply asked to lose.
+func (p *Proxy) frontend(c, d net.Conn, lost *atomic.Bool) error {
+	// The startup message has no type byte; an SSL or GSS encryption request (answered
+	// 'N' by a server that has none) comes before it.
+	for {
+		var hdr [8]byte
+		if _, err := io.ReadFull(c, hdr[:]); err != nil {
+			return err
+		}
+		n := int(binary.BigEndian.Uint32(hdr[:4]))
+		if n < 8 || n > 1<<20 {
+			return fmt.Errorf("bad startup message length %d", n)
+		}
+		msg := make([]byte, n)
+		copy(msg, hdr[:])
+		if _, err := io.ReadFull(c, msg[8:]); err != nil {
+			return err
+		}
+		if _, err := d.Write(msg); err != nil {
+			return err
+		}
+		if code := binary.BigEndian.Uint32(hdr[4:]); code != 80877103 && code != 80877104 {
+			break
+		}
+	}
+	for {
+		var hdr [5]byte
+		if _, err := io.ReadFull(c, hdr[:]); err != nil {
+			return err
+		}
+		n := int(binary.BigEndian.Uint32(hdr[1:]))
+		if n < 4 {
+			return fmt.Errorf("bad message length %d", n)
+		}
+		msg := make([]byte, 5+n-4)
+		copy(msg, hdr[:])
+		if _, err := io.ReadFull(c, msg[5:]); err != nil {
+			return err
+		}
+		if hdr[0] == 'Q' && bytes.EqualFold(bytes.TrimRight(msg[5:], "\x00; "), []byte("commit")) && p.takeLoss() {
+			lost.Store(true)
+		}
+		if _, err := d.Write(msg); err != nil {
+			return err
+		}
+	}
+}
+
+// backend copies the server's replies to the client until lost is set: then the reply in
+// hand is dropped and the copy ends.
+func backend(d, c net.Conn, lost *atomic.Bool) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := d.Read(buf)
+		if lost.Load() {
+			return
+		}
+		if n > 0 {
+			if _, err := c.Write(buf[:n]); err != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
 }
