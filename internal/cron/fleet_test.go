@@ -293,3 +293,41 @@ func TestFleetLeaderCutOff(t *testing.T) {
 		t.Fatalf("runs per host %v: want both", hosts)
 	}
 }
+
+// The database crashes and starts again while a host leads: its commits fail, it stops
+// leading, and once the server is back it leads again by itself and the job runs on, no
+// slot twice (P24).
+func TestFleetServerRestart(t *testing.T) {
+	pg := pgtest.NewCluster(t)
+	pool := fleetPoolOn(t, pg.DSN()+" connect_timeout=2")
+	origin := time.Now().Truncate(time.Second)
+	var mu sync.Mutex
+	ran := map[string]int{}
+	total := func() int { mu.Lock(); defer mu.Unlock(); return len(ran) }
+	job := []Job{{Name: "tick", Schedule: every{period: 100 * time.Millisecond, origin: origin},
+		Action: &fakeAction{answer: func(i RunInfo) error {
+			mu.Lock()
+			ran[i.RunKey]++
+			mu.Unlock()
+			return nil
+		}}}}
+	a := startFleet(t, pool, "a", 2*time.Second, job)
+	waitUntil(t, "a leads", func() bool { return a.role() == RoleLeader })
+	term := a.f.Status().Fleet.Term
+	waitUntil(t, "runs", func() bool { return total() >= 3 })
+	pg.Crash(t)
+	waitUntil(t, "a stops leading", func() bool { return a.role() != RoleLeader })
+	time.Sleep(time.Second)
+	pg.Start(t)
+	waitUntil(t, "a leads again", func() bool { st := a.f.Status().Fleet; return st.Role == RoleLeader && st.Term > term })
+	before := total()
+	waitUntil(t, "runs after the restart", func() bool { return total() >= before+3 })
+	a.stop()
+	mu.Lock()
+	defer mu.Unlock()
+	for key, n := range ran {
+		if n != 1 {
+			t.Errorf("slot %s ran %d times", key, n)
+		}
+	}
+}
