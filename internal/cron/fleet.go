@@ -185,7 +185,7 @@ func (f *Fleet) release(term int64) {
 func (f *Fleet) lead(ctx context.Context, term int64) {
 	f.mu.Lock()
 	cfg := f.cfg.Config
-	cfg.Jobs, cfg.store = f.jobs, &pgStore{pool: f.cfg.Pool, host: f.cfg.Host, term: term, timeout: f.cfg.Lease / 2}
+	cfg.Jobs, cfg.store = f.jobs, newPGStore(f.cfg.Pool, f.cfg.Host, term, f.cfg.Lease/2)
 	gen := f.gen
 	f.mu.Unlock()
 	svc, err := New(cfg)
@@ -307,7 +307,7 @@ func (f *Fleet) current(ctx context.Context) (*Service, bool, error) {
 	}
 	cfg := f.cfg.Config
 	cfg.Jobs, cfg.Logger = f.jobs, zap.NewNop()
-	cfg.store = &pgStore{pool: f.cfg.Pool, host: f.cfg.Host, timeout: viewTimeout}
+	cfg.store = newPGStore(f.cfg.Pool, f.cfg.Host, 0, viewTimeout)
 	f.mu.Unlock()
 	v, err := New(cfg) // the database is read without the lock held
 	if err != nil {

@@ -5,13 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/schedd/schedd/internal/api"
 	"github.com/schedd/schedd/internal/queue/pgstore"
 )
 
@@ -75,12 +73,20 @@ var ErrDeposed = errors.New("no longer the cron leader")
 // pgStore is the task store of a fleet: the tables of FleetSchema, written by the leader of
 // term term only. It borrows the pool of the delivery store and never closes it.
 type pgStore struct {
+	reads
 	pool *pgxpool.Pool
 	host string
 	term int64
 	// timeout bounds each operation: a database that stopped answering must not hold the
 	// service's loop (or a status request) for long.
 	timeout time.Duration
+}
+
+func newPGStore(pool *pgxpool.Pool, host string, term int64, timeout time.Duration) *pgStore {
+	st := &pgStore{pool: pool, host: host, term: term, timeout: timeout}
+	st.reads = reads{jobsTable: "schedd_cron_jobs", tasksTable: "schedd_cron_tasks", cols: taskCols + ", host",
+		each: st.each, ph: func(n int) string { return "$" + strconv.Itoa(n) }}
+	return st
 }
 
 // bound is ctx with the store's timeout.
@@ -90,8 +96,6 @@ func (st *pgStore) bound(ctx context.Context) (context.Context, context.CancelFu
 	}
 	return context.WithTimeout(ctx, st.timeout)
 }
-
-const pgTaskCols = taskCols + ", host"
 
 // fenceSQL holds the leader row for the rest of the transaction, or finds nothing when this
 // host's term is over.
@@ -104,85 +108,30 @@ func (st *pgStore) close() error { return nil }
 func (st *pgStore) loadState(ctx context.Context) (snapshot, error) {
 	ctx, cancel := st.bound(ctx)
 	defer cancel()
-	snap := snapshot{jobs: map[string]*jobRow{}}
-	rows, err := st.pool.Query(ctx, `SELECT name, schedule, last_slot, enabled, disabled_reason, failures,
-		retry_at, retry_wait, retry_of, retry_key, retry_attempt, retry_slot FROM schedd_cron_jobs`)
-	if err != nil {
-		return snap, err
-	}
-	for rows.Next() {
-		var r jobRow
-		var last, rAt, rWait, rOf, rSlot *int64
-		var rAttempt *int
-		var rKey *string
-		if err := rows.Scan(&r.name, &r.schedule, &last, &r.enabled, &r.disabledReason, &r.failures,
-			&rAt, &rWait, &rOf, &rKey, &rAttempt, &rSlot); err != nil {
-			rows.Close()
-			return snap, err
-		}
-		r.lastSlot = fromPtr(last)
-		if rAt != nil {
-			p := &pendingRetry{at: fromPtr(rAt), slot: fromPtr(rSlot)}
-			if rWait != nil {
-				p.wait = time.Duration(*rWait)
-			}
-			if rOf != nil {
-				p.of = *rOf
-			}
-			if rKey != nil {
-				p.runKey = *rKey
-			}
-			if rAttempt != nil {
-				p.attempt = *rAttempt
-			}
-			r.retry = p
-		}
-		snap.jobs[r.name] = &r
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return snap, err
-	}
-	row := func(name string) *jobRow {
-		r := snap.jobs[name]
-		if r == nil {
-			r = &jobRow{name: name}
-			snap.jobs[name] = r
-		}
-		return r
-	}
-	counts, err := st.pool.Query(ctx, `SELECT job, count(*) FROM schedd_cron_tasks GROUP BY job`)
-	if err != nil {
-		return snap, err
-	}
-	for counts.Next() {
-		var job string
-		var n int
-		if err := counts.Scan(&job, &n); err != nil {
-			counts.Close()
-			return snap, err
-		}
-		row(job).stored = n
-	}
-	counts.Close()
-	if err := counts.Err(); err != nil {
-		return snap, err
-	}
-	lasts, err := st.query(ctx, "SELECT "+pgTaskCols+` FROM schedd_cron_tasks WHERE id IN (SELECT max(id)
-		FROM schedd_cron_tasks WHERE state NOT IN ('queued', 'running') GROUP BY job)`)
-	if err != nil {
-		return snap, err
-	}
-	for _, t := range lasts {
-		row(t.job).last = lastOf(t)
-	}
-	snap.active, err = st.query(ctx, "SELECT "+pgTaskCols+" FROM schedd_cron_tasks WHERE state IN ('queued', 'running') ORDER BY id")
+	snap, err := st.loadJobs(ctx)
 	if err != nil {
 		return snap, err
 	}
 	// One leader writes at a time, so the next id is the largest plus one.
 	err = st.pool.QueryRow(ctx, `SELECT coalesce(max(id), 0) + 1 FROM schedd_cron_tasks`).Scan(&snap.nextID)
 	return snap, err
+}
+
+// each runs q and calls fn on every row, within the store's timeout.
+func (st *pgStore) each(ctx context.Context, q string, fn func(rowsScanner) error, args ...any) error {
+	ctx, cancel := st.bound(ctx)
+	defer cancel()
+	rows, err := st.pool.Query(ctx, q, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := fn(rows); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
 }
 
 // The statements of commit. A task's host is the one that first wrote it: a task queued by
@@ -272,81 +221,4 @@ func (st *pgStore) commit(ctx context.Context, b *batch, now time.Time) (dups []
 		return nil, nil, fmt.Errorf("%w: postgres: %w", ErrStore, err)
 	}
 	return dups, pruned, nil
-}
-
-func (st *pgStore) task(ctx context.Context, id int64) (*task, error) {
-	ts, err := st.query(ctx, "SELECT "+pgTaskCols+" FROM schedd_cron_tasks WHERE id = $1", id)
-	if err != nil {
-		return nil, err
-	}
-	if len(ts) == 0 {
-		return nil, fmt.Errorf("%w: %d", ErrUnknownTask, id)
-	}
-	return ts[0], nil
-}
-
-func (st *pgStore) tasks(ctx context.Context, f TaskFilter) ([]*task, error) {
-	var where []string
-	var args []any
-	arg := func(cond string, v any) {
-		args = append(args, v)
-		where = append(where, cond+" $"+strconv.Itoa(len(args)))
-	}
-	if f.Job != "" {
-		arg("job =", f.Job)
-	}
-	if f.State != "" {
-		arg("state =", string(f.State))
-	}
-	if f.Before > 0 {
-		arg("id <", f.Before)
-	}
-	q := "SELECT " + pgTaskCols + " FROM schedd_cron_tasks"
-	if len(where) > 0 {
-		q += " WHERE " + strings.Join(where, " AND ")
-	}
-	args = append(args, f.Limit)
-	return st.query(ctx, q+" ORDER BY id DESC LIMIT $"+strconv.Itoa(len(args)), args...)
-}
-
-func (st *pgStore) query(ctx context.Context, q string, args ...any) ([]*task, error) {
-	ctx, cancel := st.bound(ctx)
-	defer cancel()
-	rows, err := st.pool.Query(ctx, q, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []*task
-	for rows.Next() {
-		t := &task{stored: true, qidx: -1}
-		var slot, started, ended *int64
-		var due, queued int64
-		var kind, state string
-		if err := rows.Scan(&t.id, &t.job, &kind, &t.runKey, &t.attempt, &slot, &due, &state, &t.reason, &queued,
-			&started, &ended, &t.exitCode, &t.signal, &t.httpStatus, &t.class, &t.err, &t.output, &t.host); err != nil {
-			return nil, err
-		}
-		t.kind, t.state = api.TaskKind(kind), api.TaskState(state)
-		t.slot, t.due, t.queued = fromPtr(slot), time.Unix(0, due).UTC(), time.Unix(0, queued).UTC()
-		t.started, t.ended = fromPtr(started), fromPtr(ended)
-		out = append(out, t)
-	}
-	return out, rows.Err()
-}
-
-// nsPtr is t in Unix nanoseconds, nil (NULL) for the zero time.
-func nsPtr(t time.Time) *int64 {
-	if t.IsZero() {
-		return nil
-	}
-	n := t.UnixNano()
-	return &n
-}
-
-func fromPtr(v *int64) time.Time {
-	if v == nil {
-		return time.Time{}
-	}
-	return time.Unix(0, *v).UTC()
 }

@@ -68,6 +68,49 @@ func startFleet(t *testing.T, pool *pgxpool.Pool, host string, lease time.Durati
 
 func (h *fleetHost) role() string { return h.f.Status().Fleet.Role }
 
+// slotLog records the hosts that ran each run key of a job due every 100 ms.
+type slotLog struct {
+	origin time.Time
+	mu     sync.Mutex
+	ran    map[string][]string
+}
+
+func newSlotLog() *slotLog {
+	return &slotLog{origin: time.Now().Truncate(time.Second), ran: map[string][]string{}}
+}
+
+// jobs is the job as host runs it.
+func (l *slotLog) jobs(host string) []Job {
+	return []Job{{Name: "tick", Schedule: every{period: 100 * time.Millisecond, origin: l.origin},
+		Action: &fakeAction{answer: func(i RunInfo) error {
+			l.mu.Lock()
+			l.ran[i.RunKey] = append(l.ran[i.RunKey], host)
+			l.mu.Unlock()
+			return nil
+		}}}}
+}
+
+func (l *slotLog) runs() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.ran)
+}
+
+// check fails t for every slot that ran more than once and returns the runs per host.
+func (l *slotLog) check(t *testing.T) map[string]int {
+	t.Helper()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	hosts := map[string]int{}
+	for key, hs := range l.ran {
+		if len(hs) != 1 {
+			t.Errorf("slot %s ran %d times: %v", key, len(hs), hs)
+		}
+		hosts[hs[0]]++
+	}
+	return hosts
+}
+
 func waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	for deadline := time.Now().Add(30 * time.Second); !cond(); time.Sleep(10 * time.Millisecond) {
@@ -85,7 +128,7 @@ func TestFleetStore(t *testing.T) {
 	if _, err := pool.Exec(ctx, `INSERT INTO schedd_cron_leader VALUES (1, 'a', 7, now() + interval '1 hour')`); err != nil {
 		t.Fatal(err)
 	}
-	st := &pgStore{pool: pool, host: "a", term: 7}
+	st := newPGStore(pool, "a", 7, 0)
 	at := time.Date(2026, 3, 29, 1, 30, 0, 123456789, time.UTC)
 	code := 3
 	in := &task{id: 5, job: "j", kind: api.KindRetry, runKey: slotKey("j", at), attempt: 2, slot: at, due: at.Add(time.Second),
@@ -123,7 +166,7 @@ func TestFleetStore(t *testing.T) {
 	if list, err := st.tasks(ctx, TaskFilter{Job: "j", State: api.TaskFailed, Limit: 10}); err != nil || len(list) != 1 {
 		t.Fatalf("tasks: %v %v", list, err)
 	}
-	old := &pgStore{pool: pool, host: "a", term: 6}
+	old := newPGStore(pool, "a", 6, 0)
 	if _, _, err := old.commit(ctx, &batch{jobs: []*jobRow{row}}, at); !errors.Is(err, ErrDeposed) || !errors.Is(err, ErrStore) {
 		t.Fatalf("commit of an old term: %v", err)
 	}
@@ -134,21 +177,10 @@ func TestFleetStore(t *testing.T) {
 // no slot runs twice (P24).
 func TestFleetOneLeader(t *testing.T) {
 	pool := fleetPool(t)
-	origin := time.Now().Truncate(time.Second)
-	var mu sync.Mutex
-	ran := map[string][]string{} // run key -> hosts
-	job := func(host string) []Job {
-		return []Job{{Name: "tick", Schedule: every{period: 100 * time.Millisecond, origin: origin},
-			Action: &fakeAction{answer: func(i RunInfo) error {
-				mu.Lock()
-				ran[i.RunKey] = append(ran[i.RunKey], host)
-				mu.Unlock()
-				return nil
-			}}}}
-	}
-	a := startFleet(t, pool, "a", 3*time.Second, job("a"))
+	log := newSlotLog()
+	a := startFleet(t, pool, "a", 3*time.Second, log.jobs("a"))
 	waitUntil(t, "a leads", func() bool { return a.role() == RoleLeader })
-	b := startFleet(t, pool, "b", 3*time.Second, job("b"))
+	b := startFleet(t, pool, "b", 3*time.Second, log.jobs("b"))
 	waitUntil(t, "b stands by", func() bool { st := b.f.Status().Fleet; return st.Role == RoleStandby && st.Leader == "a" })
 	if _, err := b.f.RunNow(context.Background(), "tick", false); !errors.Is(err, ErrNotLeader) {
 		t.Fatalf("run on the standby: %v", err)
@@ -162,19 +194,10 @@ func TestFleetOneLeader(t *testing.T) {
 	time.Sleep(time.Second)
 	b.stop()
 
-	mu.Lock()
-	defer mu.Unlock()
-	hosts := map[string]int{}
-	for key, hs := range ran {
-		if len(hs) != 1 {
-			t.Errorf("slot %s ran %d times: %v", key, len(hs), hs)
-		}
-		hosts[hs[0]]++
-	}
-	if hosts["a"] == 0 || hosts["b"] == 0 {
+	if hosts := log.check(t); hosts["a"] == 0 || hosts["b"] == 0 {
 		t.Fatalf("runs per host %v: want both", hosts)
 	}
-	list, err := (&pgStore{pool: pool}).tasks(context.Background(), TaskFilter{Job: "tick", Limit: 1000})
+	list, err := newPGStore(pool, "", 0, 0).tasks(context.Background(), TaskFilter{Job: "tick", Limit: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -250,22 +273,11 @@ func TestFleetLeaderCutOff(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(cut.Close)
-	origin := time.Now().Truncate(time.Second)
-	var mu sync.Mutex
-	ran := map[string][]string{}
-	job := func(host string) []Job {
-		return []Job{{Name: "tick", Schedule: every{period: 100 * time.Millisecond, origin: origin},
-			Action: &fakeAction{answer: func(i RunInfo) error {
-				mu.Lock()
-				ran[i.RunKey] = append(ran[i.RunKey], host)
-				mu.Unlock()
-				return nil
-			}}}}
-	}
+	log := newSlotLog()
 	lease := 2 * time.Second
-	a := startFleet(t, cut, "a", lease, job("a"))
+	a := startFleet(t, cut, "a", lease, log.jobs("a"))
 	waitUntil(t, "a leads", func() bool { return a.role() == RoleLeader })
-	b := startFleet(t, direct, "b", lease, job("b"))
+	b := startFleet(t, direct, "b", lease, log.jobs("b"))
 	waitUntil(t, "b stands by", func() bool { return b.role() == RoleStandby })
 	time.Sleep(500 * time.Millisecond)
 	proxy.Down()
@@ -280,16 +292,7 @@ func TestFleetLeaderCutOff(t *testing.T) {
 	a.stop()
 	b.stop()
 
-	mu.Lock()
-	defer mu.Unlock()
-	hosts := map[string]int{}
-	for key, hs := range ran {
-		if len(hs) != 1 {
-			t.Errorf("slot %s ran %d times: %v", key, len(hs), hs)
-		}
-		hosts[hs[0]]++
-	}
-	if hosts["a"] == 0 || hosts["b"] == 0 {
+	if hosts := log.check(t); hosts["a"] == 0 || hosts["b"] == 0 {
 		t.Fatalf("runs per host %v: want both", hosts)
 	}
 }
@@ -300,34 +303,18 @@ func TestFleetLeaderCutOff(t *testing.T) {
 func TestFleetServerRestart(t *testing.T) {
 	pg := pgtest.NewCluster(t)
 	pool := fleetPoolOn(t, pg.DSN()+" connect_timeout=2")
-	origin := time.Now().Truncate(time.Second)
-	var mu sync.Mutex
-	ran := map[string]int{}
-	total := func() int { mu.Lock(); defer mu.Unlock(); return len(ran) }
-	job := []Job{{Name: "tick", Schedule: every{period: 100 * time.Millisecond, origin: origin},
-		Action: &fakeAction{answer: func(i RunInfo) error {
-			mu.Lock()
-			ran[i.RunKey]++
-			mu.Unlock()
-			return nil
-		}}}}
-	a := startFleet(t, pool, "a", 2*time.Second, job)
+	log := newSlotLog()
+	a := startFleet(t, pool, "a", 2*time.Second, log.jobs("a"))
 	waitUntil(t, "a leads", func() bool { return a.role() == RoleLeader })
 	term := a.f.Status().Fleet.Term
-	waitUntil(t, "runs", func() bool { return total() >= 3 })
+	waitUntil(t, "runs", func() bool { return log.runs() >= 3 })
 	pg.Crash(t)
 	waitUntil(t, "a stops leading", func() bool { return a.role() != RoleLeader })
 	time.Sleep(time.Second)
 	pg.Start(t)
 	waitUntil(t, "a leads again", func() bool { st := a.f.Status().Fleet; return st.Role == RoleLeader && st.Term > term })
-	before := total()
-	waitUntil(t, "runs after the restart", func() bool { return total() >= before+3 })
+	before := log.runs()
+	waitUntil(t, "runs after the restart", func() bool { return log.runs() >= before+3 })
 	a.stop()
-	mu.Lock()
-	defer mu.Unlock()
-	for key, n := range ran {
-		if n != 1 {
-			t.Errorf("slot %s ran %d times", key, n)
-		}
-	}
+	log.check(t)
 }

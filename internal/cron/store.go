@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strings"
 	"time"
 
 	_ "modernc.org/sqlite" // the "sqlite" database/sql driver
@@ -93,6 +92,7 @@ type taskStore interface {
 // store is the task store: one SQLite file in WAL mode, every commit synced (FULL), written
 // only by the service's loop; the API's reads run beside it.
 type store struct {
+	reads
 	path  string
 	db    *sql.DB
 	stmts map[string]*sql.Stmt
@@ -112,6 +112,8 @@ func openStore(ctx context.Context, path string) (*store, error) {
 	}
 	db.SetMaxOpenConns(4)
 	st := &store{path: path, db: db}
+	st.reads = reads{jobsTable: "jobs", tasksTable: "tasks", cols: taskCols + ", '' AS host", each: st.each,
+		ph: func(int) string { return "?" }}
 	err = st.init(ctx)
 	if err == nil {
 		err = st.prepare(ctx)
@@ -201,74 +203,8 @@ type snapshot struct {
 	nextID int64
 }
 
-const taskCols = `id, job, kind, run_key, attempt, slot, due_at, state, reason, queued_at, started_at,
-	ended_at, exit_code, signal, http_status, class, error, output`
-
 func (st *store) loadState(ctx context.Context) (snapshot, error) {
-	snap := snapshot{jobs: map[string]*jobRow{}}
-	rows, err := st.db.QueryContext(ctx, `SELECT name, schedule, last_slot, enabled, disabled_reason, failures,
-		retry_at, retry_wait, retry_of, retry_key, retry_attempt, retry_slot FROM jobs`)
-	if err != nil {
-		return snap, err
-	}
-	for rows.Next() {
-		var r jobRow
-		var last, en, rAt, rWait, rOf, rAttempt, rSlot sql.NullInt64
-		var rKey sql.NullString
-		if err := rows.Scan(&r.name, &r.schedule, &last, &en, &r.disabledReason, &r.failures,
-			&rAt, &rWait, &rOf, &rKey, &rAttempt, &rSlot); err != nil {
-			rows.Close()
-			return snap, err
-		}
-		r.lastSlot = fromNS(last)
-		if en.Valid {
-			on := en.Int64 != 0
-			r.enabled = &on
-		}
-		if rAt.Valid {
-			r.retry = &pendingRetry{at: fromNS(rAt), wait: time.Duration(rWait.Int64), of: rOf.Int64,
-				runKey: rKey.String, attempt: int(rAttempt.Int64), slot: fromNS(rSlot)}
-		}
-		snap.jobs[r.name] = &r
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return snap, err
-	}
-	row := func(name string) *jobRow {
-		r := snap.jobs[name]
-		if r == nil {
-			r = &jobRow{name: name}
-			snap.jobs[name] = r
-		}
-		return r
-	}
-	counts, err := st.db.QueryContext(ctx, `SELECT job, count(*) FROM tasks GROUP BY job`)
-	if err != nil {
-		return snap, err
-	}
-	for counts.Next() {
-		var job string
-		var n int
-		if err := counts.Scan(&job, &n); err != nil {
-			counts.Close()
-			return snap, err
-		}
-		row(job).stored = n
-	}
-	counts.Close()
-	if err := counts.Err(); err != nil {
-		return snap, err
-	}
-	lasts, err := st.query(ctx, "SELECT "+taskCols+` FROM tasks WHERE id IN (SELECT max(id) FROM tasks
-		WHERE state NOT IN ('queued', 'running') GROUP BY job)`)
-	if err != nil {
-		return snap, err
-	}
-	for _, t := range lasts {
-		row(t.job).last = lastOf(t)
-	}
-	snap.active, err = st.query(ctx, "SELECT "+taskCols+" FROM tasks WHERE state IN ('queued', 'running') ORDER BY id")
+	snap, err := st.loadJobs(ctx)
 	if err != nil {
 		return snap, err
 	}
@@ -277,6 +213,21 @@ func (st *store) loadState(ctx context.Context) (snapshot, error) {
 		coalesce((SELECT max(id) FROM tasks), 0))`).Scan(&seq)
 	snap.nextID = seq.Int64 + 1
 	return snap, err
+}
+
+// each runs q and calls fn on every row.
+func (st *store) each(ctx context.Context, q string, fn func(rowsScanner) error, args ...any) error {
+	rows, err := st.db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := fn(rows); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
 }
 
 // batch is what one turn of the loop writes, in one transaction.
@@ -326,8 +277,8 @@ func (st *store) commit(ctx context.Context, b *batch, now time.Time) (dups []*t
 			return tx.StmtContext(ctx, st.stmts[q]).ExecContext(ctx, args...)
 		}
 		for _, t := range b.tasks {
-			args := []any{t.job, string(t.kind), t.runKey, t.attempt, ns(t.slot), ns(t.due), string(t.state), t.reason,
-				ns(t.queued), ns(t.started), ns(t.ended), t.exitCode, t.signal, t.httpStatus, t.class, t.err, t.output, t.id}
+			args := []any{t.job, string(t.kind), t.runKey, t.attempt, nsPtr(t.slot), nsPtr(t.due), string(t.state), t.reason,
+				nsPtr(t.queued), nsPtr(t.started), nsPtr(t.ended), t.exitCode, t.signal, t.httpStatus, t.class, t.err, t.output, t.id}
 			if t.stored {
 				if _, err := exec(sqlUpdateTask, args...); err != nil {
 					return fmt.Errorf("update task %d: %w", t.id, err)
@@ -351,9 +302,9 @@ func (st *store) commit(ctx context.Context, b *batch, now time.Time) (dups []*t
 			}
 			var rAt, rWait, rOf, rKey, rAttempt, rSlot any
 			if p := r.retry; p != nil {
-				rAt, rWait, rOf, rKey, rAttempt, rSlot = ns(p.at), int64(p.wait), p.of, p.runKey, p.attempt, ns(p.slot)
+				rAt, rWait, rOf, rKey, rAttempt, rSlot = nsPtr(p.at), int64(p.wait), p.of, p.runKey, p.attempt, nsPtr(p.slot)
 			}
-			if _, err := exec(sqlUpsertJob, r.name, r.schedule, ns(r.lastSlot), en, r.disabledReason, r.failures,
+			if _, err := exec(sqlUpsertJob, r.name, r.schedule, nsPtr(r.lastSlot), en, r.disabledReason, r.failures,
 				rAt, rWait, rOf, rKey, rAttempt, rSlot, now.UnixNano()); err != nil {
 				return fmt.Errorf("write job %s: %w", r.name, err)
 			}
@@ -380,83 +331,6 @@ type TaskFilter struct {
 	State  api.TaskState
 	Before int64 // a cursor: only tasks with a smaller id
 	Limit  int   // 0: 100
-}
-
-func (st *store) task(ctx context.Context, id int64) (*task, error) {
-	ts, err := st.query(ctx, "SELECT "+taskCols+" FROM tasks WHERE id = ?", id)
-	if err != nil {
-		return nil, err
-	}
-	if len(ts) == 0 {
-		return nil, fmt.Errorf("%w: %d", ErrUnknownTask, id)
-	}
-	return ts[0], nil
-}
-
-func (st *store) tasks(ctx context.Context, f TaskFilter) ([]*task, error) {
-	var where []string
-	var args []any
-	if f.Job != "" {
-		where, args = append(where, "job = ?"), append(args, f.Job)
-	}
-	if f.State != "" {
-		where, args = append(where, "state = ?"), append(args, string(f.State))
-	}
-	if f.Before > 0 {
-		where, args = append(where, "id < ?"), append(args, f.Before)
-	}
-	q := "SELECT " + taskCols + " FROM tasks"
-	if len(where) > 0 {
-		q += " WHERE " + strings.Join(where, " AND ")
-	}
-	return st.query(ctx, q+" ORDER BY id DESC LIMIT ?", append(args, f.Limit)...)
-}
-
-func (st *store) query(ctx context.Context, q string, args ...any) ([]*task, error) {
-	rows, err := st.db.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []*task
-	for rows.Next() {
-		t := &task{stored: true, qidx: -1}
-		var slot, started, ended, code sql.NullInt64
-		var due, queued int64
-		var kind, state string
-		if err := rows.Scan(&t.id, &t.job, &kind, &t.runKey, &t.attempt, &slot, &due, &state, &t.reason, &queued,
-			&started, &ended, &code, &t.signal, &t.httpStatus, &t.class, &t.err, &t.output); err != nil {
-			return nil, err
-		}
-		t.kind, t.state = api.TaskKind(kind), api.TaskState(state)
-		t.slot, t.due, t.queued = fromNS(slot), time.Unix(0, due).UTC(), time.Unix(0, queued).UTC()
-		t.started, t.ended = fromNS(started), fromNS(ended)
-		if code.Valid {
-			c := int(code.Int64)
-			t.exitCode = &c
-		}
-		out = append(out, t)
-	}
-	return out, rows.Err()
-}
-
-func lastOf(t *task) *api.CronLast {
-	return &api.CronLast{State: t.state, Reason: t.reason, At: t.ended, TaskID: t.id, Host: t.host}
-}
-
-// ns is t in Unix nanoseconds, NULL for the zero time.
-func ns(t time.Time) any {
-	if t.IsZero() {
-		return nil
-	}
-	return t.UnixNano()
-}
-
-func fromNS(v sql.NullInt64) time.Time {
-	if !v.Valid {
-		return time.Time{}
-	}
-	return time.Unix(0, v.Int64).UTC()
 }
 
 // Errors of the service.
