@@ -118,6 +118,7 @@ func (s *Service) arm(timer *time.Timer) {
 	}
 	now := s.wall()
 	s.watchClock(now)
+	s.reserveTasks()
 	d := max(min(s.due[0].wake.Sub(now), maxSleep), 0)
 	s.wakeAt = time.Now().Add(d)
 	timer.Reset(firstSleep(d))

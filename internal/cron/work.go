@@ -14,7 +14,8 @@ import (
 // newTask creates a queued task of j; the caller admits or ends it. An empty key is the
 // slot's run key, formatted when the task is first written (flush), not in the pass.
 func (s *Service) newTask(j *jobState, kind api.TaskKind, key string, attempt int, slot, due, now time.Time) *task {
-	t := &task{id: s.nextID, job: j.def.Name, kind: kind, runKey: key, attempt: attempt, slot: slot, due: due,
+	t := s.spareTask()
+	*t = task{id: s.nextID, job: j.def.Name, kind: kind, runKey: key, attempt: attempt, slot: slot, due: due,
 		state: api.TaskQueued, queued: now, qidx: -1}
 	s.nextID++
 	j.active = append(j.active, t)
