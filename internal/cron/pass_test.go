@@ -42,6 +42,32 @@ func TestPassQueuesByDueThenConfigOrder(t *testing.T) {
 	})
 }
 
+// A burst, every scheduled job due at the same instant, is queued in config order too (the
+// pass takes it from the config without a sort); a disabled job, not scheduled, is not in it.
+func TestBurstQueuesInConfigOrder(t *testing.T) {
+	bubble(t, func(t *testing.T, dir string) {
+		sched := every{period: time.Hour, origin: t0}
+		var jobs []Job
+		for _, n := range []string{"c", "a", "off", "b", "e", "d"} {
+			jobs = append(jobs, Job{Name: n, Schedule: sched, Disabled: n == "off", Action: &fakeAction{}})
+		}
+		h := start(t, dir, Config{Jobs: jobs}, nil)
+		sleepTo(time.Hour + time.Minute)
+		l, err := h.svc.Tasks(context.Background(), TaskFilter{Limit: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		slices.Reverse(l.Tasks)
+		var got []string
+		for _, tk := range l.Tasks {
+			got = append(got, tk.Job)
+		}
+		if want := []string{"c", "a", "b", "e", "d"}; !slices.Equal(got, want) {
+			t.Errorf("queued %v, want %v", got, want)
+		}
+	})
+}
+
 // Jobs with one expression in two zones keep their own slots even when a pass handles them
 // at the same slot: on 2000-03-26 "0 1 * * *" is 01:00 UTC in both UTC and London (01:00
 // London falls in the gap and is shifted to 02:00 BST), and the next day 01:00 UTC and

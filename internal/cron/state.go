@@ -195,10 +195,21 @@ func (s *Service) reschedule(j *jobState) {
 // heap whose wake is not after now hangs from its root, so it is found without popping.
 func (s *Service) dueBy(now time.Time) []*jobState {
 	found, oneWake := s.dueWalk(now)
+	out := s.batch[:0]
+	if oneWake && len(found) == len(s.due) {
+		// Every scheduled job is due at one instant (a burst): they are in the config's
+		// order already, without a sort.
+		for _, j := range s.order {
+			if j.heapIdx >= 0 {
+				out = append(out, j)
+			}
+		}
+		s.dueFound = found[:0]
+		return out
+	}
 	// Config order, sorted as plain numbers: for a burst of 10,000 a tenth of the time of
 	// comparing the jobs themselves.
 	slices.Sort(found)
-	out := s.batch[:0]
 	for _, f := range found {
 		out = append(out, s.due[uint32(f)].j)
 	}
