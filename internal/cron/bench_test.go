@@ -14,9 +14,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/schedd/schedd/internal/api"
-	"github.com/schedd/schedd/internal/cron/schedule"
 )
 
 // benchJobs is how many jobs the benchmark runs.
@@ -158,47 +155,20 @@ func cpuTime() time.Duration {
 
 // BenchmarkTickBurst measures the pass alone that queues 10,000 jobs "* * * * *" due at the
 // same instant (no jitter): each b.N is one slot, the clock read as in the daemon (the real
-// clock, moved to just after the slot). What the pass queued is committed and ended outside
-// the timer, so every slot finds the jobs idle.
+// clock, moved to just after the slot), the pass's tasks reserved before it as the loop does.
+// What the pass queued is committed and ended outside the timer, so every slot finds the jobs
+// idle.
 func BenchmarkTickBurst(b *testing.B) {
-	sc, err := schedule.Parse("* * * * *", time.UTC)
-	if err != nil {
-		b.Fatal(err)
-	}
-	jobs := make([]Job, benchJobs)
-	for i := range jobs {
-		jobs[i] = Job{Name: "job" + strconv.Itoa(i), Schedule: sc, Action: &latencyAction{}}
-	}
-	origin := time.Date(2030, 1, 1, 0, 0, 30, 0, time.UTC)
-	var shift atomic.Int64 // the benchmark's wall clock: the real one, shifted
-	shift.Store(int64(time.Until(origin)))
-	svc, err := New(Config{Jobs: jobs, StateDir: b.TempDir(), QueueSize: benchJobs,
-		Now: func() time.Time { return time.Now().Add(time.Duration(shift.Load())) }})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer svc.closeStore()
-	if err := svc.flush(); err != nil {
-		b.Fatal(err)
-	}
+	p := newBurstPasses(b, benchJobs)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := range b.N {
 		b.StopTimer()
-		slot := origin.Add(time.Duration(i+1)*time.Minute - 30*time.Second)
-		shift.Store(int64(time.Until(slot.Add(time.Millisecond))))
+		p.before(i)
 		b.StartTimer()
-		svc.tick()
+		p.svc.tick()
 		b.StopTimer()
-		if n := svc.q.Len(); n != benchJobs {
-			b.Fatalf("queued %d, want %d", n, benchJobs)
-		}
-		for t := svc.q.pop(); t != nil; t = svc.q.pop() {
-			svc.end(t, api.TaskSucceeded, "", svc.wall())
-		}
-		if err := svc.flush(); err != nil {
-			b.Fatal(err)
-		}
+		p.after()
 		b.StartTimer()
 	}
 	b.StopTimer()

@@ -118,6 +118,7 @@ func (s *Service) arm(timer *time.Timer) {
 	}
 	now := s.wall()
 	s.watchClock(now)
+	s.reserveTasks()
 	d := max(min(s.due[0].wake.Sub(now), maxSleep), 0)
 	s.wakeAt = time.Now().Add(d)
 	timer.Reset(firstSleep(d))
@@ -212,7 +213,7 @@ func (s *Service) onSlots(j *jobState, now time.Time) {
 	s.log.Warn("cron job missed runs", zap.String("job", j.def.Name), zap.String("missed", count),
 		zap.Time("since", first), zap.String("policy", string(j.def.Missed)))
 	if j.def.Missed == MissedSkip {
-		t := s.newTask(j, api.KindCatchUp, slotKey(j.def.Name, last), 1, last, last.Add(j.offset), now)
+		t := s.newTask(j, api.KindCatchUp, "", 1, last, last.Add(j.offset), now)
 		t.err = fmt.Sprintf("%s missed runs, the first for slot %s", count, first.Format(time.RFC3339))
 		s.end(t, api.TaskSkipped, api.ReasonMissed, now)
 		if onTime {
@@ -308,9 +309,12 @@ func (s *Service) recover() {
 // waiters of the tasks that ended. A task is started only once its running state is
 // committed, so a crash leaves it running in the store and it is found lost.
 func (s *Service) flush() error {
-	b := batch{prunes: s.prunes}
+	b := batch{prunes: s.prunes, tasks: make([]*task, 0, len(s.dirtyT)), jobs: make([]*jobRow, 0, len(s.dirtyJ))}
 	for _, t := range s.dirtyT {
 		t.dirty = false
+		if t.runKey == "" {
+			t.runKey = s.keyText.key(t.job, t.slot)
+		}
 		b.tasks = append(b.tasks, t)
 	}
 	for _, j := range s.dirtyJ {
@@ -319,7 +323,11 @@ func (s *Service) flush() error {
 		b.jobs = append(b.jobs, &r)
 	}
 	toStart, ended := s.toStart, s.ended
-	s.dirtyT, s.dirtyJ, s.toStart, s.ended, s.prunes = nil, nil, nil, nil, map[string]int{}
+	// The dirty lists keep their arrays: a pass that marks 10,000 tasks and jobs does not
+	// grow them again.
+	clear(s.dirtyT)
+	clear(s.dirtyJ)
+	s.dirtyT, s.dirtyJ, s.toStart, s.ended, s.prunes = s.dirtyT[:0], s.dirtyJ[:0], nil, nil, map[string]int{}
 	if !b.empty() {
 		if s.st == nil {
 			return fmt.Errorf("%w: not open", ErrStore)

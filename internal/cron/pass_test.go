@@ -2,10 +2,14 @@ package cron
 
 import (
 	"context"
+	"runtime"
 	"slices"
+	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/schedd/schedd/internal/api"
 	"github.com/schedd/schedd/internal/cron/schedule"
 )
 
@@ -33,6 +37,32 @@ func TestPassQueuesByDueThenConfigOrder(t *testing.T) {
 			got = append(got, tk.Job)
 		}
 		if want := []string{"a", "d", "b", "e", "c"}; !slices.Equal(got, want) {
+			t.Errorf("queued %v, want %v", got, want)
+		}
+	})
+}
+
+// A burst, every scheduled job due at the same instant, is queued in config order too (the
+// pass takes it from the config without a sort); a disabled job, not scheduled, is not in it.
+func TestBurstQueuesInConfigOrder(t *testing.T) {
+	bubble(t, func(t *testing.T, dir string) {
+		sched := every{period: time.Hour, origin: t0}
+		var jobs []Job
+		for _, n := range []string{"c", "a", "off", "b", "e", "d"} {
+			jobs = append(jobs, Job{Name: n, Schedule: sched, Disabled: n == "off", Action: &fakeAction{}})
+		}
+		h := start(t, dir, Config{Jobs: jobs}, nil)
+		sleepTo(time.Hour + time.Minute)
+		l, err := h.svc.Tasks(context.Background(), TaskFilter{Limit: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		slices.Reverse(l.Tasks)
+		var got []string
+		for _, tk := range l.Tasks {
+			got = append(got, tk.Job)
+		}
+		if want := []string{"c", "a", "b", "e", "d"}; !slices.Equal(got, want) {
 			t.Errorf("queued %v, want %v", got, want)
 		}
 	})
@@ -100,6 +130,80 @@ func TestFirstSleepEndsEarly(t *testing.T) {
 	} {
 		if got := firstSleep(c.d); got != c.want {
 			t.Errorf("firstSleep(%v) = %v, want %v", c.d, got, c.want)
+		}
+	}
+}
+
+// burstPasses drives the passes of a service, not running, whose n jobs "* * * * *" are all
+// due at each minute, on the real clock moved to just after the slot.
+type burstPasses struct {
+	tb     testing.TB
+	svc    *Service
+	n      int
+	origin time.Time
+	shift  atomic.Int64 // the service's wall clock: the real one, shifted
+}
+
+func newBurstPasses(tb testing.TB, n int) *burstPasses {
+	sc, err := schedule.Parse("* * * * *", time.UTC)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	jobs := make([]Job, n)
+	for i := range jobs {
+		jobs[i] = Job{Name: "job" + strconv.Itoa(i), Schedule: sc, Action: &fakeAction{}}
+	}
+	p := &burstPasses{tb: tb, n: n, origin: time.Date(2030, 1, 1, 0, 0, 30, 0, time.UTC)}
+	p.shift.Store(int64(time.Until(p.origin)))
+	p.svc, err = New(Config{Jobs: jobs, StateDir: tb.TempDir(), QueueSize: n,
+		Now: func() time.Time { return time.Now().Add(time.Duration(p.shift.Load())) }})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(p.svc.closeStore)
+	if err := p.svc.flush(); err != nil {
+		tb.Fatal(err)
+	}
+	return p
+}
+
+// before moves the clock to 1 ms after slot i and reserves the pass's tasks, as the loop
+// does before it sleeps (arm).
+func (p *burstPasses) before(i int) {
+	slot := p.origin.Add(time.Duration(i+1)*time.Minute - 30*time.Second)
+	p.shift.Store(int64(time.Until(slot.Add(time.Millisecond))))
+	p.svc.reserveTasks()
+}
+
+// after checks that the pass queued every job, then ends and commits its tasks, so that the
+// next slot finds the jobs idle.
+func (p *burstPasses) after() {
+	if n := p.svc.q.Len(); n != p.n {
+		p.tb.Fatalf("queued %d, want %d", n, p.n)
+	}
+	for t := p.svc.q.pop(); t != nil; t = p.svc.q.pop() {
+		p.svc.end(t, api.TaskSucceeded, "", p.svc.wall())
+	}
+	if err := p.svc.flush(); err != nil {
+		p.tb.Fatal(err)
+	}
+}
+
+// A pass over a burst allocates next to nothing: its tasks were allocated before it, while
+// the loop waited, so it neither pays for them nor starts a collection of the heap midway.
+func TestBurstPassAllocatesNoTasks(t *testing.T) {
+	const jobs = 2000
+	p := newBurstPasses(t, jobs)
+	for i := range 3 {
+		p.before(i)
+		var m0, m1 runtime.MemStats
+		runtime.ReadMemStats(&m0)
+		p.svc.tick()
+		runtime.ReadMemStats(&m1)
+		p.after()
+		// The first pass grows each job's list of active tasks once.
+		if n := m1.Mallocs - m0.Mallocs; i > 0 && n > jobs/20 {
+			t.Errorf("pass %d: %d allocations for %d jobs", i, n, jobs)
 		}
 	}
 }

@@ -107,6 +107,8 @@ type Service struct {
 	dueStack  []int
 	stepMemo  stepMemo
 	keyText   slotText
+	spare     []*task   // allocated before the pass that takes them (reserveTasks)
+	spareFor  time.Time // the wake they were counted for
 	passMono  time.Time // see monoNow
 	wakeAt    time.Time // the loop's next wake, on the monotonic clock (arm)
 	running   int

@@ -16,7 +16,7 @@ type task struct {
 	id      int64
 	job     string
 	kind    api.TaskKind
-	runKey  string
+	runKey  string // a slot's: formatted when the task is first written (flush)
 	attempt int
 	slot    time.Time // zero for a manual run
 	due     time.Time

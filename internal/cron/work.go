@@ -11,9 +11,11 @@ import (
 	"github.com/schedd/schedd/internal/api"
 )
 
-// newTask creates a queued task of j; the caller admits or ends it.
+// newTask creates a queued task of j; the caller admits or ends it. An empty key is the
+// slot's run key, formatted when the task is first written (flush), not in the pass.
 func (s *Service) newTask(j *jobState, kind api.TaskKind, key string, attempt int, slot, due, now time.Time) *task {
-	t := &task{id: s.nextID, job: j.def.Name, kind: kind, runKey: key, attempt: attempt, slot: slot, due: due,
+	t := s.spareTask()
+	*t = task{id: s.nextID, job: j.def.Name, kind: kind, runKey: key, attempt: attempt, slot: slot, due: due,
 		state: api.TaskQueued, queued: now, qidx: -1, host: s.cfg.Host}
 	s.nextID++
 	j.active = append(j.active, t)
@@ -23,7 +25,7 @@ func (s *Service) newTask(j *jobState, kind api.TaskKind, key string, attempt in
 }
 
 func (s *Service) admitSlot(j *jobState, kind api.TaskKind, slot, now time.Time) {
-	s.admit(j, s.newTask(j, kind, s.keyText.key(j.def.Name, slot), 1, slot, slot.Add(j.offset), now), now)
+	s.admit(j, s.newTask(j, kind, "", 1, slot, slot.Add(j.offset), now), now)
 }
 
 // admit puts a new task of j in the queue, or ends it as skipped when it may not run: past
