@@ -50,7 +50,9 @@ type Options struct {
 	// MaxPayload bounds one payload in bytes (default queue.DefaultMaxPayload).
 	MaxPayload int
 	// MaxEntries bounds pending+sending entries (default queue.DefaultMaxEntries). Two
-	// hosts enqueueing at the very same moment may pass it by a few entries.
+	// hosts enqueueing at the very same moment may pass it by a few entries; and a fleet
+	// that enqueues more than a tenth of it within a second may pass it by that much (see
+	// liveCount).
 	MaxEntries int
 	// Now is the clock (default time.Now).
 	Now func() time.Time
@@ -80,6 +82,14 @@ type Store struct {
 	mu        sync.Mutex
 	epoch     int64 // the newest epoch this store allocated: the one its heartbeat renews
 	connected bool  // the last contact with the server succeeded
+
+	liveMu sync.Mutex
+	live   liveCount     // guarded by liveMu
+	exact  chan struct{} // held by the enqueue that counts (enqueueExact)
+
+	// inserts groups the enqueues of concurrent callers into shared statements.
+	inserts *group[*enqueueJob, struct{}]
+	notify  notifyGate
 }
 
 var (
@@ -132,7 +142,11 @@ func Open(ctx context.Context, dsn string, o Options) (*Store, error) {
 		return nil, fmt.Errorf("postgres store: %w", redact(err))
 	}
 	bg, stop := context.WithCancel(context.Background())
-	s := &Store{pool: pool, opts: o, opened: make(chan struct{}), wake: make(chan struct{}, 1), stop: stop}
+	s := &Store{pool: pool, opts: o, opened: make(chan struct{}), wake: make(chan struct{}, 1), stop: stop,
+		exact: make(chan struct{}, 1)}
+	// Statements of grouped enqueues at once: a quarter of the pool, so that deliveries
+	// and the other writes keep connections. A run carries 32 callers' entries at most.
+	s.inserts = &group[*enqueueJob, struct{}]{maxRunning: max(1, o.MaxConns/4), maxItems: 32, run: s.insertJobs, ctx: bg}
 	err = s.open(ctx, bg)
 	if err == nil {
 		return s, nil
@@ -262,6 +276,7 @@ func (s *Store) Close() error {
 	}
 	s.stop()
 	s.wg.Wait()
+	s.closeNotify()
 	s.pool.Close()
 	return nil
 }
@@ -399,10 +414,7 @@ func redact(err error) error {
 
 // tx runs fn in one transaction and commits it.
 func (s *Store) tx(ctx context.Context, fn func(pgx.Tx) error) error {
-	if s.closed.Load() {
-		return queue.ErrClosed
-	}
-	if err := s.ready(); err != nil {
+	if err := s.usable(); err != nil {
 		return err
 	}
 	err := pgx.BeginFunc(ctx, s.pool, fn)
