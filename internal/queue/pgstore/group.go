@@ -3,6 +3,7 @@ package pgstore
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 )
 
 // group runs the operations of concurrent callers together: a caller that finds fewer than
@@ -12,10 +13,10 @@ import (
 // shares statements and commits: a round trip and a commit per run, not per operation.
 type group[T, R any] struct {
 	maxRunning, maxItems int
-	// run performs items as one operation, with a context of no caller (the store's); it
-	// returns one result per item, or the error of them all.
+	// run performs items as one operation; it returns one result per item, or the error of
+	// them all. Its context ends only once every caller's has: a caller that gives up does
+	// not fail the others.
 	run func(ctx context.Context, items []T) ([]R, error)
-	ctx context.Context // the store's: canceled at Close
 
 	mu      sync.Mutex
 	running int
@@ -23,6 +24,7 @@ type group[T, R any] struct {
 }
 
 type call[T, R any] struct {
+	ctx  context.Context
 	item T
 	res  R
 	err  error
@@ -35,7 +37,7 @@ type call[T, R any] struct {
 // its item still waits takes it back and returns ctx's error; once its item runs it waits
 // for the outcome, so that an error always means nothing was done for it.
 func (g *group[T, R]) do(ctx context.Context, item T) (R, error) {
-	c := &call[T, R]{item: item, wake: make(chan bool, 1)}
+	c := &call[T, R]{ctx: ctx, item: item, wake: make(chan bool, 1)}
 	g.mu.Lock()
 	if g.running < g.maxRunning {
 		g.running++
@@ -78,10 +80,23 @@ func (g *group[T, R]) lead(c *call[T, R]) {
 	g.mu.Unlock()
 
 	items := make([]T, len(batch))
+	ctx, cancel := context.WithCancel(context.WithoutCancel(c.ctx))
+	var left atomic.Int64
+	left.Store(int64(len(batch)))
+	stops := make([]func() bool, len(batch))
 	for i, b := range batch {
 		items[i] = b.item
+		stops[i] = context.AfterFunc(b.ctx, func() {
+			if left.Add(-1) == 0 {
+				cancel()
+			}
+		})
 	}
-	res, err := g.run(g.ctx, items)
+	res, err := g.run(ctx, items)
+	for _, stop := range stops {
+		stop()
+	}
+	cancel()
 	for i, b := range batch {
 		if err != nil {
 			b.err = err

@@ -16,7 +16,7 @@ func TestGroupRunsWaitingCallersTogether(t *testing.T) {
 	release := make(chan struct{})
 	var mu sync.Mutex
 	var runs [][]int
-	g := &group[int, int]{maxRunning: 1, maxItems: 100, ctx: context.Background(),
+	g := &group[int, int]{maxRunning: 1, maxItems: 100,
 		run: func(_ context.Context, items []int) ([]int, error) {
 			mu.Lock()
 			runs = append(runs, slices.Clone(items))
@@ -92,7 +92,7 @@ func TestGroupCanceledWaiterDoesNotRun(t *testing.T) {
 	release := make(chan struct{})
 	var mu sync.Mutex
 	var ran []int
-	g := &group[int, int]{maxRunning: 1, maxItems: 100, ctx: context.Background(),
+	g := &group[int, int]{maxRunning: 1, maxItems: 100,
 		run: func(_ context.Context, items []int) ([]int, error) {
 			mu.Lock()
 			ran = append(ran, items...)
@@ -132,5 +132,52 @@ func waitFor(t *testing.T, cond func() bool) {
 		if time.Now().After(deadline) {
 			t.Fatal("condition not reached in 10 s")
 		}
+	}
+}
+
+// A run goes on while one of its callers still waits for it: the caller that leads it, or
+// any other, giving up does not fail the others (nor itself: its item is in the run, so it
+// gets the outcome). Once every caller gave up, the run's context ends.
+func TestGroupRunOutlivesOneCaller(t *testing.T) {
+	hold := make(chan struct{})
+	runCtx := make(chan context.Context, 2)
+	g := &group[string, string]{maxRunning: 1, maxItems: 100,
+		run: func(ctx context.Context, items []string) ([]string, error) {
+			runCtx <- ctx
+			<-hold
+			return items, ctx.Err()
+		}}
+	first := make(chan error, 1)
+	go func() { _, err := g.do(context.Background(), "first"); first <- err }()
+	<-runCtx
+	actx, cancelA := context.WithCancel(context.Background())
+	type res struct {
+		v   string
+		err error
+	}
+	a, b := make(chan res, 1), make(chan res, 1)
+	go func() { v, err := g.do(actx, "a"); a <- res{v, err} }()
+	waitFor(t, func() bool { g.mu.Lock(); defer g.mu.Unlock(); return len(g.pending) == 1 })
+	bctx, cancelB := context.WithCancel(context.Background())
+	go func() { v, err := g.do(bctx, "b"); b <- res{v, err} }()
+	waitFor(t, func() bool { g.mu.Lock(); defer g.mu.Unlock(); return len(g.pending) == 2 })
+	hold <- struct{}{} // the first run ends; "a" leads "a" and "b"
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	ctx := <-runCtx
+	cancelA()
+	time.Sleep(20 * time.Millisecond)
+	if ctx.Err() != nil {
+		t.Fatal("the run's context ended while b still waits for it")
+	}
+	cancelB()
+	waitFor(t, func() bool { return ctx.Err() != nil })
+	close(hold)
+	if r := <-a; !errors.Is(r.err, context.Canceled) {
+		t.Fatalf("a = %+v, want the run's outcome: canceled, as every caller gave up", r)
+	}
+	if r := <-b; !errors.Is(r.err, context.Canceled) {
+		t.Fatalf("b = %+v", r)
 	}
 }

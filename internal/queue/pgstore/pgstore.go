@@ -87,9 +87,13 @@ type Store struct {
 	live   liveCount     // guarded by liveMu
 	exact  chan struct{} // held by the enqueue that counts (enqueueExact)
 
-	// inserts groups the enqueues of concurrent callers into shared statements.
-	inserts *group[*enqueueJob, struct{}]
-	notify  notifyGate
+	// inserts, claims, gets and completes group the enqueues, claims, reads and
+	// completions of concurrent callers into shared statements.
+	inserts   *group[*enqueueJob, struct{}]
+	claims    *group[claimReq, claimRes]
+	gets      *group[int64, getRes]
+	completes *group[completeReq, error]
+	notify    notifyGate
 }
 
 var (
@@ -144,9 +148,12 @@ func Open(ctx context.Context, dsn string, o Options) (*Store, error) {
 	bg, stop := context.WithCancel(context.Background())
 	s := &Store{pool: pool, opts: o, opened: make(chan struct{}), wake: make(chan struct{}, 1), stop: stop,
 		exact: make(chan struct{}, 1)}
-	// Statements of grouped enqueues at once: a quarter of the pool, so that deliveries
-	// and the other writes keep connections. A run carries 32 callers' entries at most.
-	s.inserts = &group[*enqueueJob, struct{}]{maxRunning: max(1, o.MaxConns/4), maxItems: 32, run: s.insertJobs, ctx: bg}
+	// Statements of each group at once: a quarter of the pool, so that the other writes
+	// keep connections.
+	s.inserts = &group[*enqueueJob, struct{}]{maxRunning: max(1, o.MaxConns/4), maxItems: 32, run: s.insertJobs}
+	s.claims = &group[claimReq, claimRes]{maxRunning: max(1, o.MaxConns/4), maxItems: 64, run: s.claimGroup}
+	s.gets = &group[int64, getRes]{maxRunning: max(1, o.MaxConns/4), maxItems: 64, run: s.getGroup}
+	s.completes = &group[completeReq, error]{maxRunning: max(1, o.MaxConns/4), maxItems: 64, run: s.completeGroup}
 	err = s.open(ctx, bg)
 	if err == nil {
 		return s, nil
