@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"maps"
-	"slices"
 	"strings"
 	"time"
 
@@ -13,10 +12,33 @@ import (
 	"github.com/schedd/schedd/internal/queue"
 )
 
-// The delivery runtime's workers each claim an entry (MarkSending), send it and complete it
-// (Complete): two commits an entry. Concurrent claims, and concurrent completions, share one
-// statement each (a group): one round trip and one commit for all the entries of a burst,
-// each caller still returning once its own change is committed.
+// The delivery runtime's workers each read an entry (Get), claim it (MarkSending), send it
+// and complete it (Complete): two commits a delivery. The claims and completions of
+// concurrent workers go into one group (Store.ops) whose run is one pgx batch: a statement
+// for the completions and one for the claims, sent together and run by the server as one
+// implicit transaction, so one round trip and one commit for a burst of them; each caller
+// returns once that commit is durable. A failed batch is every caller's error, and none of
+// its changes is made. The reads go into a group of their own (Store.reads), so that a
+// read does not wait for a commit.
+
+type opKind uint8
+
+const (
+	opGet opKind = iota
+	opClaim
+	opComplete
+)
+
+type opReq struct {
+	kind      opKind
+	id, epoch int64
+	lease     time.Duration
+}
+
+type opRes struct {
+	e   queue.Entry
+	err error // the entry's own: ErrNotFound, ErrNotClaimable, ErrNotOwner
+}
 
 // claimManySQL claims the entries of ids that are claimable; its arguments are positional
 // (a named one is rewritten on every call): now, epoch, host, ids, until.
@@ -25,125 +47,94 @@ var claimManySQL = strings.NewReplacer("@now", "$1", "@epoch", "$2", "@host", "$
 		owner_epoch = @epoch, lease_until = $5, updated_at = @now
 	WHERE id = ANY($4) AND ` + claimable + " RETURNING " + colsPayload)
 
-type claimReq struct {
-	id, epoch int64
-	lease     time.Duration
-}
+const completeManySQL = `UPDATE schedd_deliveries SET state = 'delivered', finished_at = $1, updated_at = $1,
+	lease_until = NULL WHERE id = ANY($2) AND state = 'sending' AND owner_epoch = $3 RETURNING id`
 
-type claimRes struct {
-	e   queue.Entry
-	err error // the entry's own: ErrNotClaimable, ErrNotFound
-}
-
-// claimGroup is the run of Store.claims.
-func (s *Store) claimGroup(ctx context.Context, reqs []claimReq) ([]claimRes, error) {
+// opsGroup is the run of Store.ops.
+func (s *Store) opsGroup(ctx context.Context, reqs []opReq) ([]opRes, error) {
 	if err := s.usable(); err != nil {
 		return nil, err
 	}
-	out := make([]claimRes, len(reqs))
-	// The runtime claims under one epoch and one lease; requests that differ run apart.
-	for _, part := range partition(reqs, func(r claimReq) [2]int64 { return [2]int64{r.epoch, int64(r.lease)} }) {
+	now := s.now()
+	b := &pgx.Batch{}
+	got := map[opKind]map[int64]queue.Entry{opGet: {}, opClaim: {}, opComplete: {}}
+	scanInto := func(into map[int64]queue.Entry, payload bool) func(pgx.Rows) error {
+		return func(rows pgx.Rows) error {
+			for rows.Next() {
+				e, err := scanEntry(rows, payload)
+				if err != nil {
+					return err
+				}
+				into[e.ID] = e
+			}
+			return rows.Err()
+		}
+	}
+	type key struct {
+		kind  opKind
+		epoch int64
+		lease time.Duration
+	}
+	for _, part := range partition(reqs, func(r opReq) key {
+		if r.kind == opGet {
+			return key{kind: opGet}
+		}
+		return key{r.kind, r.epoch, r.lease}
+	}) {
 		r0 := reqs[part[0]]
 		ids := make([]int64, len(part))
 		for j, i := range part {
 			ids[j] = reqs[i].id
 		}
-		now := s.now()
-		rows, err := s.pool.Query(ctx, claimManySQL, now, r0.epoch, s.opts.HostID, ids, now+r0.lease.Milliseconds())
-		if err != nil {
-			return nil, s.fail(err)
-		}
-		claimed := map[int64]queue.Entry{}
-		for rows.Next() {
-			e, err := scanEntry(rows, true)
-			if err != nil {
-				rows.Close()
-				return nil, s.fail(err)
-			}
-			claimed[e.ID] = e
-		}
-		if err := rows.Err(); err != nil {
-			return nil, s.fail(err)
-		}
-		s.setConnected(nil)
-		for _, i := range part {
-			if e, ok := claimed[reqs[i].id]; ok {
-				out[i].e = e
-				delete(claimed, e.ID) // the same id asked twice: the second finds it claimed
-				continue
-			}
-			out[i].err = s.explain(ctx, reqs[i].id, func(queue.State) error { return queue.ErrNotClaimable })
+		switch r0.kind {
+		case opComplete:
+			into := got[opComplete]
+			b.Queue(completeManySQL, now, ids, r0.epoch).Query(func(rows pgx.Rows) error {
+				var id int64
+				_, err := pgx.ForEachRow(rows, []any{&id}, func() error { into[id] = queue.Entry{ID: id}; return nil })
+				return err
+			})
+		case opClaim:
+			b.Queue(claimManySQL, now, r0.epoch, s.opts.HostID, ids, now+r0.lease.Milliseconds()).Query(scanInto(got[opClaim], true))
+		case opGet:
+			b.Queue("SELECT "+colsPayload+" FROM schedd_deliveries WHERE id = ANY($1)", ids).Query(scanInto(got[opGet], true))
 		}
 	}
-	return out, nil
-}
-
-type completeReq struct{ id, epoch int64 }
-
-// completeGroup is the run of Store.completes: one error per request, its own (ErrNotOwner,
-// ErrNotFound) or nil.
-func (s *Store) completeGroup(ctx context.Context, reqs []completeReq) ([]error, error) {
-	if err := s.usable(); err != nil {
-		return nil, err
+	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
+		return nil, s.fail(err)
 	}
-	out := make([]error, len(reqs))
-	for _, part := range partition(reqs, func(r completeReq) int64 { return r.epoch }) {
-		ids := make([]int64, len(part))
-		for j, i := range part {
-			ids[j] = reqs[i].id
-		}
-		now := s.now()
-		rows, err := s.pool.Query(ctx, `UPDATE schedd_deliveries SET state = 'delivered', finished_at = $1,
-			updated_at = $1, lease_until = NULL WHERE id = ANY($2) AND state = 'sending' AND owner_epoch = $3 RETURNING id`,
-			now, ids, reqs[part[0]].epoch)
-		if err != nil {
-			return nil, s.fail(err)
-		}
-		done := map[int64]bool{}
-		var id int64
-		if _, err := pgx.ForEachRow(rows, []any{&id}, func() error { done[id] = true; return nil }); err != nil {
-			return nil, s.fail(err)
-		}
-		s.setConnected(nil)
-		for _, i := range part {
-			if done[reqs[i].id] {
-				delete(done, reqs[i].id) // the same id twice: the second finds it delivered
-				continue
-			}
-			out[i] = s.explain(ctx, reqs[i].id, func(queue.State) error { return queue.ErrNotOwner })
-		}
-	}
-	return out, nil
-}
-
-type getRes struct {
-	e   queue.Entry
-	err error // ErrNotFound
-}
-
-// getGroup is the run of Store.gets: the entries of concurrent Gets in one read.
-func (s *Store) getGroup(ctx context.Context, ids []int64) ([]getRes, error) {
-	es, err := s.query(ctx, true, "SELECT "+colsPayload+" FROM schedd_deliveries WHERE id = ANY($1)", ids)
-	if err != nil {
-		return nil, err
-	}
-	byID := make(map[int64]queue.Entry, len(es))
-	for _, e := range es {
-		byID[e.ID] = e
-	}
-	out := make([]getRes, len(ids))
-	for i, id := range ids {
-		e, ok := byID[id]
-		if !ok {
+	s.setConnected(nil)
+	out := make([]opRes, len(reqs))
+	for i, r := range reqs {
+		e, ok := got[r.kind][r.id]
+		switch {
+		case ok && r.kind == opGet:
+			out[i].e = cloneEntry(e) // callers own what they get; the same id may be read twice
+		case ok:
+			out[i].e = e
+			delete(got[r.kind], r.id) // the same id claimed or completed twice: the second finds it done
+		case r.kind == opGet:
 			out[i].err = queue.ErrNotFound
-			continue
+		case r.kind == opClaim:
+			out[i].err = s.explain(ctx, r.id, func(queue.State) error { return queue.ErrNotClaimable })
+		default:
+			out[i].err = s.explain(ctx, r.id, func(queue.State) error { return queue.ErrNotOwner })
 		}
-		if i > 0 && slices.Contains(ids[:i], id) {
-			e = cloneEntry(e) // callers own what they get
-		}
-		out[i].e = e
 	}
 	return out, nil
+}
+
+// op runs one request in Store.ops.
+func (s *Store) op(ctx context.Context, r opReq) (queue.Entry, error) {
+	g := s.ops
+	if r.kind == opGet {
+		g = s.reads
+	}
+	res, err := g.do(ctx, r)
+	if err == nil {
+		err = res.err
+	}
+	return res.e, err
 }
 
 // cloneEntry copies what an Entry shares: its headers and payload.

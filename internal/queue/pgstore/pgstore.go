@@ -87,13 +87,12 @@ type Store struct {
 	live   liveCount     // guarded by liveMu
 	exact  chan struct{} // held by the enqueue that counts (enqueueExact)
 
-	// inserts, claims, gets and completes group the enqueues, claims, reads and
-	// completions of concurrent callers into shared statements.
-	inserts   *group[*enqueueJob, struct{}]
-	claims    *group[claimReq, claimRes]
-	gets      *group[int64, getRes]
-	completes *group[completeReq, error]
-	notify    notifyGate
+	// inserts groups the enqueues of concurrent callers into shared statements, ops their
+	// claims and completions, reads their Gets (claim.go).
+	inserts *group[*enqueueJob, struct{}]
+	ops     *group[opReq, opRes]
+	reads   *group[opReq, opRes]
+	notify  notifyGate
 }
 
 var (
@@ -148,12 +147,12 @@ func Open(ctx context.Context, dsn string, o Options) (*Store, error) {
 	bg, stop := context.WithCancel(context.Background())
 	s := &Store{pool: pool, opts: o, opened: make(chan struct{}), wake: make(chan struct{}, 1), stop: stop,
 		exact: make(chan struct{}, 1)}
-	// Statements of each group at once: a quarter of the pool, so that the other writes
-	// keep connections.
-	s.inserts = &group[*enqueueJob, struct{}]{maxRunning: max(1, o.MaxConns/4), maxItems: 32, run: s.insertJobs}
-	s.claims = &group[claimReq, claimRes]{maxRunning: max(1, o.MaxConns/4), maxItems: 64, run: s.claimGroup}
-	s.gets = &group[int64, getRes]{maxRunning: max(1, o.MaxConns/4), maxItems: 64, run: s.getGroup}
-	s.completes = &group[completeReq, error]{maxRunning: max(1, o.MaxConns/4), maxItems: 64, run: s.completeGroup}
+	// One statement (or batch) of each group at a time: the callers that come meanwhile
+	// go together into the next, which on a machine whose CPU is the bound did better (in
+	// bench/deliveries/run-postgres.sh) than two or more at once, each with fewer entries.
+	s.inserts = &group[*enqueueJob, struct{}]{maxRunning: 1, maxItems: 32, run: s.insertJobs}
+	s.ops = &group[opReq, opRes]{maxRunning: 1, maxItems: 128, run: s.opsGroup}
+	s.reads = &group[opReq, opRes]{maxRunning: 1, maxItems: 128, run: s.opsGroup}
 	err = s.open(ctx, bg)
 	if err == nil {
 		return s, nil

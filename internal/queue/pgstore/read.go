@@ -69,17 +69,15 @@ func (s *Store) query(ctx context.Context, withPayload bool, sql string, args ..
 	return out, nil
 }
 
-// Get returns one entry with its payload, read with the Gets of concurrent callers (the
-// delivery runtime's workers each read the entry they are about to claim).
+// Get returns one entry with its payload, read with the store calls of concurrent callers
+// (see Store.ops: the delivery runtime's workers each read the entry they are about to
+// claim).
 func (s *Store) Get(ctx context.Context, id int64) (queue.Entry, error) {
-	r, err := s.gets.do(ctx, id)
-	if err == nil {
-		err = r.err
-	}
+	e, err := s.op(ctx, opReq{kind: opGet, id: id})
 	if err != nil {
 		return queue.Entry{}, fmt.Errorf("get %d: %w", id, err)
 	}
-	return r.e, nil
+	return e, nil
 }
 
 // List returns entries without payloads, in id order, after the filter's cursor.

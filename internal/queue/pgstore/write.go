@@ -73,17 +73,14 @@ func (s *Store) update(ctx context.Context, id int64, byState func(queue.State) 
 	return nil
 }
 
-// MarkSending claims one entry for epoch, in one statement with the claims of concurrent
-// callers (see claimGroup).
+// MarkSending claims one entry for epoch, with the store calls of concurrent callers (see
+// Store.ops).
 func (s *Store) MarkSending(ctx context.Context, id, epoch int64, lease time.Duration) (queue.Entry, error) {
-	r, err := s.claims.do(ctx, claimReq{id: id, epoch: epoch, lease: lease})
-	if err == nil {
-		err = r.err
-	}
+	e, err := s.op(ctx, opReq{kind: opClaim, id: id, epoch: epoch, lease: lease})
 	if err != nil {
 		return queue.Entry{}, fmt.Errorf("mark %d sending: %w", id, err)
 	}
-	return r.e, nil
+	return e, nil
 }
 
 // ClaimDue claims up to c.Limit due pending entries, skipping rows other claimers hold.
@@ -117,14 +114,10 @@ func (s *Store) owned(ctx context.Context, what string, id int64, sql string, ar
 	return nil
 }
 
-// Complete records a delivery: the entry becomes a delivered tombstone, in one statement
-// with the completions of concurrent callers (see completeGroup).
+// Complete records a delivery: the entry becomes a delivered tombstone, with the store
+// calls of concurrent callers (see Store.ops).
 func (s *Store) Complete(ctx context.Context, id, epoch int64) error {
-	err, gerr := s.completes.do(ctx, completeReq{id: id, epoch: epoch})
-	if gerr != nil {
-		err = gerr
-	}
-	if err != nil {
+	if _, err := s.op(ctx, opReq{kind: opComplete, id: id, epoch: epoch}); err != nil {
 		return fmt.Errorf("complete %d: %w", id, err)
 	}
 	return nil
