@@ -105,6 +105,9 @@ func pgSummaryCmd(args []string) error {
 			fmt.Fprintf(w, "%-44s %8.0f/s %8.0f/s %7.2fx  River: %s\n", "drain to a no-op HTTP sink, 16 workers", s.PerS, r.PerS, s.PerS/r.PerS, c.what)
 		}
 	}
+	if c, ok := find("drain cpu", "schedd", 0); ok {
+		fmt.Fprintf(w, "%-44s %10s %10s %8s  schedd %.0f + postgres %.0f us\n", "  schedd's drain, cpu per delivery", "", "", "", c.ServerCPU, c.DatabaseCPU)
+	}
 	for _, r := range rs {
 		if r.Bench == "river drain" {
 			fmt.Fprintf(w, "%-44s %10s %8.0f/s %8s  postgres %.0f + client %.0f us (FetchCooldown %g ms)\n", "  River, start to every job completed", "",

@@ -149,6 +149,26 @@ loadavg() {
 	awk -v when="$1" '{printf "{\"bench\":\"loadavg\",\"when\":\"%s\",\"load1\":%s,\"load5\":%s}\n", when, $1, $2}' /proc/loadavg >>"$RESULTS"
 }
 loadavg start
+# cpu_ticks PID [TREE]: the CPU time (clock ticks, user + system) of PID, and with TREE of
+# its children too (live, and reaped: a postmaster's backends).
+cpu_ticks() {
+	python3 - "$@" <<'PY'
+import os, sys
+def st(p):
+    s = open(f"/proc/{p}/stat").read(); f = s[s.rfind(")") + 2:].split()
+    return int(f[1]), int(f[11]) + int(f[12]), int(f[13]) + int(f[14])
+pid = int(sys.argv[1]); _, cpu, children = st(pid); total = cpu
+if len(sys.argv) > 2:
+    total += children
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                pp, c, _ = st(int(d))
+                if pp == pid: total += c
+            except OSError: pass
+print(total)
+PY
+}
 
 # ---------------------------------------------------------------------------------------
 log "1/2 durable enqueue: schedd (control API, Postgres store) and River, same cluster"
@@ -202,9 +222,15 @@ deliveries:
 EOF
 start_schedd drain "$WORK/drain.yaml"
 wait_log drain "delivery runtime armed the pending entries"
+sd0=$(cpu_ticks "$SD_PID") pg0=$(cpu_ticks "$PG_PID" tree) sk0=$(cpu_ticks "$SINK_PID")
 touch "$WORK/ready"
 profiled drain wait "$SINK_PID" || die "the sink failed"
+sd1=$(cpu_ticks "$SD_PID") pg1=$(cpu_ticks "$PG_PID" tree)
 cat "$WORK/sink.json" >>"$RESULTS"
+# The CPU of the drain (from the ready file to the last delivery; the sink's up to its exit),
+# per delivery: schedd's, the cluster's.
+awk -v n="$N_DRAIN" -v sd=$((sd1 - sd0)) -v pg=$((pg1 - pg0)) -v hz="$(getconf CLK_TCK)" \
+	'BEGIN { printf "{\"bench\":\"drain cpu\",\"who\":\"schedd\",\"server_cpu_us\":%.1f,\"database_cpu_us\":%.1f}\n", sd * 1e6 / hz / n, pg * 1e6 / hz / n }' >>"$RESULTS"
 stop_schedd
 # River: the jobs are stored before its client starts; its 16 workers post each payload
 # to the same kind of sink. River fetches at most every FetchCooldown (100 ms by default)
