@@ -72,7 +72,10 @@ func (s *Store) EnqueueBatch(ctx context.Context, ns []queue.NewEntry) ([]queue.
 	return out, nil
 }
 
-// insertManySQL inserts the rows of its arrays in their order, skipping the keys stored
+// insertManySQL (arguments: now, then the arrays of sinks, keys, headers, payloads, hashes,
+// priorities, next attempts and expiries, then the channel, the host and whether to
+// notify; positional, as a named one is rewritten on every call) inserts the rows of its
+// arrays in their order, skipping the keys stored
 // already (by another entry of the same statement too), and notifies the fleet when it
 // inserted any and @notify (see notifyGate), all in one statement, so in one round trip and
 // one commit. (n is one row, the count: it makes the notification run, and does not
@@ -81,15 +84,15 @@ const insertManySQL = `WITH ins AS (
 	INSERT INTO schedd_deliveries (sink, idem_key, headers, payload, payload_size, payload_hash,
 		priority, state, next_attempt_at, created_at, updated_at, expires_at)
 	SELECT t.sink, t.idem_key, t.headers, t.payload, octet_length(t.payload), t.hash, t.priority, 'pending',
-		t.next, @now, @now, NULLIF(t.expires, 0)
-	FROM unnest(@sinks::text[], @keys::text[], @headers::text[], @payloads::bytea[], @hashes::bytea[],
-		@priorities::int[], @nexts::bigint[], @expires::bigint[]) WITH ORDINALITY
+		t.next, $1, $1, NULLIF(t.expires, 0)
+	FROM unnest($2::text[], $3::text[], $4::text[], $5::bytea[], $6::bytea[],
+		$7::int[], $8::bigint[], $9::bigint[]) WITH ORDINALITY
 		AS t(sink, idem_key, headers, payload, hash, priority, next, expires, ord)
 	ORDER BY t.ord
 	ON CONFLICT (idem_key) DO NOTHING
 	RETURNING id, idem_key)
-SELECT ins.id, ins.idem_key FROM ins, (SELECT count(*) FROM (SELECT pg_notify(@channel, @host)
-	WHERE @notify::boolean AND EXISTS (SELECT 1 FROM ins)) AS x) AS n`
+SELECT ins.id, ins.idem_key FROM ins, (SELECT count(*) FROM (SELECT pg_notify($10, $11)
+	WHERE $12::boolean AND EXISTS (SELECT 1 FROM ins)) AS x) AS n`
 
 // insertMany stores rows[i] for i in todo with one statement and fills out[i]: created, or
 // the entry stored before under its key (or a KeyMismatchError). It returns the entries it
@@ -113,9 +116,8 @@ func (s *Store) insertMany(ctx context.Context, rows []newRow, todo []int, out [
 	}
 	created := make(map[string]int64, k)
 	notify := s.notifyNow()
-	rs, err := s.pool.Query(ctx, insertManySQL, pgx.NamedArgs{"now": now, "sinks": sinks, "keys": keys,
-		"headers": headers, "payloads": payloads, "hashes": hashes, "priorities": priorities, "nexts": nexts,
-		"expires": expires, "channel": Channel, "host": s.opts.HostID, "notify": notify})
+	rs, err := s.pool.Query(ctx, insertManySQL, now, sinks, keys, headers, payloads, hashes, priorities, nexts,
+		expires, Channel, s.opts.HostID, notify)
 	if err == nil {
 		var id int64
 		var key string
