@@ -8,12 +8,16 @@
 //	                                       per request, a JSON array; -sink nosuch -expect
 //	                                       400: the same requests answered before the store,
 //	                                       the bare round trip
-//	prefill  -db F -n N -due-at MS         store N entries (for sink "hook") due at MS (unix ms)
+//	prefill  -db F -n N -due-at MS         store N entries (for sink "hook") due at MS (unix ms);
+//	         [-dsn D]                      -dsn: in the Postgres store of database D instead
 //	sink     -listen A -n N -ready-file F  a no-op HTTP sink: 204 to every delivery; reports
-//	                                       once N arrived. GET /readyz is 200 once F exists
-//	                                       (the gateway's readiness probe), else 503
+//	         [-who W]                      once N arrived. GET /readyz is 200 once F exists
+//	                                       (the gateway's readiness probe), else 503; -who
+//	                                       names the sender in the report
 //	timeline -log F -start NS              offsets of schedd's startup log lines from NS
 //	summary  -results F                    the table of a run's results, with the targets
+//	pgsummary -results F                   the table of a run of run-postgres.sh: schedd on
+//	                                       the Postgres store beside River
 //
 // Every subcommand but summary prints one JSON object on stdout.
 package main
@@ -47,12 +51,12 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: dlbench fsync|sqlite|enqueue|prefill|sink|timeline|summary [flags]")
+		fmt.Fprintln(os.Stderr, "usage: dlbench fsync|sqlite|enqueue|prefill|sink|timeline|summary|pgsummary [flags]")
 		os.Exit(2)
 	}
 	cmds := map[string]func([]string) error{
 		"fsync": fsyncCmd, "sqlite": sqliteCmd, "enqueue": enqueueCmd, "prefill": prefillCmd,
-		"sink": sinkCmd, "timeline": timelineCmd, "summary": summaryCmd,
+		"sink": sinkCmd, "timeline": timelineCmd, "summary": summaryCmd, "pgsummary": pgSummaryCmd,
 	}
 	run, ok := cmds[os.Args[1]]
 	if !ok {
@@ -154,6 +158,7 @@ func enqueueCmd(args []string) error {
 	prefix := fs.String("prefix", "k", "idempotency key prefix (unique per run)")
 	expect := fs.Int("expect", http.StatusCreated, "the status every single-entry reply must have (400 with an unknown -sink: the round trip without the store)")
 	fs.IntVar(&load.ServerPID, "server-pid", 0, "schedd's pid, to report its CPU time per entry")
+	fs.IntVar(&load.DatabasePID, "db-pid", 0, "the postmaster's pid of a Postgres store, to report the cluster's CPU time per entry")
 	fs.Parse(args)
 	// schedd's own client (the CLI's): net/http over the socket, connections kept alive.
 	hc := control.NewClient(*socket).HTTP
@@ -235,11 +240,9 @@ func prefillCmd(args []string) error {
 	size := fs.Int("size", 256, "payload bytes")
 	dueAt := fs.Int64("due-at", 0, "when they are due, unix ms (0: at once)")
 	sink := fs.String("sink", "hook", "sink name")
+	dsn := fs.String("dsn", "", "a Postgres database: fill its store instead of -db")
 	fs.Parse(args)
-	if err := os.MkdirAll(filepath.Dir(*db), 0o700); err != nil {
-		return err
-	}
-	s, err := queue.Open(context.Background(), *db, queue.Options{})
+	s, err := openStore(*db, *dsn)
 	if err != nil {
 		return err
 	}
@@ -279,6 +282,7 @@ func sinkCmd(args []string) error {
 	n := fs.Int("n", 0, "report and exit after this many deliveries")
 	addrFile := fs.String("addr-file", "", "write the listening address here")
 	readyFile := fs.String("ready-file", "", "GET /readyz answers 200 once this file exists")
+	who := fs.String("who", "", "who sends (in the report)")
 	fs.Parse(args)
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
@@ -321,7 +325,7 @@ func sinkCmd(args []string) error {
 	mu.Unlock()
 	srv.Close()
 	return load.Emit(map[string]any{"bench": "deliveries to a no-op HTTP sink", "n": *n, "seconds": el.Seconds(),
-		"per_s": float64(*n-1) / el.Seconds()})
+		"per_s": float64(*n-1) / el.Seconds(), "who": *who})
 }
 
 // timelineCmd reads schedd's JSON log and reports when its startup steps happened, in ms

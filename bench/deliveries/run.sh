@@ -210,8 +210,9 @@ fi
 
 # ---------------------------------------------------------------------------------------
 log "3/4 delivery throughput: $N_DRAIN stored entries to a no-op HTTP sink, 16 workers"
-# The entries wait for the gateway (readiness: the sink's /readyz, 503 until the ready
-# file exists), so the runtime has them all armed when they become sendable together.
+# The entries wait for the gateway (readiness: the ready file, an exec probe; a probe naming
+# the sink's local port would make schedd take that port for the gateway's, busy), so the
+# runtime has them all armed when they become sendable together.
 "$DLBENCH" sink -n "$N_DRAIN" -addr-file "$WORK/sink.addr" -ready-file "$WORK/ready" >"$WORK/sink.json" &
 SINK_PID=$!
 PIDS+=("$SINK_PID")
@@ -221,11 +222,11 @@ ADDR=$(cat "$WORK/sink.addr")
 cat >"$WORK/drain.yaml" <<EOF
 gateway:
   command: [sleep, "3600"]
-  readiness: {http: {url: "http://$ADDR/readyz"}, timeout: 10m}
+  readiness: {exec: {command: [test, -e, "$WORK/ready"]}, timeout: 10m}
 deliveries:
   workers: 16
   sinks:
-    hook: {gateway: {path: /hook}}
+    hook: {gateway: {path: /hook, base_url: "http://$ADDR"}}
 EOF
 start_schedd drain "$WORK/drain.yaml"
 wait_log drain "delivery runtime armed the pending entries"

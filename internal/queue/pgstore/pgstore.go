@@ -51,7 +51,9 @@ type Options struct {
 	// MaxPayload bounds one payload in bytes (default queue.DefaultMaxPayload).
 	MaxPayload int
 	// MaxEntries bounds pending+sending entries (default queue.DefaultMaxEntries). Two
-	// hosts enqueueing at the very same moment may pass it by a few entries.
+	// hosts enqueueing at the very same moment may pass it by a few entries; and a fleet
+	// that enqueues more than a tenth of it within a second may pass it by that much (see
+	// liveCount).
 	MaxEntries int
 	// Now is the clock (default time.Now).
 	Now func() time.Time
@@ -81,6 +83,17 @@ type Store struct {
 	mu        sync.Mutex
 	epoch     int64 // the newest epoch this store allocated: the one its heartbeat renews
 	connected bool  // the last contact with the server succeeded
+
+	liveMu sync.Mutex
+	live   liveCount     // guarded by liveMu
+	exact  chan struct{} // held by the enqueue that counts (enqueueExact)
+
+	// inserts groups the enqueues of concurrent callers into shared statements, ops their
+	// claims and completions, reads their Gets (claim.go).
+	inserts *group[*enqueueJob, struct{}]
+	ops     *group[opReq, opRes]
+	reads   *group[opReq, opRes]
+	notify  notifyGate
 }
 
 var (
@@ -139,7 +152,14 @@ func Open(ctx context.Context, dsn string, o Options) (*Store, error) {
 		return nil, fmt.Errorf("postgres store: %w", redact(err))
 	}
 	bg, stop := context.WithCancel(context.Background())
-	s := &Store{pool: pool, opts: o, opened: make(chan struct{}), wake: make(chan struct{}, 1), stop: stop}
+	s := &Store{pool: pool, opts: o, opened: make(chan struct{}), wake: make(chan struct{}, 1), stop: stop,
+		exact: make(chan struct{}, 1)}
+	// One statement (or batch) of each group at a time: the callers that come meanwhile
+	// go together into the next, which on a machine whose CPU is the bound did better (in
+	// bench/deliveries/run-postgres.sh) than two or more at once, each with fewer entries.
+	s.inserts = &group[*enqueueJob, struct{}]{maxRunning: 1, maxItems: 32, run: s.insertJobs}
+	s.ops = &group[opReq, opRes]{maxRunning: 1, maxItems: 128, run: s.opsGroup}
+	s.reads = &group[opReq, opRes]{maxRunning: 1, maxItems: 128, run: s.opsGroup}
 	err = s.open(ctx, bg)
 	if err == nil {
 		return s, nil
@@ -302,6 +322,7 @@ func (s *Store) Close() error {
 	}
 	s.stop()
 	s.wg.Wait()
+	s.closeNotify()
 	s.pool.Close()
 	return nil
 }
@@ -440,10 +461,7 @@ func redact(err error) error {
 // tx runs fn in one transaction and commits it. A connection that breaks once the commit
 // was sent leaves its outcome unknown: ErrOutcomeUnknown.
 func (s *Store) tx(ctx context.Context, fn func(pgx.Tx) error) error {
-	if s.closed.Load() {
-		return queue.ErrClosed
-	}
-	if err := s.ready(); err != nil {
+	if err := s.usable(); err != nil {
 		return err
 	}
 	tx, err := s.pool.Begin(ctx)

@@ -69,16 +69,15 @@ func (s *Store) query(ctx context.Context, withPayload bool, sql string, args ..
 	return out, nil
 }
 
-// Get returns one entry with its payload.
+// Get returns one entry with its payload, read with the store calls of concurrent callers
+// (see Store.ops: the delivery runtime's workers each read the entry they are about to
+// claim).
 func (s *Store) Get(ctx context.Context, id int64) (queue.Entry, error) {
-	es, err := s.query(ctx, true, "SELECT "+colsPayload+" FROM schedd_deliveries WHERE id = $1", id)
+	e, err := s.op(ctx, opReq{kind: opGet, id: id})
 	if err != nil {
 		return queue.Entry{}, fmt.Errorf("get %d: %w", id, err)
 	}
-	if len(es) == 0 {
-		return queue.Entry{}, fmt.Errorf("get %d: %w", id, queue.ErrNotFound)
-	}
-	return es[0], nil
+	return e, nil
 }
 
 // List returns entries without payloads, in id order, after the filter's cursor.

@@ -28,11 +28,16 @@ func (s *Store) claimArgs(epoch, now int64, more pgx.NamedArgs) pgx.NamedArgs {
 	return a
 }
 
+// querier is a pool or a transaction.
+type querier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
 // why explains an update that matched no row: ErrNotFound when id does not exist, else
 // what byState says of the entry's state.
-func (s *Store) why(ctx context.Context, tx pgx.Tx, id int64, byState func(queue.State) error) error {
+func (s *Store) why(ctx context.Context, q querier, id int64, byState func(queue.State) error) error {
 	var st string
-	err := tx.QueryRow(ctx, "SELECT state FROM schedd_deliveries WHERE id = $1", id).Scan(&st)
+	err := q.QueryRow(ctx, "SELECT state FROM schedd_deliveries WHERE id = $1", id).Scan(&st)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return queue.ErrNotFound
 	}
@@ -42,36 +47,36 @@ func (s *Store) why(ctx context.Context, tx pgx.Tx, id int64, byState func(queue
 	return byState(queue.State(st))
 }
 
-// update runs one statement on entry id in its own transaction; when it matched no row,
-// why explains it with byState.
-func (s *Store) update(ctx context.Context, id int64, byState func(queue.State) error, sql string, args ...any) error {
-	return s.tx(ctx, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, sql, args...)
-		if err != nil {
-			return err
-		}
-		if tag.RowsAffected() == 0 {
-			return s.why(ctx, tx, id, byState)
-		}
-		return nil
-	})
+// explain is why for a statement that ran alone: a failure to read is the store's error.
+func (s *Store) explain(ctx context.Context, id int64, byState func(queue.State) error) error {
+	err := s.why(ctx, s.pool, id, byState)
+	if err != nil && !logical(err) {
+		return s.fail(err)
+	}
+	return err
 }
 
-// MarkSending claims one entry for epoch.
-func (s *Store) MarkSending(ctx context.Context, id, epoch int64, lease time.Duration) (queue.Entry, error) {
-	var e queue.Entry
-	err := s.tx(ctx, func(tx pgx.Tx) error {
-		now := s.now()
-		var err error
-		e, err = scanEntry(tx.QueryRow(ctx, `UPDATE schedd_deliveries d SET state = 'sending', attempts = attempts + 1,
-			last_attempt_at = @now, owner_epoch = @epoch, lease_until = @until, updated_at = @now
-			WHERE id = @id AND `+claimable+" RETURNING "+colsPayload,
-			s.claimArgs(epoch, now, pgx.NamedArgs{"id": id, "until": now + lease.Milliseconds()})), true)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return s.why(ctx, tx, id, func(queue.State) error { return queue.ErrNotClaimable })
-		}
+// update runs one statement on entry id, alone (one round trip, its own commit); when it
+// matched no row, why explains it with byState, from what is committed by then.
+func (s *Store) update(ctx context.Context, id int64, byState func(queue.State) error, sql string, args ...any) error {
+	if err := s.usable(); err != nil {
 		return err
-	})
+	}
+	tag, err := s.pool.Exec(ctx, sql, args...)
+	if err != nil {
+		return s.fail(err)
+	}
+	s.setConnected(nil)
+	if tag.RowsAffected() == 0 {
+		return s.explain(ctx, id, byState)
+	}
+	return nil
+}
+
+// MarkSending claims one entry for epoch, with the store calls of concurrent callers (see
+// Store.ops).
+func (s *Store) MarkSending(ctx context.Context, id, epoch int64, lease time.Duration) (queue.Entry, error) {
+	e, err := s.op(ctx, opReq{kind: opClaim, id: id, epoch: epoch, lease: lease})
 	if err != nil {
 		return queue.Entry{}, fmt.Errorf("mark %d sending: %w", id, err)
 	}
@@ -109,10 +114,13 @@ func (s *Store) owned(ctx context.Context, what string, id int64, sql string, ar
 	return nil
 }
 
-// Complete records a delivery: the entry becomes a delivered tombstone.
+// Complete records a delivery: the entry becomes a delivered tombstone, with the store
+// calls of concurrent callers (see Store.ops).
 func (s *Store) Complete(ctx context.Context, id, epoch int64) error {
-	return s.owned(ctx, "complete", id, `UPDATE schedd_deliveries SET state = 'delivered', finished_at = @now,
-		updated_at = @now, lease_until = NULL`, pgx.NamedArgs{"epoch": epoch})
+	if _, err := s.op(ctx, opReq{kind: opComplete, id: id, epoch: epoch}); err != nil {
+		return fmt.Errorf("complete %d: %w", id, err)
+	}
+	return nil
 }
 
 // Fail records a failed attempt, rescheduled or dead-lettered.

@@ -1,0 +1,118 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/schedd/schedd/bench/deliveries/load"
+	"github.com/schedd/schedd/internal/queue"
+	"github.com/schedd/schedd/internal/queue/pgstore"
+)
+
+// openStore opens the SQLite store at path, or the Postgres store of dsn when it is set.
+func openStore(path, dsn string) (queue.Store, error) {
+	if dsn != "" {
+		return pgstore.Open(context.Background(), dsn, pgstore.Options{HostID: "dlbench-prefill"})
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, err
+	}
+	return queue.Open(context.Background(), path, queue.Options{})
+}
+
+// pgSummaryCmd prints a run of run-postgres.sh: schedd on the Postgres store and River on
+// the same cluster, figure by figure, with schedd's ratio to River's (target: above 1).
+func pgSummaryCmd(args []string) error {
+	fs := flag.NewFlagSet("pgsummary", flag.ExitOnError)
+	path := fs.String("results", "", "results.jsonl of a run")
+	fs.Parse(args)
+	data, err := os.ReadFile(*path)
+	if err != nil {
+		return err
+	}
+	type result struct {
+		Bench       string         `json:"bench"`
+		Who         string         `json:"who"`
+		Clients     int            `json:"clients"`
+		PerS        float64        `json:"per_s"`
+		Latency     load.Latencies `json:"latency"`
+		ClientCPU   float64        `json:"client_cpu_us"`
+		ServerCPU   float64        `json:"server_cpu_us"`
+		DatabaseCPU float64        `json:"database_cpu_us"`
+		When        string         `json:"when"`
+		Load1       float64        `json:"load1"`
+		Load5       float64        `json:"load5"`
+		// FetchCooldownMS is River's FetchCooldown in a drain.
+		FetchCooldownMS float64 `json:"fetch_cooldown_ms"`
+	}
+	var rs []result
+	for _, line := range bytes.Split(data, []byte("\n")) {
+		var r result
+		if json.Unmarshal(line, &r) == nil && r.Bench != "" {
+			rs = append(rs, r)
+		}
+	}
+	find := func(bench, who string, clients int) (result, bool) {
+		for _, r := range rs {
+			if r.Bench == bench && r.Who == who && r.Clients == clients {
+				return r, true
+			}
+		}
+		return result{}, false
+	}
+	w := os.Stdout
+	for _, r := range rs {
+		if r.Bench == "loadavg" {
+			fmt.Fprintf(w, "load average at the %s: %.2f (1 min), %.2f (5 min)\n", r.When, r.Load1, r.Load5)
+		}
+	}
+	cpu := func(r result) string {
+		s := fmt.Sprintf("postgres %.0f + client %.0f", r.DatabaseCPU, r.ClientCPU)
+		if r.ServerCPU > 0 {
+			s = fmt.Sprintf("schedd %.0f + ", r.ServerCPU) + s
+		}
+		return s + " us"
+	}
+	fmt.Fprintf(w, "%-44s %10s %10s %8s  %s\n", "measure (same PostgreSQL cluster)", "schedd", "River", "ratio", "cpu per entry: schedd's; River's")
+	for _, c := range []int{1, 16} {
+		s, ok1 := find("durable enqueue via the control API", "", c)
+		r, ok2 := find("river insert", "", c)
+		if !ok1 || !ok2 {
+			continue
+		}
+		fmt.Fprintf(w, "%-44s %8.0f/s %8.0f/s %7.2fx  %s; %s (p50 %.0f us; %.0f us)\n",
+			fmt.Sprintf("durable enqueue, %d client(s)", c), s.PerS, r.PerS, s.PerS/r.PerS, cpu(s), cpu(r),
+			s.Latency.P50us, r.Latency.P50us)
+		if u, ok := find("river insert, unique by key", "", c); ok {
+			fmt.Fprintf(w, "%-44s %10s %8.0f/s %7.2fx  %s (p50 %.0f us)\n",
+				fmt.Sprintf("  River with a unique key per job, %d", c), "", u.PerS, s.PerS/u.PerS, cpu(u), u.Latency.P50us)
+		}
+		if b, ok := find("round trip without the store", "", c); ok {
+			fmt.Fprintf(w, "%-44s %8.0f/s %10s %8s  schedd %.0f + client %.0f us (p50 %.0f us)\n",
+				fmt.Sprintf("  schedd's HTTP exchange alone, %d", c), b.PerS, "", "", b.ServerCPU, b.ClientCPU, b.Latency.P50us)
+		}
+	}
+	s, ok := find("deliveries to a no-op HTTP sink", "schedd", 0)
+	for _, c := range []struct{ who, what string }{
+		{"river", "FetchCooldown 1 ms"}, {"river-default", "River's default FetchCooldown (100 ms)"},
+	} {
+		if r, ok2 := find("deliveries to a no-op HTTP sink", c.who, 0); ok && ok2 {
+			fmt.Fprintf(w, "%-44s %8.0f/s %8.0f/s %7.2fx  River: %s\n", "drain to a no-op HTTP sink, 16 workers", s.PerS, r.PerS, s.PerS/r.PerS, c.what)
+		}
+	}
+	if c, ok := find("drain cpu", "schedd", 0); ok {
+		fmt.Fprintf(w, "%-44s %10s %10s %8s  schedd %.0f + postgres %.0f us\n", "  schedd's drain, cpu per delivery", "", "", "", c.ServerCPU, c.DatabaseCPU)
+	}
+	for _, r := range rs {
+		if r.Bench == "river drain" {
+			fmt.Fprintf(w, "%-44s %10s %8.0f/s %8s  postgres %.0f + client %.0f us (FetchCooldown %g ms)\n", "  River, start to every job completed", "",
+				r.PerS, "", r.DatabaseCPU, r.ClientCPU, r.FetchCooldownMS)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,162 @@
+package pgstore
+
+import (
+	"bytes"
+	"context"
+	"maps"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/schedd/schedd/internal/queue"
+)
+
+// The delivery runtime's workers each read an entry (Get), claim it (MarkSending), send it
+// and complete it (Complete): two commits a delivery. The claims and completions of
+// concurrent workers go into one group (Store.ops) whose run is one pgx batch: a statement
+// for the completions and one for the claims, sent together and run by the server as one
+// implicit transaction, so one round trip and one commit for a burst of them; each caller
+// returns once that commit is durable. A failed batch is every caller's error, and none of
+// its changes is made. The reads go into a group of their own (Store.reads), so that a
+// read does not wait for a commit.
+
+type opKind uint8
+
+const (
+	opGet opKind = iota
+	opClaim
+	opComplete
+)
+
+type opReq struct {
+	kind      opKind
+	id, epoch int64
+	lease     time.Duration
+}
+
+type opRes struct {
+	e   queue.Entry
+	err error // the entry's own: ErrNotFound, ErrNotClaimable, ErrNotOwner
+}
+
+// claimManySQL claims the entries of ids that are claimable; its arguments are positional
+// (a named one is rewritten on every call): now, epoch, host, ids, until.
+var claimManySQL = strings.NewReplacer("@now", "$1", "@epoch", "$2", "@host", "$3").Replace(
+	`UPDATE schedd_deliveries d SET state = 'sending', attempts = attempts + 1, last_attempt_at = @now,
+		owner_epoch = @epoch, lease_until = $5, updated_at = @now
+	WHERE id = ANY($4) AND ` + claimable + " RETURNING " + colsPayload)
+
+const completeManySQL = `UPDATE schedd_deliveries SET state = 'delivered', finished_at = $1, updated_at = $1,
+	lease_until = NULL WHERE id = ANY($2) AND state = 'sending' AND owner_epoch = $3 RETURNING id`
+
+// opsGroup is the run of Store.ops.
+func (s *Store) opsGroup(ctx context.Context, reqs []opReq) ([]opRes, error) {
+	if err := s.usable(); err != nil {
+		return nil, err
+	}
+	now := s.now()
+	b := &pgx.Batch{}
+	got := map[opKind]map[int64]queue.Entry{opGet: {}, opClaim: {}, opComplete: {}}
+	scanInto := func(into map[int64]queue.Entry, payload bool) func(pgx.Rows) error {
+		return func(rows pgx.Rows) error {
+			for rows.Next() {
+				e, err := scanEntry(rows, payload)
+				if err != nil {
+					return err
+				}
+				into[e.ID] = e
+			}
+			return rows.Err()
+		}
+	}
+	type key struct {
+		kind  opKind
+		epoch int64
+		lease time.Duration
+	}
+	for _, part := range partition(reqs, func(r opReq) key {
+		if r.kind == opGet {
+			return key{kind: opGet}
+		}
+		return key{r.kind, r.epoch, r.lease}
+	}) {
+		r0 := reqs[part[0]]
+		ids := make([]int64, len(part))
+		for j, i := range part {
+			ids[j] = reqs[i].id
+		}
+		switch r0.kind {
+		case opComplete:
+			into := got[opComplete]
+			b.Queue(completeManySQL, now, ids, r0.epoch).Query(func(rows pgx.Rows) error {
+				var id int64
+				_, err := pgx.ForEachRow(rows, []any{&id}, func() error { into[id] = queue.Entry{ID: id}; return nil })
+				return err
+			})
+		case opClaim:
+			b.Queue(claimManySQL, now, r0.epoch, s.opts.HostID, ids, now+r0.lease.Milliseconds()).Query(scanInto(got[opClaim], true))
+		case opGet:
+			b.Queue("SELECT "+colsPayload+" FROM schedd_deliveries WHERE id = ANY($1)", ids).Query(scanInto(got[opGet], true))
+		}
+	}
+	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
+		return nil, s.fail(err)
+	}
+	s.setConnected(nil)
+	out := make([]opRes, len(reqs))
+	for i, r := range reqs {
+		e, ok := got[r.kind][r.id]
+		switch {
+		case ok && r.kind == opGet:
+			out[i].e = cloneEntry(e) // callers own what they get; the same id may be read twice
+		case ok:
+			out[i].e = e
+			delete(got[r.kind], r.id) // the same id claimed or completed twice: the second finds it done
+		case r.kind == opGet:
+			out[i].err = queue.ErrNotFound
+		case r.kind == opClaim:
+			out[i].err = s.explain(ctx, r.id, func(queue.State) error { return queue.ErrNotClaimable })
+		default:
+			out[i].err = s.explain(ctx, r.id, func(queue.State) error { return queue.ErrNotOwner })
+		}
+	}
+	return out, nil
+}
+
+// op runs one request in Store.ops.
+func (s *Store) op(ctx context.Context, r opReq) (queue.Entry, error) {
+	g := s.ops
+	if r.kind == opGet {
+		g = s.reads
+	}
+	res, err := g.do(ctx, r)
+	if err == nil {
+		err = res.err
+	}
+	return res.e, err
+}
+
+// cloneEntry copies what an Entry shares: its headers and payload.
+func cloneEntry(e queue.Entry) queue.Entry {
+	e.Headers = maps.Clone(e.Headers)
+	e.Payload = bytes.Clone(e.Payload)
+	return e
+}
+
+// partition splits the indexes of xs by key, in order of first appearance.
+func partition[T any, K comparable](xs []T, key func(T) K) [][]int {
+	var parts [][]int
+	at := map[K]int{}
+	for i, x := range xs {
+		k := key(x)
+		p, ok := at[k]
+		if !ok {
+			p = len(parts)
+			at[k] = p
+			parts = append(parts, nil)
+		}
+		parts[p] = append(parts[p], i)
+	}
+	return parts
+}
