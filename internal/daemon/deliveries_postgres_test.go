@@ -86,7 +86,7 @@ func TestDeliveriesOnPostgres(t *testing.T) {
 
 	// The database commits an enqueue and the connection breaks before its reply: a 503
 	// that says the entry may be stored; enqueued again with its key, it is stored once.
-	proxy.LoseCommitReply()
+	proxy.LoseReplyTo("INSERT INTO schedd_deliveries")
 	req := api.DeliveryRequest{Sink: "hook", Key: "lost-reply", Data: ptr("4")}
 	err := cl.Do(ctx, http.MethodPost, "/v1/deliveries", req, nil)
 	if ae := apiError(t, err); ae.Status != http.StatusServiceUnavailable || ae.Code != api.CodeUnavailable ||

@@ -262,7 +262,7 @@ func TestLostCommitReply(t *testing.T) {
 	p, dsn := pgtest.NewProxy(t, pgtest.DSN(t), "")
 	s := open(t, dsn, pgstore.Options{HostID: "host-a"})
 	n := queue.NewEntry{Sink: "hook", Key: "k", Payload: []byte("x")}
-	p.LoseCommitReply()
+	p.LoseReplyTo("INSERT INTO schedd_deliveries")
 	_, _, err := s.Enqueue(ctx, n)
 	if !errors.Is(err, queue.ErrOutcomeUnknown) || !errors.Is(err, queue.ErrUnavailable) || !errors.Is(err, queue.ErrStorage) {
 		t.Fatalf("enqueue with its commit reply lost = %v, want ErrOutcomeUnknown and ErrUnavailable", err)
@@ -281,7 +281,7 @@ func TestLostCommitReply(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.LoseCommitReply()
+	p.LoseReplyTo("UPDATE schedd_deliveries d SET state = 'sending'")
 	if _, err := s.MarkSending(ctx, e.ID, ep, time.Minute); !errors.Is(err, queue.ErrOutcomeUnknown) {
 		t.Fatalf("claim with its commit reply lost = %v, want ErrOutcomeUnknown", err)
 	}

@@ -63,7 +63,10 @@ func TestServerRestart(t *testing.T) {
 			pg.Stop(t)
 		}
 		_, _, err := a.Enqueue(ctx, queue.NewEntry{Sink: "hook", Key: fmt.Sprint("down-", i)})
-		if !errors.Is(err, queue.ErrUnavailable) || errors.Is(err, queue.ErrOutcomeUnknown) {
+		// After a crash the server's end of a pooled connection may not be closed yet when
+		// the statement is written: the client cannot tell that from a lost reply, and says
+		// the outcome is unknown. After a clean stop the closed connections are seen first.
+		if !errors.Is(err, queue.ErrUnavailable) || errors.Is(err, queue.ErrOutcomeUnknown) && !crash {
 			t.Fatalf("enqueue while the server is down (crash %v) = %v, want ErrUnavailable", crash, err)
 		}
 		if c := a.Info().Connected; c == nil || *c {

@@ -22,7 +22,8 @@ type Proxy struct {
 	l      net.Listener
 	addr   string
 	conns  []net.Conn
-	lose   atomic.Int32 // commits whose reply is to be lost (LoseCommitReply)
+	lose   atomic.Int32           // commits whose reply is to be lost (LoseCommitReply)
+	loseTo atomic.Pointer[string] // the statement whose reply is to be lost (LoseReplyTo)
 }
 
 // NewProxy starts a proxy to the database of dsn (from DSN) and returns it with the DSN
@@ -94,6 +95,17 @@ func (p *Proxy) Down() {
 // cut when the reply comes, as when the server goes away between its commit and its reply.
 func (p *Proxy) LoseCommitReply() { p.lose.Add(1) }
 
+// LoseReplyTo makes the next statement whose SQL contains match, sent outside a
+// transaction (it commits on its own), reach the server while its reply never reaches the
+// client, as LoseCommitReply does for a COMMIT.
+func (p *Proxy) LoseReplyTo(match string) { p.loseTo.Store(&match) }
+
+// takeStatementLoss reports whether sql is the statement LoseReplyTo named, and forgets it.
+func (p *Proxy) takeStatementLoss(sql []byte) bool {
+	m := p.loseTo.Load()
+	return m != nil && bytes.Contains(sql, []byte(*m)) && p.loseTo.CompareAndSwap(m, nil)
+}
+
 // takeLoss takes one of the commit replies to lose, if any is left.
 func (p *Proxy) takeLoss() bool {
 	for {
@@ -133,6 +145,8 @@ func (p *Proxy) frontend(c, d net.Conn, lost *atomic.Bool) error {
 			break
 		}
 	}
+	stmts := map[string]string{} // prepared statements by name
+	armed := false               // a statement whose reply is to be lost was bound
 	for {
 		var hdr [5]byte
 		if _, err := io.ReadFull(c, hdr[:]); err != nil {
@@ -147,8 +161,27 @@ func (p *Proxy) frontend(c, d net.Conn, lost *atomic.Bool) error {
 		if _, err := io.ReadFull(c, msg[5:]); err != nil {
 			return err
 		}
-		if hdr[0] == 'Q' && bytes.EqualFold(bytes.TrimRight(msg[5:], "\x00; "), []byte("commit")) && p.takeLoss() {
-			lost.Store(true)
+		body := msg[5:]
+		switch hdr[0] {
+		case 'Q': // a simple query
+			if bytes.EqualFold(bytes.TrimRight(body, "\x00; "), []byte("commit")) && p.takeLoss() || p.takeStatementLoss(body) {
+				lost.Store(true)
+			}
+		case 'P': // Parse: statement name, then its SQL
+			if name, rest, ok := bytes.Cut(body, []byte{0}); ok {
+				sql, _, _ := bytes.Cut(rest, []byte{0})
+				stmts[string(name)] = string(sql)
+			}
+		case 'B': // Bind: portal name, then statement name
+			if _, rest, ok := bytes.Cut(body, []byte{0}); ok {
+				name, _, _ := bytes.Cut(rest, []byte{0})
+				armed = armed || p.takeStatementLoss([]byte(stmts[string(name)]))
+			}
+		case 'S': // Sync: the statements bound since the last one commit here
+			if armed {
+				armed = false
+				lost.Store(true)
+			}
 		}
 		if _, err := d.Write(msg); err != nil {
 			return err
