@@ -100,12 +100,7 @@ func (s *Store) opsGroup(ctx context.Context, reqs []opReq) ([]opRes, error) {
 			b.Queue("SELECT "+colsPayload+" FROM schedd_deliveries WHERE id = ANY($1)", ids).Query(scanInto(got[opGet], true))
 		}
 	}
-	conn, err := s.liveConn(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer conn.Release()
-	if err := conn.SendBatch(ctx, b).Close(); err != nil {
+	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
 		return nil, s.failSent(err)
 	}
 	s.setConnected(nil)

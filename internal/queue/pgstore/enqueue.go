@@ -115,13 +115,8 @@ func (s *Store) insertMany(ctx context.Context, rows []newRow, todo []int, out [
 		}
 	}
 	created := make(map[string]int64, k)
-	conn, err := s.liveConn(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer conn.Release()
 	notify := s.notifyNow()
-	rs, err := conn.Query(ctx, insertManySQL, now, sinks, keys, headers, payloads, hashes, priorities, nexts,
+	rs, err := s.pool.Query(ctx, insertManySQL, now, sinks, keys, headers, payloads, hashes, priorities, nexts,
 		expires, Channel, s.opts.HostID, notify)
 	if err == nil {
 		var id int64

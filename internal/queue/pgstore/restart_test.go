@@ -63,9 +63,9 @@ func TestServerRestart(t *testing.T) {
 			pg.Stop(t)
 		}
 		_, _, err := a.Enqueue(ctx, queue.NewEntry{Sink: "hook", Key: fmt.Sprint("down-", i)})
-		// After a crash the server's end of a pooled connection may not be closed yet when
-		// the statement is written: the client cannot tell that from a lost reply, and says
-		// the outcome is unknown. After a clean stop the closed connections are seen first.
+		// A crash closes the server's end of the pooled connections without a word: a
+		// statement written on one fails after it was sent, which the client cannot tell
+		// from a lost reply, so the outcome is unknown. A clean stop says it ran nothing.
 		if !errors.Is(err, queue.ErrUnavailable) || errors.Is(err, queue.ErrOutcomeUnknown) && !crash {
 			t.Fatalf("enqueue while the server is down (crash %v) = %v, want ErrUnavailable", crash, err)
 		}
