@@ -126,12 +126,7 @@ func (st *pgStore) each(ctx context.Context, q string, fn func(rowsScanner) erro
 		return err
 	}
 	defer rows.Close()
-	for rows.Next() {
-		if err := fn(rows); err != nil {
-			return err
-		}
-	}
-	return rows.Err()
+	return eachRow(rows, fn)
 }
 
 // The statements of commit. A task's host is the one that first wrote it: a task queued by

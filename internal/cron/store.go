@@ -222,12 +222,7 @@ func (st *store) each(ctx context.Context, q string, fn func(rowsScanner) error,
 		return err
 	}
 	defer rows.Close()
-	for rows.Next() {
-		if err := fn(rows); err != nil {
-			return err
-		}
-	}
-	return rows.Err()
+	return eachRow(rows, fn)
 }
 
 // batch is what one turn of the loop writes, in one transaction.

@@ -16,6 +16,16 @@ type rowsScanner interface {
 	Err() error
 }
 
+// eachRow calls fn on every row of rows; the caller closes them.
+func eachRow(rows rowsScanner, fn func(rowsScanner) error) error {
+	for rows.Next() {
+		if err := fn(rows); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
 // reads are the reads of a task store, in the SQL that SQLite and PostgreSQL share: the two
 // stores differ in their table names, their placeholders and how a query runs.
 type reads struct {
