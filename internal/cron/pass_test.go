@@ -27,16 +27,7 @@ func TestPassQueuesByDueThenConfigOrder(t *testing.T) {
 		h := start(t, dir, Config{Jobs: jobs, offset: offsets(offs)}, clk)
 		clk.jump(time.Hour + 5*time.Minute) // every job is due at the next pass
 		sleepTo(time.Minute)
-		l, err := h.svc.Tasks(context.Background(), TaskFilter{Limit: 100})
-		if err != nil {
-			t.Fatal(err)
-		}
-		slices.Reverse(l.Tasks)
-		var got []string
-		for _, tk := range l.Tasks {
-			got = append(got, tk.Job)
-		}
-		if want := []string{"a", "d", "b", "e", "c"}; !slices.Equal(got, want) {
+		if got, want := queuedJobs(t, h), []string{"a", "d", "b", "e", "c"}; !slices.Equal(got, want) {
 			t.Errorf("queued %v, want %v", got, want)
 		}
 	})
@@ -53,16 +44,7 @@ func TestBurstQueuesInConfigOrder(t *testing.T) {
 		}
 		h := start(t, dir, Config{Jobs: jobs}, nil)
 		sleepTo(time.Hour + time.Minute)
-		l, err := h.svc.Tasks(context.Background(), TaskFilter{Limit: 100})
-		if err != nil {
-			t.Fatal(err)
-		}
-		slices.Reverse(l.Tasks)
-		var got []string
-		for _, tk := range l.Tasks {
-			got = append(got, tk.Job)
-		}
-		if want := []string{"c", "a", "b", "e", "d"}; !slices.Equal(got, want) {
+		if got, want := queuedJobs(t, h), []string{"c", "a", "b", "e", "d"}; !slices.Equal(got, want) {
 			t.Errorf("queued %v, want %v", got, want)
 		}
 	})
@@ -206,4 +188,19 @@ func TestBurstPassAllocatesNoTasks(t *testing.T) {
 			t.Errorf("pass %d: %d allocations for %d jobs", i, n, jobs)
 		}
 	}
+}
+
+// queuedJobs lists the jobs of h's tasks in the order they were queued.
+func queuedJobs(t *testing.T, h *harness) []string {
+	t.Helper()
+	l, err := h.svc.Tasks(context.Background(), TaskFilter{Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Reverse(l.Tasks)
+	var got []string
+	for _, tk := range l.Tasks {
+		got = append(got, tk.Job)
+	}
+	return got
 }
