@@ -39,8 +39,8 @@ PPROF_ADDR=127.0.0.1:${PPROF_PORT:-6061}
 PG_BIN=${PG_BIN:-$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)}
 [[ -x $PG_BIN/initdb ]] || { echo "no initdb in PG_BIN=$PG_BIN" >&2; exit 1; }
 
-log() { printf '%s %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }
-die() { log "error: $*"; exit 1; }
+# shellcheck source=bench/deliveries/lib.sh
+. "$HERE/lib.sh"
 
 # initdb and postgres refuse to run as root: as root they run as the postgres user.
 AS=()
@@ -107,47 +107,6 @@ done
 	df -hT "$WORK" | sed 's/^/  /'
 } >"$OUT/machine.txt"
 
-# start_schedd NAME CONFIG: as in run.sh.
-start_schedd() {
-	local name=$1 cfg=$2
-	SD_SOCK=$WORK/$name.sock
-	SCHEDD_PPROF_ADDR=${PROFILE:+$PPROF_ADDR} "$SCHEDD" run --config "$cfg" --state-dir "$WORK/$name" --socket "$SD_SOCK" --service-manager none \
-		--log-format json 2>"$OUT/$name.log" &
-	SD_PID=$!
-	PIDS+=("$SD_PID")
-	local i
-	for ((i = 0; i < 3000; i++)); do
-		"$SCHEDD" status --socket "$SD_SOCK" >/dev/null 2>&1 && return 0
-		kill -0 "$SD_PID" 2>/dev/null || die "schedd $name exited; see $OUT/$name.log"
-		sleep 0.01
-	done
-	die "schedd $name did not answer; see $OUT/$name.log"
-}
-stop_schedd() {
-	kill -TERM "$SD_PID"
-	wait "$SD_PID" || die "schedd exited with $?"
-}
-wait_log() {
-	local i
-	for ((i = 0; i < 6000; i++)); do
-		grep -q "\"msg\":\"$2\"" "$OUT/$1.log" && return 0
-		sleep 0.01
-	done
-	die "no \"$2\" in $OUT/$1.log"
-}
-profiled() {
-	local name=$1 ppid=
-	shift
-	if [[ -n $PROFILE ]]; then
-		curl -s -o "$OUT/$name.cpu.pprof" "http://$PPROF_ADDR/debug/pprof/profile?seconds=${PROFILE_SECONDS:-3}" &
-		ppid=$!
-	fi
-	"$@"
-	[[ -z $PROFILE ]] || wait "$ppid"
-}
-loadavg() {
-	awk -v when="$1" '{printf "{\"bench\":\"loadavg\",\"when\":\"%s\",\"load1\":%s,\"load5\":%s}\n", when, $1, $2}' /proc/loadavg >>"$RESULTS"
-}
 loadavg start
 # cpu_ticks PID [TREE]: the CPU time (clock ticks, user + system) of PID, and with TREE of
 # its children too (live, and reaped: a postmaster's backends).
