@@ -385,16 +385,29 @@ func timelineCmd(args []string) error {
 	return load.Emit(out)
 }
 
-// summaryCmd prints a run's figures next to their targets: enqueue against asynq on Redis
-// in the same run, batches against single requests, delivery and startup in absolute terms.
-func summaryCmd(args []string) error {
-	fs := flag.NewFlagSet("summary", flag.ExitOnError)
+// readResults reads the results.jsonl that the -results flag of the command name names: the
+// lines that decode as T and that keep accepts.
+func readResults[T any](name string, args []string, keep func(T) bool) ([]T, error) {
+	fs := flag.NewFlagSet(name, flag.ExitOnError)
 	path := fs.String("results", "", "results.jsonl of a run")
 	fs.Parse(args)
 	data, err := os.ReadFile(*path)
 	if err != nil {
-		return err
+		return nil, err
 	}
+	var rs []T
+	for _, line := range bytes.Split(data, []byte("\n")) {
+		var r T
+		if json.Unmarshal(line, &r) == nil && keep(r) {
+			rs = append(rs, r)
+		}
+	}
+	return rs, nil
+}
+
+// summaryCmd prints a run's figures next to their targets: enqueue against asynq on Redis
+// in the same run, batches against single requests, delivery and startup in absolute terms.
+func summaryCmd(args []string) error {
 	type result struct {
 		Bench        string         `json:"bench"`
 		Clients      int            `json:"clients"`
@@ -414,12 +427,9 @@ func summaryCmd(args []string) error {
 		Load1        float64        `json:"load1"`
 		Load5        float64        `json:"load5"`
 	}
-	var rs []result
-	for _, line := range bytes.Split(data, []byte("\n")) {
-		var r result
-		if json.Unmarshal(line, &r) == nil && r.Bench != "" {
-			rs = append(rs, r)
-		}
+	rs, err := readResults("summary", args, func(r result) bool { return r.Bench != "" })
+	if err != nil {
+		return err
 	}
 	find := func(bench string, clients int) (result, bool) {
 		for _, r := range rs {

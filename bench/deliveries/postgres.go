@@ -1,10 +1,7 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -28,13 +25,6 @@ func openStore(path, dsn string) (queue.Store, error) {
 // pgSummaryCmd prints a run of run-postgres.sh: schedd on the Postgres store and River on
 // the same cluster, figure by figure, with schedd's ratio to River's (target: above 1).
 func pgSummaryCmd(args []string) error {
-	fs := flag.NewFlagSet("pgsummary", flag.ExitOnError)
-	path := fs.String("results", "", "results.jsonl of a run")
-	fs.Parse(args)
-	data, err := os.ReadFile(*path)
-	if err != nil {
-		return err
-	}
 	type result struct {
 		Bench       string         `json:"bench"`
 		Who         string         `json:"who"`
@@ -50,12 +40,9 @@ func pgSummaryCmd(args []string) error {
 		// FetchCooldownMS is River's FetchCooldown in a drain.
 		FetchCooldownMS float64 `json:"fetch_cooldown_ms"`
 	}
-	var rs []result
-	for _, line := range bytes.Split(data, []byte("\n")) {
-		var r result
-		if json.Unmarshal(line, &r) == nil && r.Bench != "" {
-			rs = append(rs, r)
-		}
+	rs, err := readResults("pgsummary", args, func(r result) bool { return r.Bench != "" })
+	if err != nil {
+		return err
 	}
 	find := func(bench, who string, clients int) (result, bool) {
 		for _, r := range rs {
