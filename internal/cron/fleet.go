@@ -52,7 +52,7 @@ type Fleet struct {
 	jobs        []Job
 	gen         int      // counts the changes of jobs
 	svc         *Service // while leading
-	role        string
+	reached     bool     // the leader row was read: connecting until then
 	term        int64
 	leader      string
 	leaderUntil time.Time
@@ -79,7 +79,7 @@ func NewFleet(cfg FleetConfig) (*Fleet, error) {
 	if _, err := prepare(cfg.Jobs, &deps); err != nil {
 		return nil, err
 	}
-	return &Fleet{cfg: cfg, log: cfg.Logger, wake: make(chan struct{}, 1), jobs: cfg.Jobs, role: RoleConnecting}, nil
+	return &Fleet{cfg: cfg, log: cfg.Logger, wake: make(chan struct{}, 1), jobs: cfg.Jobs}, nil
 }
 
 // Run takes part in the fleet until ctx ends: it migrates cron's tables, then leads
@@ -114,8 +114,6 @@ func (f *Fleet) Run(ctx context.Context) error {
 		case term > 0:
 			f.lead(ctx, term)
 			continue
-		default:
-			f.setRole(RoleStandby, 0)
 		}
 		select {
 		case <-ctx.Done():
@@ -145,15 +143,16 @@ func (f *Fleet) acquire(ctx context.Context, contend bool) (int64, error) {
 		var until time.Time
 		err := f.cfg.Pool.QueryRow(ctx, `SELECT host, term, expires_at FROM schedd_cron_leader WHERE id = 1`).
 			Scan(&host, &term, &until)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return 0, nil // no host has led yet
-		}
-		if err != nil {
-			return 0, err
-		}
 		f.mu.Lock()
-		f.leader, f.leaderUntil, f.term = host, until, term
-		f.mu.Unlock()
+		defer f.mu.Unlock()
+		switch {
+		case errors.Is(err, pgx.ErrNoRows): // no host has led yet
+		case err != nil:
+			return 0, err
+		default:
+			f.leader, f.leaderUntil, f.term = host, until, term
+		}
+		f.reached = true
 		return 0, nil
 	}
 	return term, err
@@ -198,7 +197,7 @@ func (f *Fleet) lead(ctx context.Context, term int64) {
 	for {
 		f.mu.Lock()
 		if f.gen == gen {
-			f.svc, f.role, f.term, f.leader, f.view = svc, RoleLeader, term, f.cfg.Host, nil
+			f.svc, f.term, f.leader, f.view, f.reached = svc, term, f.cfg.Host, nil, true
 			f.leaderUntil = time.Now().Add(f.cfg.Lease)
 			f.mu.Unlock()
 			break
@@ -211,7 +210,7 @@ func (f *Fleet) lead(ctx context.Context, term int64) {
 		}
 	}
 	f.log.Info("cron: this host leads the fleet's cron jobs", zap.String("host", f.cfg.Host), zap.Int64("term", term))
-	defer f.setRole(RoleStandby, term)
+	defer f.stepDown()
 
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
@@ -254,15 +253,26 @@ func (f *Fleet) lead(ctx context.Context, term int64) {
 	}
 }
 
-func (f *Fleet) setRole(role string, term int64) {
+// stepDown ends this host's lead: it stands by.
+func (f *Fleet) stepDown() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if term == 0 || f.term == term {
-		f.role, f.svc = role, nil
-		if role == RoleStandby && f.leader == f.cfg.Host {
-			f.leader = ""
-		}
+	f.svc = nil
+	if f.leader == f.cfg.Host {
+		f.leader = ""
 	}
+}
+
+// role is this host's part: leader while its service runs, connecting until the leader row
+// was read, else standby. f.mu is held.
+func (f *Fleet) role() string {
+	switch {
+	case f.svc != nil:
+		return RoleLeader
+	case !f.reached:
+		return RoleConnecting
+	}
+	return RoleStandby
 }
 
 // Update replaces the jobs (SIGHUP); the leader applies them at once, a standby when it
@@ -298,7 +308,7 @@ func (f *Fleet) current(ctx context.Context) (*Service, bool, error) {
 	case f.svc != nil:
 		defer f.mu.Unlock()
 		return f.svc, true, nil
-	case f.role == RoleConnecting:
+	case !f.reached:
 		f.mu.Unlock()
 		return nil, false, fmt.Errorf("%w: the fleet's database was not reached yet", ErrStopped)
 	case f.view != nil && time.Since(f.viewAt) <= viewTTL:
@@ -344,7 +354,7 @@ func (f *Fleet) Status() api.Cron {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	c.Store = "postgres"
-	c.Fleet = &api.CronFleet{Host: f.cfg.Host, Role: f.role, Leader: f.leader, Term: f.term}
+	c.Fleet = &api.CronFleet{Host: f.cfg.Host, Role: f.role(), Leader: f.leader, Term: f.term}
 	if !f.leaderUntil.IsZero() && f.leader != "" {
 		u := f.leaderUntil.UTC()
 		c.Fleet.LeaderUntil = &u
