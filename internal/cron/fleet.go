@@ -302,7 +302,7 @@ func (f *Fleet) Update(ctx context.Context, jobs []Job) error {
 
 // current is the leader's running service, or a standby's read-only view of the fleet's
 // state (reloaded at most every viewTTL).
-func (f *Fleet) current(ctx context.Context) (*Service, bool, error) {
+func (f *Fleet) current() (*Service, bool, error) {
 	f.mu.Lock()
 	switch {
 	case f.svc != nil:
@@ -330,8 +330,8 @@ func (f *Fleet) current(ctx context.Context) (*Service, bool, error) {
 }
 
 // leaderOnly is the service for a change, or ErrNotLeader naming the leader.
-func (f *Fleet) leaderOnly(ctx context.Context) (*Service, error) {
-	svc, leads, err := f.current(ctx)
+func (f *Fleet) leaderOnly() (*Service, error) {
+	svc, leads, err := f.current()
 	if err != nil || leads {
 		return svc, err
 	}
@@ -346,7 +346,7 @@ func (f *Fleet) leaderOnly(ctx context.Context) (*Service, error) {
 // Status is the `cron` block of the status, with the fleet's.
 func (f *Fleet) Status() api.Cron {
 	var c api.Cron
-	if svc, _, err := f.current(context.Background()); err == nil {
+	if svc, _, err := f.current(); err == nil {
 		c = svc.Status()
 	} else {
 		c = api.Cron{Jobs: []api.CronJob{}, StoreState: api.StoreNotOpened}
@@ -364,7 +364,7 @@ func (f *Fleet) Status() api.Cron {
 
 // Job is Service.Job on the fleet's state.
 func (f *Fleet) Job(ctx context.Context, name string) (api.CronJobDetail, error) {
-	svc, _, err := f.current(ctx)
+	svc, _, err := f.current()
 	if err != nil {
 		return api.CronJobDetail{}, err
 	}
@@ -373,7 +373,7 @@ func (f *Fleet) Job(ctx context.Context, name string) (api.CronJobDetail, error)
 
 // Next is Service.Next.
 func (f *Fleet) Next(ctx context.Context, name string, from time.Time, n int) (api.CronNextReply, error) {
-	svc, _, err := f.current(ctx)
+	svc, _, err := f.current()
 	if err != nil {
 		return api.CronNextReply{}, err
 	}
@@ -382,7 +382,7 @@ func (f *Fleet) Next(ctx context.Context, name string, from time.Time, n int) (a
 
 // Tasks is Service.Tasks on the fleet's history.
 func (f *Fleet) Tasks(ctx context.Context, flt TaskFilter) (api.TaskList, error) {
-	svc, _, err := f.current(ctx)
+	svc, _, err := f.current()
 	if err != nil {
 		return api.TaskList{}, err
 	}
@@ -391,7 +391,7 @@ func (f *Fleet) Tasks(ctx context.Context, flt TaskFilter) (api.TaskList, error)
 
 // Task is Service.Task.
 func (f *Fleet) Task(ctx context.Context, id int64) (api.Task, error) {
-	svc, _, err := f.current(ctx)
+	svc, _, err := f.current()
 	if err != nil {
 		return api.Task{}, err
 	}
@@ -400,7 +400,7 @@ func (f *Fleet) Task(ctx context.Context, id int64) (api.Task, error) {
 
 // RunNow is Service.RunNow, on the leader only.
 func (f *Fleet) RunNow(ctx context.Context, name string, wait bool) (api.Task, error) {
-	svc, err := f.leaderOnly(ctx)
+	svc, err := f.leaderOnly()
 	if err != nil {
 		return api.Task{}, err
 	}
@@ -409,7 +409,7 @@ func (f *Fleet) RunNow(ctx context.Context, name string, wait bool) (api.Task, e
 
 // SetEnabled is Service.SetEnabled, on the leader only.
 func (f *Fleet) SetEnabled(ctx context.Context, name string, on bool) (bool, error) {
-	svc, err := f.leaderOnly(ctx)
+	svc, err := f.leaderOnly()
 	if err != nil {
 		return false, err
 	}
@@ -418,7 +418,7 @@ func (f *Fleet) SetEnabled(ctx context.Context, name string, on bool) (bool, err
 
 // Cancel is Service.Cancel, on the leader only.
 func (f *Fleet) Cancel(ctx context.Context, id int64) (api.Task, error) {
-	svc, err := f.leaderOnly(ctx)
+	svc, err := f.leaderOnly()
 	if err != nil {
 		return api.Task{}, err
 	}
