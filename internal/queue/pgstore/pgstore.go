@@ -485,15 +485,10 @@ func (s *Store) tx(ctx context.Context, fn func(pgx.Tx) error) error {
 	case err == nil:
 		s.setConnected(nil)
 		return nil
-	case s.closed.Load() || unsent:
-	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
-		return fmt.Errorf("%w: the commit was sent, its reply not awaited: %w", queue.ErrOutcomeUnknown, err)
-	case unreachable(err):
-		s.setConnected(err)
-		return fmt.Errorf("%w (%w, %w): the connection broke during the commit: %v",
-			queue.ErrOutcomeUnknown, queue.ErrUnavailable, queue.ErrStorage, redact(err))
+	case unsent:
+		return s.fail(err)
 	}
-	return s.fail(err)
+	return s.failAfterSend(err, "the commit")
 }
 
 // failSent is fail for a statement (or batch) that commits on its own: once it was sent, a
@@ -507,15 +502,24 @@ func (s *Store) tx(ctx context.Context, fn func(pgx.Tx) error) error {
 func (s *Store) failSent(err error) error {
 	var pgErr *pgconn.PgError
 	var connectErr *pgconn.ConnectError
+	if pgconn.SafeToRetry(err) || errors.As(err, &connectErr) || errors.As(err, &pgErr) && strings.HasPrefix(pgErr.Code, "57P") {
+		return s.fail(err)
+	}
+	return s.failAfterSend(err, "the statement")
+}
+
+// failAfterSend is the error of what (a commit, a statement) that failed once it was sent:
+// a wait given up or a connection that broke leaves its outcome unknown; any other error is
+// fail's.
+func (s *Store) failAfterSend(err error, what string) error {
 	switch {
-	case s.closed.Load() || pgconn.SafeToRetry(err) || errors.As(err, &connectErr):
-	case errors.As(err, &pgErr) && strings.HasPrefix(pgErr.Code, "57P"):
+	case s.closed.Load():
 	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
-		return fmt.Errorf("%w: the statement was sent, its reply not awaited: %w", queue.ErrOutcomeUnknown, err)
+		return fmt.Errorf("%w: %s was sent, its reply not awaited: %w", queue.ErrOutcomeUnknown, what, err)
 	case unreachable(err):
 		s.setConnected(err)
-		return fmt.Errorf("%w (%w, %w): the connection broke during the statement: %v",
-			queue.ErrOutcomeUnknown, queue.ErrUnavailable, queue.ErrStorage, redact(err))
+		return fmt.Errorf("%w (%w, %w): the connection broke during %s: %v",
+			queue.ErrOutcomeUnknown, queue.ErrUnavailable, queue.ErrStorage, what, redact(err))
 	}
 	return s.fail(err)
 }
