@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -77,7 +78,7 @@ cron:
 		}
 		slots = append(slots, slot)
 	}
-	first, last := minMax(slots)
+	first, last := slices.MinFunc(slots, time.Time.Compare), slices.MaxFunc(slots, time.Time.Compare)
 	if n := int(last.Sub(first)/time.Second) + 1; n < int(cronFleetRun/time.Second)-5 {
 		t.Fatalf("%d slots ran from %s to %s: want every second, about %v of them", len(slots),
 			first.Format(time.RFC3339), last.Format(time.RFC3339), cronFleetRun/time.Second)
@@ -200,16 +201,4 @@ func onHost(runs map[time.Time][]fleetRun, host string) int {
 		}
 	}
 	return n
-}
-
-func minMax(ts []time.Time) (lo, hi time.Time) {
-	for i, t := range ts {
-		if i == 0 || t.Before(lo) {
-			lo = t
-		}
-		if i == 0 || t.After(hi) {
-			hi = t
-		}
-	}
-	return lo, hi
 }
