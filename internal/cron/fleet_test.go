@@ -111,15 +111,6 @@ func (l *slotLog) check(t *testing.T) map[string]int {
 	return hosts
 }
 
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(30 * time.Second); !cond(); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("after 30 s: %s", what)
-		}
-	}
-}
-
 // The fleet's store keeps every field of a task, the host included, refuses a second task
 // for a (run key, attempt), and refuses every write of a term that is over.
 func TestFleetStore(t *testing.T) {
@@ -179,9 +170,9 @@ func TestFleetOneLeader(t *testing.T) {
 	pool := fleetPool(t)
 	log := newSlotLog()
 	a := startFleet(t, pool, "a", 3*time.Second, log.jobs("a"))
-	waitUntil(t, "a leads", func() bool { return a.role() == RoleLeader })
+	waitFor(t, "a leads", func() bool { return a.role() == RoleLeader })
 	b := startFleet(t, pool, "b", 3*time.Second, log.jobs("b"))
-	waitUntil(t, "b stands by", func() bool { st := b.f.Status().Fleet; return st.Role == RoleStandby && st.Leader == "a" })
+	waitFor(t, "b stands by", func() bool { st := b.f.Status().Fleet; return st.Role == RoleStandby && st.Leader == "a" })
 	if _, err := b.f.RunNow(context.Background(), "tick", false); !errors.Is(err, ErrNotLeader) {
 		t.Fatalf("run on the standby: %v", err)
 	}
@@ -190,7 +181,7 @@ func TestFleetOneLeader(t *testing.T) {
 	}
 	time.Sleep(time.Second)
 	a.stop()
-	waitUntil(t, "b leads", func() bool { return b.role() == RoleLeader })
+	waitFor(t, "b leads", func() bool { return b.role() == RoleLeader })
 	time.Sleep(time.Second)
 	b.stop()
 
@@ -221,7 +212,7 @@ func TestFleetTakeover(t *testing.T) {
 	}
 	lease := 3 * time.Second
 	a := startFleet(t, pool, "a", lease, job("a"))
-	waitUntil(t, "a leads", func() bool { return a.role() == RoleLeader })
+	waitFor(t, "a leads", func() bool { return a.role() == RoleLeader })
 	first, err := a.f.RunNow(context.Background(), "long", false)
 	if err != nil || first.State != api.TaskRunning || first.Host != "a" {
 		t.Fatalf("run: %+v %v", first, err)
@@ -231,8 +222,8 @@ func TestFleetTakeover(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := startFleet(t, pool, "b", lease, job("b"))
-	waitUntil(t, "b leads", func() bool { return b.role() == RoleLeader })
-	waitUntil(t, "a stands by", func() bool { return a.role() == RoleStandby })
+	waitFor(t, "b leads", func() bool { return b.role() == RoleLeader })
+	waitFor(t, "a stands by", func() bool { return a.role() == RoleStandby })
 	acts["a"].mu.Lock()
 	aRuns, aEnds := len(acts["a"].runs), len(acts["a"].ends)
 	acts["a"].mu.Unlock()
@@ -241,7 +232,7 @@ func TestFleetTakeover(t *testing.T) {
 	}
 	close(hold)
 	var retry api.Task
-	waitUntil(t, "the lost task retried on b", func() bool {
+	waitFor(t, "the lost task retried on b", func() bool {
 		l, err := b.f.Tasks(context.Background(), TaskFilter{Job: "long"})
 		if err != nil || len(l.Tasks) < 2 {
 			return false
@@ -276,16 +267,16 @@ func TestFleetLeaderCutOff(t *testing.T) {
 	log := newSlotLog()
 	lease := 2 * time.Second
 	a := startFleet(t, cut, "a", lease, log.jobs("a"))
-	waitUntil(t, "a leads", func() bool { return a.role() == RoleLeader })
+	waitFor(t, "a leads", func() bool { return a.role() == RoleLeader })
 	b := startFleet(t, direct, "b", lease, log.jobs("b"))
-	waitUntil(t, "b stands by", func() bool { return b.role() == RoleStandby })
+	waitFor(t, "b stands by", func() bool { return b.role() == RoleStandby })
 	time.Sleep(500 * time.Millisecond)
 	proxy.Down()
-	waitUntil(t, "a stops leading", func() bool { return a.role() != RoleLeader })
-	waitUntil(t, "b leads", func() bool { return b.role() == RoleLeader })
+	waitFor(t, "a stops leading", func() bool { return a.role() != RoleLeader })
+	waitFor(t, "b leads", func() bool { return b.role() == RoleLeader })
 	time.Sleep(500 * time.Millisecond)
 	proxy.Up()
-	waitUntil(t, "a stands by behind b", func() bool {
+	waitFor(t, "a stands by behind b", func() bool {
 		st := a.f.Status().Fleet
 		return st.Role == RoleStandby && st.Leader == "b"
 	})
@@ -305,16 +296,16 @@ func TestFleetServerRestart(t *testing.T) {
 	pool := fleetPoolOn(t, pg.DSN()+" connect_timeout=2")
 	log := newSlotLog()
 	a := startFleet(t, pool, "a", 2*time.Second, log.jobs("a"))
-	waitUntil(t, "a leads", func() bool { return a.role() == RoleLeader })
+	waitFor(t, "a leads", func() bool { return a.role() == RoleLeader })
 	term := a.f.Status().Fleet.Term
-	waitUntil(t, "runs", func() bool { return log.runs() >= 3 })
+	waitFor(t, "runs", func() bool { return log.runs() >= 3 })
 	pg.Crash(t)
-	waitUntil(t, "a stops leading", func() bool { return a.role() != RoleLeader })
+	waitFor(t, "a stops leading", func() bool { return a.role() != RoleLeader })
 	time.Sleep(time.Second)
 	pg.Start(t)
-	waitUntil(t, "a leads again", func() bool { st := a.f.Status().Fleet; return st.Role == RoleLeader && st.Term > term })
+	waitFor(t, "a leads again", func() bool { st := a.f.Status().Fleet; return st.Role == RoleLeader && st.Term > term })
 	before := log.runs()
-	waitUntil(t, "runs after the restart", func() bool { return log.runs() >= before+3 })
+	waitFor(t, "runs after the restart", func() bool { return log.runs() >= before+3 })
 	a.stop()
 	log.check(t)
 }

@@ -245,3 +245,15 @@ func mins(ms ...int) []time.Duration {
 	}
 	return out
 }
+
+// waitFor polls cond until it holds, failing after 20 s of real time.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

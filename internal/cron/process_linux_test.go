@@ -15,18 +15,6 @@ import (
 	"github.com/schedd/schedd/internal/platform"
 )
 
-// waitFor polls cond until it holds, failing after 20 s of real time.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // P28 with real processes, the acceptance test: schedd (here a child process running
 // the service) is killed with SIGKILL while an exec job's command runs. The command dies with
 // it (parent-death signal). A new service on the same state dir finds the task running,
