@@ -39,6 +39,9 @@ type attemptOpts struct {
 	// beforeSend runs once the entry is known to be due and its sink ready, just before the
 	// claim; an error (errBudget) stops the attempt with nothing written.
 	beforeSend func(ctx context.Context, sink string) error
+	// sent, when set, runs once the sink returned, before the outcome is recorded: the
+	// runtime's worker slot is free then (the record is the store's work, not the sink's).
+	sent func()
 }
 
 var errBudget = errors.New("recovery budget exhausted")
@@ -135,6 +138,9 @@ func (s *Service) attempt(ctx context.Context, epoch, id int64, o attemptOpts) a
 		ID: claimed.ID, Sink: claimed.Sink, Key: claimed.Key, Headers: claimed.Headers,
 		Payload: claimed.Payload, Attempt: claimed.Attempts,
 	})
+	if o.sent != nil {
+		o.sent()
+	}
 	if sendErr == nil {
 		r.out = s.finalize(ctx, log, "complete", outDelivered, func(ctx context.Context) error {
 			return s.store.Complete(ctx, id, epoch)

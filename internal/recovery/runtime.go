@@ -91,6 +91,7 @@ type result struct {
 	delay time.Duration
 	it    item       // the item attempted
 	meta  *entryMeta // when set, replaces the item's meta (the entry was reloaded)
+	sent  bool       // the sink was called: the worker slot was freed before the result
 }
 
 func newScheduler(s *Service) *scheduler {
@@ -311,10 +312,13 @@ func (r *scheduler) run(ctx context.Context, epoch int64) {
 	armed := r.scanAt.IsZero() // adopt armed the pass's view: later scans are rescans
 	r.mu.Unlock()
 
-	// One goroutine per attempt, at most workers at a time: an idle runtime is this one
-	// goroutine.
-	results := make(chan result, workers) // room for every attempt's result at shutdown
-	running := 0
+	// One goroutine per attempt: at most workers call a sink at a time (running), and once
+	// its sink returned a goroutine records the outcome while the next attempt starts
+	// (recording, at most workers too): a worker does not wait for the store's commit of
+	// one delivery before it takes the next. An idle runtime is this one goroutine.
+	results := make(chan result, 2*workers) // room for every attempt's result at shutdown
+	freed := make(chan struct{}, workers)   // room for every running attempt's
+	running, recording := 0, 0
 	var wg sync.WaitGroup
 	timer := time.NewTimer(time.Hour)
 	// The retention purge is a one-shot timer, armed only while finished entries may be
@@ -377,10 +381,10 @@ func (r *scheduler) run(ctx context.Context, epoch int64) {
 		if !r.parkAt.IsZero() && (next.IsZero() || r.parkAt.Before(next)) {
 			next = r.parkAt
 		}
-		for running < workers && r.ready.Len() > 0 {
+		for running < workers && running+recording < 2*workers && r.ready.Len() > 0 {
 			it := heap.Pop(&r.ready).(item)
 			running++
-			wg.Go(func() { results <- r.work(ctx, epoch, it) })
+			wg.Go(func() { results <- r.work(ctx, epoch, it, freed) })
 		}
 		r.mu.Unlock()
 
@@ -396,8 +400,17 @@ func (r *scheduler) run(ctx context.Context, epoch int64) {
 			r.rescan()
 		case <-pollC:
 			r.rescan()
-		case res := <-results:
+		case <-freed:
 			running--
+			recording++
+		case res := <-results:
+			if res.sent {
+				// It counted as recording once its freed was taken (which select may do
+				// after this: then the counts are even again when it is).
+				recording--
+			} else {
+				running--
+			}
 			r.done(res)
 			armPurge() // the attempt may have finished its entry
 		case <-purgeC:
@@ -473,10 +486,14 @@ func (r *scheduler) scan(ctx context.Context, gen uint64, epoch int64) (int, boo
 	return n, true
 }
 
-// work attempts one entry, then reloads it and says when to arm it again.
-func (r *scheduler) work(ctx context.Context, epoch int64, it item) result {
+// work attempts one entry, then reloads it and says when to arm it again. Once the sink
+// returned it sends on freed, and sets sent in its result.
+func (r *scheduler) work(ctx context.Context, epoch int64, it item, freed chan<- struct{}) result {
 	res := result{id: it.id, gen: it.gen, it: it}
-	a := r.s.attempt(ctx, epoch, it.id, attemptOpts{})
+	a := r.s.attempt(ctx, epoch, it.id, attemptOpts{sent: func() {
+		res.sent = true
+		freed <- struct{}{}
+	}})
 	if ctx.Err() != nil {
 		return res
 	}
