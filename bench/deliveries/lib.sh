@@ -11,7 +11,7 @@ start_schedd() {
 	local name=$1 cfg=$2
 	SD_SOCK=$WORK/$name.sock
 	SD_START=$(date +%s%N)
-	SCHEDD_PPROF_ADDR=${PROFILE:+$PPROF_ADDR} "$SCHEDD" run --config "$cfg" --state-dir "$WORK/$name" --socket "$SD_SOCK" --service-manager none \
+	GOMAXPROCS=${SD_GOMAXPROCS:-} SCHEDD_PPROF_ADDR=${PROFILE:+$PPROF_ADDR} "$SCHEDD" run --config "$cfg" --state-dir "$WORK/$name" --socket "$SD_SOCK" --service-manager none \
 		--log-format json 2>"$OUT/$name.log" &
 	SD_PID=$!
 	PIDS+=("$SD_PID")

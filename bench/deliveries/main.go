@@ -8,6 +8,9 @@
 //	                                       per request, a JSON array; -sink nosuch -expect
 //	                                       400: the same requests answered before the store,
 //	                                       the bare round trip
+//	storeenqueue -dsn D -clients C -n N    durable enqueues into the Postgres store of
+//	                                       database D, called in this process (as River's
+//	                                       Insert is): the store without the control API
 //	prefill  -db F -n N -due-at MS         store N entries (for sink "hook") due at MS (unix ms);
 //	         [-dsn D]                      -dsn: in the Postgres store of database D instead
 //	sink     -listen A -n N -ready-file F  a no-op HTTP sink: 204 to every delivery; reports
@@ -51,11 +54,11 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: dlbench fsync|sqlite|enqueue|prefill|sink|timeline|summary|pgsummary [flags]")
+		fmt.Fprintln(os.Stderr, "usage: dlbench fsync|sqlite|enqueue|storeenqueue|prefill|sink|timeline|summary|pgsummary [flags]")
 		os.Exit(2)
 	}
 	cmds := map[string]func([]string) error{
-		"fsync": fsyncCmd, "sqlite": sqliteCmd, "enqueue": enqueueCmd, "prefill": prefillCmd,
+		"fsync": fsyncCmd, "sqlite": sqliteCmd, "enqueue": enqueueCmd, "storeenqueue": storeEnqueueCmd, "prefill": prefillCmd,
 		"sink": sinkCmd, "timeline": timelineCmd, "summary": summaryCmd, "pgsummary": pgSummaryCmd,
 	}
 	run, ok := cmds[os.Args[1]]

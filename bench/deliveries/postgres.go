@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/schedd/schedd/bench/deliveries/load"
 	"github.com/schedd/schedd/internal/queue"
@@ -20,6 +22,38 @@ func openStore(path, dsn string) (queue.Store, error) {
 		return nil, err
 	}
 	return queue.Open(context.Background(), path, queue.Options{})
+}
+
+// storeEnqueueCmd enqueues through the Postgres store in this process, one entry per call,
+// each with its own key and a payload of -size bytes: the store beside River's Insert, with
+// no control API in between.
+func storeEnqueueCmd(args []string) error {
+	fs := flag.NewFlagSet("storeenqueue", flag.ExitOnError)
+	dsn := fs.String("dsn", "", "the database of the Postgres store")
+	clients := fs.Int("clients", 1, "concurrent callers")
+	n := fs.Int("n", 5000, "entries in all")
+	size := fs.Int("size", 256, "payload bytes")
+	prefix := fs.String("prefix", "k", "idempotency key prefix (unique per run)")
+	fs.IntVar(&load.DatabasePID, "db-pid", 0, "the postmaster's pid, to report the cluster's CPU time per entry")
+	fs.Parse(args)
+	ctx := context.Background()
+	st, err := pgstore.Open(ctx, *dsn, pgstore.Options{HostID: "dlbench-store"})
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	payload := []byte(strings.Repeat("x", *size))
+	r, err := load.Run("store enqueue in process", *clients, *n, func(_, i int) error {
+		_, created, err := st.Enqueue(ctx, queue.NewEntry{Sink: "hook", Key: fmt.Sprintf("%s-%d", *prefix, i), Payload: payload})
+		if err == nil && !created {
+			err = fmt.Errorf("entry %d: not created", i)
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return load.Emit(r)
 }
 
 // pgSummaryCmd prints a run of run-postgres.sh: schedd on the Postgres store and River on
@@ -78,6 +112,10 @@ func pgSummaryCmd(args []string) error {
 		if u, ok := find("river insert, unique by key", "", c); ok {
 			fmt.Fprintf(w, "%-44s %10s %8.0f/s %7.2fx  %s (p50 %.0f us)\n",
 				fmt.Sprintf("  River with a unique key per job, %d", c), "", u.PerS, s.PerS/u.PerS, cpu(u), u.Latency.P50us)
+		}
+		if p, ok := find("store enqueue in process", "", c); ok {
+			fmt.Fprintf(w, "%-44s %8.0f/s %8.0f/s %7.2fx  postgres %.0f + client %.0f us (p50 %.0f us)\n",
+				fmt.Sprintf("  the store in process (as River), %d", c), p.PerS, r.PerS, p.PerS/r.PerS, p.DatabaseCPU, p.ClientCPU, p.Latency.P50us)
 		}
 		if b, ok := find("round trip without the store", "", c); ok {
 			fmt.Fprintf(w, "%-44s %8.0f/s %10s %8s  schedd %.0f + client %.0f us (p50 %.0f us)\n",

@@ -4,7 +4,8 @@
 #
 #   1. durable enqueue, one client then 16: schedd through its control API (a real
 #      `schedd run` with deliveries.store.postgres; 201 = committed), River with
-#      river.Client.Insert (riverpgxv5), one job per insert; both durable (fsync on,
+#      river.Client.Insert (riverpgxv5), one job per insert, and schedd's Postgres store
+#      called in process as River is (dlbench storeenqueue); all durable (fsync on,
 #      synchronous_commit on, the defaults);
 #   2. drain: N entries (jobs) stored beforehand, 16 workers, each delivery an HTTP POST of
 #      the payload to a no-op local sink (dlbench sink), timed from the first to the last
@@ -85,7 +86,7 @@ PG_PID=$(head -1 "$PGDATA/postmaster.pid")
 PSQL=("$PG_BIN/psql" -h 127.0.0.1 -p "$PG_PORT" -U postgres -d postgres -qAtX -v ON_ERROR_STOP=1)
 [[ $("${PSQL[@]}" -c 'SHOW fsync') == on && $("${PSQL[@]}" -c 'SHOW synchronous_commit') == on ]] || die "the cluster is not durable"
 dsn() { echo "host=127.0.0.1 port=$PG_PORT user=postgres dbname=$1 sslmode=disable"; }
-for db in schedd_enqueue river_enqueue schedd_drain river_drain river_drain_default; do
+for db in schedd_enqueue schedd_store river_enqueue schedd_drain river_drain river_drain_default; do
 	"${PSQL[@]}" -c "CREATE DATABASE $db"
 done
 for db in river_enqueue river_drain river_drain_default; do
@@ -152,9 +153,11 @@ RB=(-dsn "$(dsn river_enqueue)" -db-pid "$PG_PID")
 "$RIVERBENCH" enqueue "${RB[@]}" -clients 1 -n "$N_ONE" -prefix one >>"$RESULTS"
 profiled one "$DLBENCH" enqueue "${SD[@]}" -clients 1 -n "$N_ONE" -prefix one >>"$RESULTS"
 "$RIVERBENCH" enqueue "${RB[@]}" -clients 1 -n "$N_ONE" -prefix uone -unique >>"$RESULTS"
+"$DLBENCH" storeenqueue -dsn "$(dsn schedd_store)" -db-pid "$PG_PID" -clients 1 -n "$N_ONE" -prefix one >>"$RESULTS"
 "$RIVERBENCH" enqueue "${RB[@]}" -clients 16 -n "$N_MANY" -prefix many >>"$RESULTS"
 profiled many "$DLBENCH" enqueue "${SD[@]}" -clients 16 -n "$N_MANY" -prefix many >>"$RESULTS"
 "$RIVERBENCH" enqueue "${RB[@]}" -clients 16 -n "$N_MANY" -prefix umany -unique >>"$RESULTS"
+"$DLBENCH" storeenqueue -dsn "$(dsn schedd_store)" -db-pid "$PG_PID" -clients 16 -n "$N_MANY" -prefix many >>"$RESULTS"
 stop_schedd
 
 # ---------------------------------------------------------------------------------------
