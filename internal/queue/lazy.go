@@ -197,6 +197,14 @@ func (l *Lazy) MarkSending(ctx context.Context, id, epoch int64, lease time.Dura
 	return Entry{}, fmt.Errorf("mark delivery %d sending: %w", id, ErrNotFound)
 }
 
+// ClaimIfDue claims an entry that is due; ErrNotFound while the store is not open.
+func (l *Lazy) ClaimIfDue(ctx context.Context, id, epoch int64, lease time.Duration, maxFailures int) (Entry, error) {
+	if s := l.s.Load(); s != nil {
+		return s.ClaimIfDue(ctx, id, epoch, lease, maxFailures)
+	}
+	return Entry{}, fmt.Errorf("claim delivery %d: %w", id, ErrNotFound)
+}
+
 // ClaimDue claims due entries; none while the store is not open.
 func (l *Lazy) ClaimDue(ctx context.Context, c Claim) ([]Entry, error) {
 	if s := l.s.Load(); s != nil {

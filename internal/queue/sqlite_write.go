@@ -305,16 +305,42 @@ func (s *SQLite) NewEpoch(ctx context.Context) (int64, error) {
 
 // MarkSending claims one entry for epoch.
 func (s *SQLite) MarkSending(ctx context.Context, id, epoch int64, lease time.Duration) (Entry, error) {
+	e, err := s.claimOne(ctx, id, epoch, lease, func(ms int64) (string, []any) {
+		return "(state = 'pending' OR (state = 'sending' AND (owner_epoch IS NOT ? OR lease_until <= ?)))", []any{epoch, ms}
+	})
+	if err != nil {
+		return Entry{}, fmt.Errorf("mark delivery %d sending: %w", id, err)
+	}
+	return e, nil
+}
+
+// ClaimIfDue claims one pending entry that is due, not expired and under maxFailures.
+func (s *SQLite) ClaimIfDue(ctx context.Context, id, epoch int64, lease time.Duration, maxFailures int) (Entry, error) {
+	e, err := s.claimOne(ctx, id, epoch, lease, func(ms int64) (string, []any) {
+		return "state = 'pending' AND next_attempt_at <= ? AND (expires_at IS NULL OR expires_at > ?) AND failures < ?",
+			[]any{ms, ms, maxFailures}
+	})
+	if err != nil {
+		return Entry{}, fmt.Errorf("claim delivery %d: %w", id, err)
+	}
+	return e, nil
+}
+
+// claimOne claims entry id for epoch when the condition that cond makes (for the time in
+// unix ms) holds: state sending, attempts+1, the lease from now. ErrNotClaimable when it
+// does not hold (or the row is damaged: then it is quarantined), ErrNotFound without it.
+func (s *SQLite) claimOne(ctx context.Context, id, epoch int64, lease time.Duration, cond func(ms int64) (string, []any)) (Entry, error) {
 	var out Entry
 	err := s.submit(ctx, "mark_sending", func(tx wtx, b *batch) error {
 		now := s.now()
 		ms := now.UnixMilli()
+		where, args := cond(ms)
 		var r rawRow
 		err := tx.QueryRow(`UPDATE deliveries SET state = 'sending', owner_epoch = ?, lease_until = ?,
 			attempts = attempts + 1, last_attempt_at = ?, updated_at = ?
-			WHERE id = ? AND (state = 'pending' OR (state = 'sending' AND (owner_epoch IS NOT ? OR lease_until <= ?)))
+			WHERE id = ? AND `+where+`
 			RETURNING `+entryCols+", payload",
-			epoch, now.Add(lease).UnixMilli(), ms, ms, id, epoch, ms).Scan(r.dest(true)...)
+			append([]any{epoch, now.Add(lease).UnixMilli(), ms, ms, id}, args...)...).Scan(r.dest(true)...)
 		if errors.Is(err, sql.ErrNoRows) {
 			if _, err := s.getTxQuarantining(tx, b, id, false); err != nil {
 				return err
@@ -335,10 +361,7 @@ func (s *SQLite) MarkSending(ctx context.Context, id, epoch int64, lease time.Du
 		out = e
 		return err
 	})
-	if err != nil {
-		return Entry{}, fmt.Errorf("mark delivery %d sending: %w", id, err)
-	}
-	return out, nil
+	return out, err
 }
 
 // ClaimDue claims due pending entries in dispatch order.

@@ -77,6 +77,12 @@ type Store interface {
 	// claimable, ErrNotFound if it does not exist. Durable before it returns, so a crash
 	// after the sink was called leaves the entry visibly interrupted.
 	MarkSending(ctx context.Context, id, epoch int64, lease time.Duration) (Entry, error)
+	// ClaimIfDue claims entry id for epoch as MarkSending does, only if it is pending, due
+	// (next_attempt_at at or before now), not expired, and has failed fewer than
+	// maxFailures times: the claim of an entry the runtime expects to send, with the
+	// checks it would read the entry for made in the same statement. ErrNotClaimable (and
+	// nothing written) otherwise, ErrNotFound if it does not exist.
+	ClaimIfDue(ctx context.Context, id, epoch int64, lease time.Duration, maxFailures int) (Entry, error)
 	// ClaimDue claims up to c.Limit due pending entries at once (SKIP LOCKED semantics).
 	ClaimDue(ctx context.Context, c Claim) ([]Entry, error)
 	// Complete records a delivery: the entry becomes a delivered tombstone.

@@ -127,12 +127,40 @@ func (s *Service) attempt(ctx context.Context, epoch, id int64, o attemptOpts) a
 		r.out, r.err = outStoreError, err
 		return r
 	}
-	log = log.With(zap.Int("attempt", claimed.Attempts))
-	defer func() { s.obs.attempt(claimed, r) }()
 	if interrupted {
 		log.Warn("delivery interrupted by a crash, resending with the same idempotency key",
-			zap.Int64("interrupted_epoch", e.Epoch))
+			zap.Int("attempt", claimed.Attempts), zap.Int64("interrupted_epoch", e.Epoch))
 	}
+	return s.send(ctx, epoch, p, sink, claimed, log, r, o)
+}
+
+// attemptDue is attempt for an entry the runtime found due: its claim (ClaimIfDue) makes in
+// the same statement the checks that attempt reads the entry for, so a due entry is claimed
+// without that read. An entry that is not claimable so (not due, expired, out of retries,
+// sending, gone), or whose sink is unknown or not ready, goes the way of attempt.
+func (s *Service) attemptDue(ctx context.Context, epoch, id int64, sinkName string, o attemptOpts) attemptResult {
+	p := s.policy()
+	sink, ok := p.sinks[sinkName]
+	if !ok || isNotReady(sink) || o.beforeSend != nil {
+		return s.attempt(ctx, epoch, id, o)
+	}
+	claimed, err := s.store.ClaimIfDue(ctx, id, epoch, p.cfg.Lease, p.cfg.MaxRetries)
+	switch {
+	case errors.Is(err, queue.ErrNotClaimable), errors.Is(err, queue.ErrNotFound):
+		return s.attempt(ctx, epoch, id, o)
+	case err != nil:
+		return attemptResult{out: outStoreError, err: err}
+	}
+	return s.send(ctx, epoch, p, sink, claimed, s.entryLog(claimed), attemptResult{}, o)
+}
+
+// send sends an entry epoch claimed and records the outcome; r says whether the entry was
+// interrupted.
+func (s *Service) send(ctx context.Context, epoch int64, p *policy, sink Sink, claimed queue.Entry, log *zap.Logger,
+	r attemptResult, o attemptOpts) attemptResult {
+	id := claimed.ID
+	log = log.With(zap.Int("attempt", claimed.Attempts))
+	defer func() { s.obs.attempt(claimed, r) }()
 	log.Debug("delivery sending")
 	sendErr := sink.Send(ctx, Delivery{
 		ID: claimed.ID, Sink: claimed.Sink, Key: claimed.Key, Headers: claimed.Headers,

@@ -12,8 +12,8 @@ import (
 	"github.com/schedd/schedd/internal/queue/queuetest"
 )
 
-// lostClaimReply is a store whose next MarkSending calls record the claim and then fail,
-// as a database does that goes away between its commit and its reply.
+// lostClaimReply is a store whose next claims (MarkSending, ClaimIfDue) record the claim and
+// then fail, as a database does that goes away between its commit and its reply.
 type lostClaimReply struct {
 	*queuetest.Memory
 	lose atomic.Int32 // how many claims lose their reply
@@ -23,6 +23,14 @@ func (l *lostClaimReply) MarkSending(ctx context.Context, id, epoch int64, lease
 	e, err := l.Memory.MarkSending(ctx, id, epoch, lease)
 	if err == nil && l.lose.Add(-1) >= 0 {
 		return queue.Entry{}, fmt.Errorf("mark %d sending: %w (%w): unexpected EOF", id, queue.ErrUnavailable, queue.ErrStorage)
+	}
+	return e, err
+}
+
+func (l *lostClaimReply) ClaimIfDue(ctx context.Context, id, epoch int64, lease time.Duration, maxFailures int) (queue.Entry, error) {
+	e, err := l.Memory.ClaimIfDue(ctx, id, epoch, lease, maxFailures)
+	if err == nil && l.lose.Add(-1) >= 0 {
+		return queue.Entry{}, fmt.Errorf("claim %d: %w (%w): unexpected EOF", id, queue.ErrUnavailable, queue.ErrStorage)
 	}
 	return e, err
 }

@@ -383,8 +383,9 @@ func (r *scheduler) run(ctx context.Context, epoch int64) {
 		}
 		for running < workers && running+recording < 2*workers && r.ready.Len() > 0 {
 			it := heap.Pop(&r.ready).(item)
+			sink := r.sinks[it.sink]
 			running++
-			wg.Go(func() { results <- r.work(ctx, epoch, it, freed) })
+			wg.Go(func() { results <- r.work(ctx, epoch, it, sink, freed) })
 		}
 		r.mu.Unlock()
 
@@ -486,11 +487,11 @@ func (r *scheduler) scan(ctx context.Context, gen uint64, epoch int64) (int, boo
 	return n, true
 }
 
-// work attempts one entry, then reloads it and says when to arm it again. Once the sink
-// returned it sends on freed, and sets sent in its result.
-func (r *scheduler) work(ctx context.Context, epoch int64, it item, freed chan<- struct{}) result {
+// work attempts one entry (of sink), then reloads it and says when to arm it again. Once
+// the sink returned it sends on freed, and sets sent in its result.
+func (r *scheduler) work(ctx context.Context, epoch int64, it item, sink string, freed chan<- struct{}) result {
 	res := result{id: it.id, gen: it.gen, it: it}
-	a := r.s.attempt(ctx, epoch, it.id, attemptOpts{sent: func() {
+	a := r.s.attemptDue(ctx, epoch, it.id, sink, attemptOpts{sent: func() {
 		res.sent = true
 		freed <- struct{}{}
 	}})

@@ -56,3 +56,37 @@ func TestRuntimeSendsWhileRecording(t *testing.T) {
 		}
 	})
 }
+
+// A due entry is claimed without a read: its claim checks in the store that it is due, not
+// expired and under max_retries. One that the claim refuses (here: not due in the store,
+// though armed as due) is read and handled as before.
+func TestRuntimeClaimsDueEntryWithoutRead(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem := queuetest.NewMemory()
+		sink := &fakeSink{}
+		s := runHook(t, mem, sink)
+		synctest.Wait()
+		e := enqueueReq(t, s, Request{Sink: "hook", Key: "k"})
+		synctest.Wait()
+		if g := mustGet(t, mem, e.ID); g.State != queue.StateDelivered || len(sink.Sends()) != 1 {
+			t.Fatalf("after the enqueue: %s, %d sends", g.State, len(sink.Sends()))
+		}
+		if n := mem.Calls("get"); n != 1 { // mustGet's
+			t.Fatalf("%d reads of the entry, want none by the runtime", n-1)
+		}
+
+		later := putEntry(mem, queue.Entry{Sink: "hook", State: queue.StatePending, NextAttemptAt: time.Now().Add(time.Minute)})
+		armed := later
+		armed.NextAttemptAt = time.Now()
+		s.rt.armEntry(armed) // armed as due, not due in the store
+		synctest.Wait()
+		if len(sink.Sends()) != 1 {
+			t.Fatalf("an entry not due in the store was sent")
+		}
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		if g := mustGet(t, mem, later.ID); g.State != queue.StateDelivered || len(sink.Sends()) != 2 {
+			t.Fatalf("a minute later: %s, %d sends", g.State, len(sink.Sends()))
+		}
+	})
+}

@@ -112,7 +112,7 @@ func TestRuntimeRearmFloorWhileNotReady(t *testing.T) {
 }
 
 // 1 s store retry: a failed scan of the store is retried after exactly 1 s, and a failed
-// read of one entry re-arms it after 1 s, so no entry is orphaned.
+// claim of one entry re-arms it after 1 s, so no entry is orphaned.
 func TestRuntimeStoreReadRetry(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := queuetest.NewMemory()
@@ -121,16 +121,12 @@ func TestRuntimeStoreReadRetry(t *testing.T) {
 		e, _, _ := store.Enqueue(context.Background(), queue.NewEntry{Sink: "hook", Key: "k", Payload: []byte("x")})
 		var mu sync.Mutex
 		liveFails := 3 // the recovery scan and the first two runtime scans
-		getFails := 0
 		store.SetReadFault(func(op string) error {
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
 			case op == "live" && liveFails > 0:
 				liveFails--
-				return errBoom
-			case op == "get" && getFails > 0:
-				getFails--
 				return errBoom
 			}
 			return nil
@@ -149,10 +145,18 @@ func TestRuntimeStoreReadRetry(t *testing.T) {
 		}
 		_ = e
 
-		// A failed read of an armed entry: re-armed after 1 s.
-		mu.Lock()
-		getFails = 2
-		mu.Unlock()
+		// A failed claim of an armed entry (a due entry is claimed without a read): re-armed
+		// after 1 s.
+		claimFails := 2
+		store.SetWriteFault(func(op string) error {
+			mu.Lock()
+			defer mu.Unlock()
+			if op == "mark_sending" && claimFails > 0 {
+				claimFails--
+				return errBoom
+			}
+			return nil
+		})
 		t1 := time.Now()
 		enqueueReq(t, s, Request{Sink: "hook", Key: "k2", Payload: []byte("y")})
 		time.Sleep(10 * time.Second)
@@ -185,9 +189,10 @@ func TestSchedulerEarlierArmWins(t *testing.T) {
 		if len(sends) != 1 || sends[0].at.Sub(t0) != 10*time.Second {
 			t.Fatalf("sends = %+v, want one at +10s", sends)
 		}
-		if n := store.Calls("get"); n != 3 {
-			// +5 s: attempt read + reload; +10 s: attempt read (delivered: no reload).
-			t.Fatalf("%d reads, want 3", n)
+		if n := store.Calls("get"); n != 2 {
+			// +5 s: the claim is refused (not due in the store), then the attempt's read and
+			// the reload; +10 s: claimed without a read (delivered: no reload).
+			t.Fatalf("%d reads, want 2", n)
 		}
 	})
 }

@@ -12,8 +12,9 @@ import (
 	"github.com/schedd/schedd/internal/queue"
 )
 
-// The delivery runtime's workers each read an entry (Get), claim it (MarkSending), send it
-// and complete it (Complete): two commits a delivery. The claims and completions of
+// The delivery runtime's workers each claim a due entry (ClaimIfDue, whose statement checks
+// that it is due; an entry it refuses is read with Get and claimed with MarkSending), send
+// it and complete it (Complete): two commits a delivery. The claims and completions of
 // concurrent workers go into one group (Store.ops) whose run is one pgx batch: a statement
 // for the completions and one for the claims, sent together and run by the server as one
 // implicit transaction, so one round trip and one commit for a burst of them; each caller
@@ -26,13 +27,15 @@ type opKind uint8
 const (
 	opGet opKind = iota
 	opClaim
+	opClaimDue
 	opComplete
 )
 
 type opReq struct {
-	kind      opKind
-	id, epoch int64
-	lease     time.Duration
+	kind        opKind
+	id, epoch   int64
+	lease       time.Duration
+	maxFailures int // opClaimDue
 }
 
 type opRes struct {
@@ -47,6 +50,14 @@ var claimManySQL = strings.NewReplacer("@now", "$1", "@epoch", "$2", "@host", "$
 		owner_epoch = @epoch, lease_until = $5, updated_at = @now
 	WHERE id = ANY($4) AND ` + claimable + " RETURNING " + colsPayload)
 
+// claimDueManySQL claims the entries of ids that are pending, due, not expired and under
+// a number of failures; arguments: now, epoch, ids, until, the failures.
+const claimDueManySQL = `UPDATE schedd_deliveries SET state = 'sending', attempts = attempts + 1, last_attempt_at = $1,
+		owner_epoch = $2, lease_until = $4, updated_at = $1
+	WHERE id = ANY($3) AND state = 'pending' AND next_attempt_at <= $1
+		AND (expires_at IS NULL OR expires_at > $1) AND failures < $5
+	RETURNING ` + colsPayload
+
 const completeManySQL = `UPDATE schedd_deliveries SET state = 'delivered', finished_at = $1, updated_at = $1,
 	lease_until = NULL WHERE id = ANY($2) AND state = 'sending' AND owner_epoch = $3 RETURNING id`
 
@@ -57,7 +68,7 @@ func (s *Store) opsGroup(ctx context.Context, reqs []opReq) ([]opRes, error) {
 	}
 	now := s.now()
 	b := &pgx.Batch{}
-	got := map[opKind]map[int64]queue.Entry{opGet: {}, opClaim: {}, opComplete: {}}
+	got := map[opKind]map[int64]queue.Entry{opGet: {}, opClaim: {}, opClaimDue: {}, opComplete: {}}
 	scanInto := func(into map[int64]queue.Entry, payload bool) func(pgx.Rows) error {
 		return func(rows pgx.Rows) error {
 			for rows.Next() {
@@ -71,15 +82,16 @@ func (s *Store) opsGroup(ctx context.Context, reqs []opReq) ([]opRes, error) {
 		}
 	}
 	type key struct {
-		kind  opKind
-		epoch int64
-		lease time.Duration
+		kind        opKind
+		epoch       int64
+		lease       time.Duration
+		maxFailures int
 	}
 	for _, part := range partition(reqs, func(r opReq) key {
 		if r.kind == opGet {
 			return key{kind: opGet}
 		}
-		return key{r.kind, r.epoch, r.lease}
+		return key{r.kind, r.epoch, r.lease, r.maxFailures}
 	}) {
 		r0 := reqs[part[0]]
 		ids := make([]int64, len(part))
@@ -96,6 +108,9 @@ func (s *Store) opsGroup(ctx context.Context, reqs []opReq) ([]opRes, error) {
 			})
 		case opClaim:
 			b.Queue(claimManySQL, now, r0.epoch, s.opts.HostID, ids, now+r0.lease.Milliseconds()).Query(scanInto(got[opClaim], true))
+		case opClaimDue:
+			b.Queue(claimDueManySQL, now, r0.epoch, ids, now+r0.lease.Milliseconds(), r0.maxFailures).
+				Query(scanInto(got[opClaimDue], true))
 		case opGet:
 			b.Queue("SELECT "+colsPayload+" FROM schedd_deliveries WHERE id = ANY($1)", ids).Query(scanInto(got[opGet], true))
 		}
@@ -115,7 +130,7 @@ func (s *Store) opsGroup(ctx context.Context, reqs []opReq) ([]opRes, error) {
 			delete(got[r.kind], r.id) // the same id claimed or completed twice: the second finds it done
 		case r.kind == opGet:
 			out[i].err = queue.ErrNotFound
-		case r.kind == opClaim:
+		case r.kind == opClaim, r.kind == opClaimDue:
 			out[i].err = s.explain(ctx, r.id, func(queue.State) error { return queue.ErrNotClaimable })
 		default:
 			out[i].err = s.explain(ctx, r.id, func(queue.State) error { return queue.ErrNotOwner })

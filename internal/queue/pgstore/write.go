@@ -83,6 +83,16 @@ func (s *Store) MarkSending(ctx context.Context, id, epoch int64, lease time.Dur
 	return e, nil
 }
 
+// ClaimIfDue claims one pending entry that is due, not expired and under maxFailures, with
+// the store calls of concurrent callers (see Store.ops).
+func (s *Store) ClaimIfDue(ctx context.Context, id, epoch int64, lease time.Duration, maxFailures int) (queue.Entry, error) {
+	e, err := s.op(ctx, opReq{kind: opClaimDue, id: id, epoch: epoch, lease: lease, maxFailures: maxFailures})
+	if err != nil {
+		return queue.Entry{}, fmt.Errorf("claim %d: %w", id, err)
+	}
+	return e, nil
+}
+
 // ClaimDue claims up to c.Limit due pending entries, skipping rows other claimers hold.
 func (s *Store) ClaimDue(ctx context.Context, c queue.Claim) ([]queue.Entry, error) {
 	now := c.Now.UnixMilli()

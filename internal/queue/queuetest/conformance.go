@@ -41,6 +41,7 @@ func Run(t *testing.T, newStore Factory) {
 		{"Purge", testPurge, defaults},
 		{"InterruptedAndFencing", testInterrupted, defaults},
 		{"DueOrderAndClaim", testDueOrder, defaults},
+		{"ClaimIfDue", testClaimIfDue, defaults},
 		{"ListAndLive", testList, defaults},
 		{"Counts", testCounts, defaults},
 	} {

@@ -401,6 +401,26 @@ func (m *Memory) MarkSending(ctx context.Context, id, epoch int64, lease time.Du
 	return m.claim(x, epoch, lease, t), nil
 }
 
+// ClaimIfDue claims one pending entry that is due, not expired and under maxFailures.
+func (m *Memory) ClaimIfDue(ctx context.Context, id, epoch int64, lease time.Duration, maxFailures int) (queue.Entry, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := m.write("mark_sending"); err != nil { // a claim, as MarkSending
+		return queue.Entry{}, err
+	}
+	x, ok := m.entries[id]
+	if !ok {
+		return queue.Entry{}, fmt.Errorf("claim delivery %d: %w", id, queue.ErrNotFound)
+	}
+	t := now()
+	e := x.e
+	if e.State != queue.StatePending || e.NextAttemptAt.After(t) || (!e.ExpiresAt.IsZero() && !t.Before(e.ExpiresAt)) ||
+		e.Failures >= maxFailures {
+		return queue.Entry{}, fmt.Errorf("claim delivery %d: %w", id, queue.ErrNotClaimable)
+	}
+	return m.claim(x, epoch, lease, t), nil
+}
+
 // ClaimDue claims due pending entries in dispatch order.
 func (m *Memory) ClaimDue(ctx context.Context, c queue.Claim) ([]queue.Entry, error) {
 	m.mu.Lock()
