@@ -58,13 +58,18 @@ func TestStopStaleGroup_RSUP01(t *testing.T) {
 // grandchild in its group lives on holding whatever it held: it is killed at once.
 func TestStopStaleGroupStragglers(t *testing.T) {
 	l := newLines()
-	p, err := Start(Command{Argv: helperArgv("fork", "exit", "sleep"), Env: helperEnviron(nil), Output: l.output})
+	// The leader stays until its start time is read (as schedd records it at the start),
+	// then dies alone.
+	p, err := Start(Command{Argv: helperArgv("fork", "stay", "sleep"), Env: helperEnviron(nil), Output: l.output})
 	if err != nil {
 		t.Fatal(err)
 	}
 	gc := pidFromLine(t, l.waitFor(t, "stdout: grandchild "))
 	start, err := StartTime(p.PID())
 	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(p.PID(), syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	waitDone(t, p.Done(), "the leader")
