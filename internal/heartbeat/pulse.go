@@ -3,6 +3,7 @@ package heartbeat
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/schedd/schedd/internal/api"
@@ -49,12 +50,15 @@ func (s *Service) startPulseLocked(a *agent, w Wake, kind ReasonKind, now time.T
 	s.enqueueLocked(pulseJob{a: a, t: a.target, p: p})
 }
 
-// enqueueLocked hands job to the pulse workers.
+// enqueueLocked hands job to the pulse workers. Each queued pulse counts on an idle worker
+// (it takes one from idle) or on a worker started for it, up to pulseWorkers: a worker that
+// has taken a pulse from the queue but not started it is not idle, so no pulse waits in
+// the queue while there is room for a worker. Beyond pulseWorkers a pulse waits for a
+// worker to finish.
 func (s *Service) enqueueLocked(job pulseJob) {
 	select {
 	case s.jobs <- job:
-		// Start a worker when the idle ones cannot take every queued pulse.
-		if s.workers < pulseWorkers && s.workers-int(s.busy.Load()) < len(s.jobs) {
+		if !takeOne(&s.idle) && s.workers < pulseWorkers {
 			s.workers++
 			ctx := s.runCtx
 			s.pulses.Go(func() { s.worker(ctx) })
@@ -72,21 +76,33 @@ func (s *Service) enqueueLocked(job pulseJob) {
 	}
 }
 
-// worker runs queued pulses until ctx ends.
+// worker runs queued pulses until ctx ends; it counts as idle after each one.
 func (s *Service) worker(ctx context.Context) {
 	for {
 		select {
 		case job := <-s.jobs:
-			s.busy.Add(1)
 			startWall, start := s.wall(), time.Now()
 			res := safePulse(ctx, job.t, job.p, s.log)
 			if res.outcome != outcomeBusy {
 				s.obs.late(job.p.AgentID, startWall.Sub(job.p.ScheduledAt))
 			}
 			s.finish(job.a, job.p, res, startWall, time.Since(start))
-			s.busy.Add(-1)
+			s.idle.Add(1)
 		case <-ctx.Done():
 			return
+		}
+	}
+}
+
+// takeOne takes one from n if it is above zero, and reports whether it did.
+func takeOne(n *atomic.Int32) bool {
+	for {
+		v := n.Load()
+		if v <= 0 {
+			return false
+		}
+		if n.CompareAndSwap(v, v-1) {
+			return true
 		}
 	}
 }

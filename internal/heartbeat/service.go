@@ -121,7 +121,7 @@ type Service struct {
 	runCtx    context.Context
 	pulses    sync.WaitGroup
 	workers   int          // pulse workers started
-	busy      atomic.Int32 // workers running a pulse
+	idle      atomic.Int32 // workers waiting for a pulse that no queued pulse counts on
 	saveArmed bool         // Run's save timer is set: a state change needs no kick
 }
 
