@@ -43,20 +43,22 @@ type opRes struct {
 	err error // the entry's own: ErrNotFound, ErrNotClaimable, ErrNotOwner
 }
 
-// claimManySQL claims the entries of ids that are claimable; its arguments are positional
-// (a named one is rewritten on every call): now, epoch, host, ids, until.
-var claimManySQL = strings.NewReplacer("@now", "$1", "@epoch", "$2", "@host", "$3").Replace(
-	`UPDATE schedd_deliveries d SET state = 'sending', attempts = attempts + 1, last_attempt_at = @now,
-		owner_epoch = @epoch, lease_until = $5, updated_at = @now
-	WHERE id = ANY($4) AND ` + claimable + " RETURNING " + colsPayload)
-
-// claimDueManySQL claims the entries of ids that are pending, due, not expired and under
-// a number of failures; arguments: now, epoch, ids, until, the failures.
-const claimDueManySQL = `UPDATE schedd_deliveries SET state = 'sending', attempts = attempts + 1, last_attempt_at = $1,
+// claimSQL claims the entries of ids for which cond holds; its arguments are positional (a
+// named one is rewritten on every call): now, epoch, ids, until, and cond's own ($5).
+func claimSQL(cond string) string {
+	return `UPDATE schedd_deliveries d SET state = 'sending', attempts = attempts + 1, last_attempt_at = $1,
 		owner_epoch = $2, lease_until = $4, updated_at = $1
-	WHERE id = ANY($3) AND state = 'pending' AND next_attempt_at <= $1
-		AND (expires_at IS NULL OR expires_at > $1) AND failures < $5
-	RETURNING ` + colsPayload
+	WHERE d.id = ANY($3) AND ` + cond + " RETURNING " + colsPayload
+}
+
+var (
+	// claimManySQL claims the entries that are claimable ($5: this host).
+	claimManySQL = claimSQL(strings.NewReplacer("@now", "$1", "@epoch", "$2", "@host", "$5").Replace(claimable))
+	// claimDueManySQL claims the entries that are pending, due, not expired and under a
+	// number of failures ($5).
+	claimDueManySQL = claimSQL(`d.state = 'pending' AND d.next_attempt_at <= $1
+		AND (d.expires_at IS NULL OR d.expires_at > $1) AND d.failures < $5`)
+)
 
 const completeManySQL = `UPDATE schedd_deliveries SET state = 'delivered', finished_at = $1, updated_at = $1,
 	lease_until = NULL WHERE id = ANY($2) AND state = 'sending' AND owner_epoch = $3 RETURNING id`
@@ -107,10 +109,9 @@ func (s *Store) opsGroup(ctx context.Context, reqs []opReq) ([]opRes, error) {
 				return err
 			})
 		case opClaim:
-			b.Queue(claimManySQL, now, r0.epoch, s.opts.HostID, ids, now+r0.lease.Milliseconds()).Query(scanInto(got[opClaim], true))
+			b.Queue(claimManySQL, now, r0.epoch, ids, now+r0.lease.Milliseconds(), s.opts.HostID).Query(scanInto(got[opClaim], true))
 		case opClaimDue:
-			b.Queue(claimDueManySQL, now, r0.epoch, ids, now+r0.lease.Milliseconds(), r0.maxFailures).
-				Query(scanInto(got[opClaimDue], true))
+			b.Queue(claimDueManySQL, now, r0.epoch, ids, now+r0.lease.Milliseconds(), r0.maxFailures).Query(scanInto(got[opClaimDue], true))
 		case opGet:
 			b.Queue("SELECT "+colsPayload+" FROM schedd_deliveries WHERE id = ANY($1)", ids).Query(scanInto(got[opGet], true))
 		}
