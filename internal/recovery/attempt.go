@@ -131,7 +131,7 @@ func (s *Service) attempt(ctx context.Context, epoch, id int64, o attemptOpts) a
 		log.Warn("delivery interrupted by a crash, resending with the same idempotency key",
 			zap.Int("attempt", claimed.Attempts), zap.Int64("interrupted_epoch", e.Epoch))
 	}
-	return s.send(ctx, epoch, p, sink, claimed, log, r, o)
+	return s.send(ctx, epoch, p, sink, claimed, log, interrupted, o)
 }
 
 // attemptDue is attempt for an entry the runtime found due: its claim (ClaimIfDue) makes in
@@ -151,14 +151,14 @@ func (s *Service) attemptDue(ctx context.Context, epoch, id int64, sinkName stri
 	case err != nil:
 		return attemptResult{out: outStoreError, err: err}
 	}
-	return s.send(ctx, epoch, p, sink, claimed, s.entryLog(claimed), attemptResult{}, o)
+	return s.send(ctx, epoch, p, sink, claimed, s.entryLog(claimed), false, o)
 }
 
-// send sends an entry epoch claimed and records the outcome; r says whether the entry was
-// interrupted.
+// send sends an entry epoch claimed (interrupted: one a crash cut) and records the outcome.
 func (s *Service) send(ctx context.Context, epoch int64, p *policy, sink Sink, claimed queue.Entry, log *zap.Logger,
-	r attemptResult, o attemptOpts) attemptResult {
+	interrupted bool, o attemptOpts) attemptResult {
 	id := claimed.ID
+	r := attemptResult{interrupted: interrupted}
 	log = log.With(zap.Int("attempt", claimed.Attempts))
 	defer func() { s.obs.attempt(claimed, r) }()
 	log.Debug("delivery sending")

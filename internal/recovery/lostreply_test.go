@@ -20,17 +20,17 @@ type lostClaimReply struct {
 }
 
 func (l *lostClaimReply) MarkSending(ctx context.Context, id, epoch int64, lease time.Duration) (queue.Entry, error) {
-	e, err := l.Memory.MarkSending(ctx, id, epoch, lease)
-	if err == nil && l.lose.Add(-1) >= 0 {
-		return queue.Entry{}, fmt.Errorf("mark %d sending: %w (%w): unexpected EOF", id, queue.ErrUnavailable, queue.ErrStorage)
-	}
-	return e, err
+	return l.lost(l.Memory.MarkSending(ctx, id, epoch, lease))
 }
 
 func (l *lostClaimReply) ClaimIfDue(ctx context.Context, id, epoch int64, lease time.Duration, maxFailures int) (queue.Entry, error) {
-	e, err := l.Memory.ClaimIfDue(ctx, id, epoch, lease, maxFailures)
+	return l.lost(l.Memory.ClaimIfDue(ctx, id, epoch, lease, maxFailures))
+}
+
+// lost turns a claim into a failure while claims are to lose their reply.
+func (l *lostClaimReply) lost(e queue.Entry, err error) (queue.Entry, error) {
 	if err == nil && l.lose.Add(-1) >= 0 {
-		return queue.Entry{}, fmt.Errorf("claim %d: %w (%w): unexpected EOF", id, queue.ErrUnavailable, queue.ErrStorage)
+		return queue.Entry{}, fmt.Errorf("claim %d: %w (%w): unexpected EOF", e.ID, queue.ErrUnavailable, queue.ErrStorage)
 	}
 	return e, err
 }
