@@ -16,7 +16,7 @@ import (
 // openStore opens the SQLite store at path, or the Postgres store of dsn when it is set.
 func openStore(path, dsn string) (queue.Store, error) {
 	if dsn != "" {
-		return pgstore.Open(context.Background(), dsn, pgstore.Options{HostID: "dlbench-prefill"})
+		return pgstore.Open(context.Background(), dsn, pgstore.Options{HostID: "dlbench"})
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, err
@@ -37,7 +37,7 @@ func storeEnqueueCmd(args []string) error {
 	fs.IntVar(&load.DatabasePID, "db-pid", 0, "the postmaster's pid, to report the cluster's CPU time per entry")
 	fs.Parse(args)
 	ctx := context.Background()
-	st, err := pgstore.Open(ctx, *dsn, pgstore.Options{HostID: "dlbench-store"})
+	st, err := openStore("", *dsn)
 	if err != nil {
 		return err
 	}
