@@ -356,9 +356,8 @@ func (s *Store) insertTx(ctx context.Context, tx pgx.Tx, r *newRow, live int) (q
 		next = max(now, n.NotBefore.UnixMilli())
 	}
 	var id int64
-	var key string
 	err := tx.QueryRow(ctx, insertOneSQL,
-		n.Sink, n.Key, r.headers, r.payload, len(r.payload), r.sum[:], n.Priority, next, now, nullMs(n.ExpiresAt)).Scan(&id, &key)
+		n.Sink, n.Key, r.headers, r.payload, len(r.payload), r.sum[:], n.Priority, next, now, nullMs(n.ExpiresAt)).Scan(&id, nil)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return existing()
 	}

@@ -385,38 +385,40 @@ func (m *Memory) claim(x *memEntry, epoch int64, lease time.Duration, t time.Tim
 
 // MarkSending claims one entry for epoch.
 func (m *Memory) MarkSending(ctx context.Context, id, epoch int64, lease time.Duration) (queue.Entry, error) {
+	e, err := m.claimIf(id, epoch, lease, func(e queue.Entry, t time.Time) bool { return e.ClaimableBy(epoch, t) })
+	if err != nil {
+		return queue.Entry{}, fmt.Errorf("mark delivery %d sending: %w", id, err)
+	}
+	return e, nil
+}
+
+// ClaimIfDue claims one pending entry that is due, not expired and under maxFailures.
+func (m *Memory) ClaimIfDue(ctx context.Context, id, epoch int64, lease time.Duration, maxFailures int) (queue.Entry, error) {
+	e, err := m.claimIf(id, epoch, lease, func(e queue.Entry, t time.Time) bool {
+		return e.State == queue.StatePending && !e.NextAttemptAt.After(t) &&
+			(e.ExpiresAt.IsZero() || t.Before(e.ExpiresAt)) && e.Failures < maxFailures
+	})
+	if err != nil {
+		return queue.Entry{}, fmt.Errorf("claim delivery %d: %w", id, err)
+	}
+	return e, nil
+}
+
+// claimIf claims entry id for epoch when ok holds of it now; both claims count as
+// "mark_sending" for the write faults and the call counts.
+func (m *Memory) claimIf(id, epoch int64, lease time.Duration, ok func(queue.Entry, time.Time) bool) (queue.Entry, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if err := m.write("mark_sending"); err != nil {
 		return queue.Entry{}, err
 	}
-	x, ok := m.entries[id]
-	if !ok {
-		return queue.Entry{}, fmt.Errorf("mark delivery %d sending: %w", id, queue.ErrNotFound)
+	x, found := m.entries[id]
+	if !found {
+		return queue.Entry{}, queue.ErrNotFound
 	}
 	t := now()
-	if !x.e.ClaimableBy(epoch, t) {
-		return queue.Entry{}, fmt.Errorf("mark delivery %d sending: %w", id, queue.ErrNotClaimable)
-	}
-	return m.claim(x, epoch, lease, t), nil
-}
-
-// ClaimIfDue claims one pending entry that is due, not expired and under maxFailures.
-func (m *Memory) ClaimIfDue(ctx context.Context, id, epoch int64, lease time.Duration, maxFailures int) (queue.Entry, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if err := m.write("mark_sending"); err != nil { // a claim, as MarkSending
-		return queue.Entry{}, err
-	}
-	x, ok := m.entries[id]
-	if !ok {
-		return queue.Entry{}, fmt.Errorf("claim delivery %d: %w", id, queue.ErrNotFound)
-	}
-	t := now()
-	e := x.e
-	if e.State != queue.StatePending || e.NextAttemptAt.After(t) || (!e.ExpiresAt.IsZero() && !t.Before(e.ExpiresAt)) ||
-		e.Failures >= maxFailures {
-		return queue.Entry{}, fmt.Errorf("claim delivery %d: %w", id, queue.ErrNotClaimable)
+	if !ok(x.e, t) {
+		return queue.Entry{}, queue.ErrNotClaimable
 	}
 	return m.claim(x, epoch, lease, t), nil
 }
