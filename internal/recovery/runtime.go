@@ -313,12 +313,12 @@ func (r *scheduler) run(ctx context.Context, epoch int64) {
 	r.mu.Unlock()
 
 	// One goroutine per attempt: at most workers call a sink at a time (running), and once
-	// its sink returned a goroutine records the outcome while the next attempt starts
-	// (recording, at most workers too): a worker does not wait for the store's commit of
-	// one delivery before it takes the next. An idle runtime is this one goroutine.
+	// its sink returned a goroutine records the outcome while the next attempt starts, so
+	// at most 2*workers are alive: a worker does not wait for the store's commit of one
+	// delivery before it takes the next. An idle runtime is this one goroutine.
 	results := make(chan result, 2*workers) // room for every attempt's result at shutdown
 	freed := make(chan struct{}, workers)   // room for every running attempt's
-	running, recording := 0, 0
+	running, alive := 0, 0
 	var wg sync.WaitGroup
 	timer := time.NewTimer(time.Hour)
 	// The retention purge is a one-shot timer, armed only while finished entries may be
@@ -381,10 +381,11 @@ func (r *scheduler) run(ctx context.Context, epoch int64) {
 		if !r.parkAt.IsZero() && (next.IsZero() || r.parkAt.Before(next)) {
 			next = r.parkAt
 		}
-		for running < workers && running+recording < 2*workers && r.ready.Len() > 0 {
+		for running < workers && alive < 2*workers && r.ready.Len() > 0 {
 			it := heap.Pop(&r.ready).(item)
 			sink := r.sinks[it.sink]
 			running++
+			alive++
 			wg.Go(func() { results <- r.work(ctx, epoch, it, sink, freed) })
 		}
 		r.mu.Unlock()
@@ -403,14 +404,10 @@ func (r *scheduler) run(ctx context.Context, epoch int64) {
 			r.rescan()
 		case <-freed:
 			running--
-			recording++
 		case res := <-results:
-			if res.sent {
-				// It counted as recording once its freed was taken (which select may do
-				// after this: then the counts are even again when it is).
-				recording--
-			} else {
-				running--
+			alive--
+			if !res.sent {
+				running-- // its sink was not called: no freed came
 			}
 			r.done(res)
 			armPurge() // the attempt may have finished its entry
