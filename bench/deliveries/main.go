@@ -4,10 +4,13 @@
 //	fsync    -dir D -n N -size B           append B bytes + fdatasync, N times: the disk's limit
 //	sqlite   -dir D -n N -size B           one row per transaction, WAL, synchronous=FULL
 //	enqueue  -socket S -clients C -n N     durable enqueues through the control API with
-//	         [-batch B]                    net/http's client (keep-alive); -batch: B entries
+//	         [-batch B] [-wire]            net/http's client (keep-alive); -batch: B entries
 //	                                       per request, a JSON array; -sink nosuch -expect
 //	                                       400: the same requests answered before the store,
-//	                                       the bare round trip
+//	                                       the bare round trip; -wire: each client writes
+//	                                       its requests on a connection of its own and reads
+//	                                       the replies with http.ReadResponse, without the
+//	                                       Transport's goroutines (the daemon's share alone)
 //	storeenqueue -dsn D -clients C -n N    durable enqueues into the Postgres store of
 //	                                       database D, called in this process (as River's
 //	                                       Insert is): the store without the control API
@@ -160,6 +163,7 @@ func enqueueCmd(args []string) error {
 	sink := fs.String("sink", "hook", "sink name")
 	prefix := fs.String("prefix", "k", "idempotency key prefix (unique per run)")
 	expect := fs.Int("expect", http.StatusCreated, "the status every single-entry reply must have (400 with an unknown -sink: the round trip without the store)")
+	wire := fs.Bool("wire", false, "one connection per client, each request one write and its reply read with http.ReadResponse: no Transport goroutines between the client and the socket")
 	fs.IntVar(&load.ServerPID, "server-pid", 0, "schedd's pid, to report its CPU time per entry")
 	fs.IntVar(&load.DatabasePID, "db-pid", 0, "the postmaster's pid of a Postgres store, to report the cluster's CPU time per entry")
 	fs.Parse(args)
@@ -214,6 +218,12 @@ func enqueueCmd(args []string) error {
 	bench := "durable enqueue via the control API"
 	if *expect != http.StatusCreated {
 		bench = "round trip without the store"
+	}
+	if *wire {
+		if *batch > 0 {
+			return errors.New("-wire sends one entry per request: no -batch")
+		}
+		return wireEnqueue(*socket, bench+", a client on the wire", *clients, *n, *expect, entry)
 	}
 	r, err := load.Run(bench, *clients, *n, func(_, i int) error {
 		resp, err := post(entry(i))

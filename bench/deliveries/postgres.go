@@ -121,6 +121,14 @@ func pgSummaryCmd(args []string) error {
 			fmt.Fprintf(w, "%-44s %8.0f/s %10s %8s  schedd %.0f + client %.0f us (p50 %.0f us)\n",
 				fmt.Sprintf("  schedd's HTTP exchange alone, %d", c), b.PerS, "", "", b.ServerCPU, b.ClientCPU, b.Latency.P50us)
 		}
+		if e, ok := find("durable enqueue via the control API, a client on the wire", "", c); ok {
+			fmt.Fprintf(w, "%-44s %8.0f/s %8.0f/s %7.2fx  %s (p50 %.0f us)\n",
+				fmt.Sprintf("  a client on the wire (-wire), %d", c), e.PerS, r.PerS, e.PerS/r.PerS, cpu(e), e.Latency.P50us)
+		}
+		if b, ok := find("round trip without the store, a client on the wire", "", c); ok {
+			fmt.Fprintf(w, "%-44s %8.0f/s %10s %8s  schedd %.0f + client %.0f us (p50 %.0f us)\n",
+				fmt.Sprintf("  its HTTP exchange alone, %d", c), b.PerS, "", "", b.ServerCPU, b.ClientCPU, b.Latency.P50us)
+		}
 	}
 	s, ok := find("deliveries to a no-op HTTP sink", "schedd", 0)
 	for _, c := range []struct{ who, what string }{

@@ -3,7 +3,8 @@
 # PostgreSQL cluster, in one run (each in a database of its own):
 #
 #   1. durable enqueue, one client then 16: schedd through its control API (a real
-#      `schedd run` with deliveries.store.postgres; 201 = committed), River with
+#      `schedd run` with deliveries.store.postgres; 201 = committed; with net/http's client,
+#      and, one client, with a client on the wire, dlbench enqueue -wire), River with
 #      river.Client.Insert (riverpgxv5), one job per insert, and schedd's Postgres store
 #      called in process as River is (dlbench storeenqueue); all durable (fsync on,
 #      synchronous_commit on, the defaults);
@@ -152,6 +153,9 @@ RB=(-dsn "$(dsn river_enqueue)" -db-pid "$PG_PID")
 # River and schedd take turns: one client, then 16; River with a unique key per job too.
 "$RIVERBENCH" enqueue "${RB[@]}" -clients 1 -n "$N_ONE" -prefix one >>"$RESULTS"
 profiled one "$DLBENCH" enqueue "${SD[@]}" -clients 1 -n "$N_ONE" -prefix one >>"$RESULTS"
+# The same requests from a client on the wire (no Transport goroutines): the daemon's share.
+"$DLBENCH" enqueue "${SD[@]}" -clients 1 -n "$N_ONE" -prefix wone -wire >>"$RESULTS"
+"$DLBENCH" enqueue "${SD[@]}" -clients 1 -n "$N_ONE" -prefix bare -sink nosuch -expect 400 -wire >>"$RESULTS"
 "$RIVERBENCH" enqueue "${RB[@]}" -clients 1 -n "$N_ONE" -prefix uone -unique >>"$RESULTS"
 "$DLBENCH" storeenqueue -dsn "$(dsn schedd_store)" -db-pid "$PG_PID" -clients 1 -n "$N_ONE" -prefix one >>"$RESULTS"
 "$RIVERBENCH" enqueue "${RB[@]}" -clients 16 -n "$N_MANY" -prefix many >>"$RESULTS"
