@@ -230,15 +230,7 @@ func enqueueCmd(args []string) error {
 		if err != nil {
 			return err
 		}
-		b, err := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if err != nil {
-			return err
-		}
-		if resp.StatusCode != *expect {
-			return fmt.Errorf("enqueue: status %d: %s", resp.StatusCode, b)
-		}
-		return nil
+		return checkReply(resp, *expect)
 	})
 	if err != nil {
 		return err

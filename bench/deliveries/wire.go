@@ -49,18 +49,24 @@ func wireEnqueue(socket, bench string, clients, n, expect int, entry func(int) a
 		if err != nil {
 			return err
 		}
-		b, err := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if err != nil {
-			return err
-		}
-		if resp.StatusCode != expect {
-			return fmt.Errorf("enqueue: status %d: %s", resp.StatusCode, b)
-		}
-		return nil
+		return checkReply(resp, expect)
 	})
 	if err != nil {
 		return err
 	}
 	return load.Emit(r)
+}
+
+// checkReply reads and closes the body of a single enqueue's reply, and fails unless its
+// status is expect.
+func checkReply(resp *http.Response, expect int) error {
+	b, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != expect {
+		return fmt.Errorf("enqueue: status %d: %s", resp.StatusCode, b)
+	}
+	return nil
 }
