@@ -113,21 +113,27 @@ func pgSummaryCmd(args []string) error {
 			fmt.Fprintf(w, "%-44s %10s %8.0f/s %7.2fx  %s (p50 %.0f us)\n",
 				fmt.Sprintf("  River with a unique key per job, %d", c), "", u.PerS, s.PerS/u.PerS, cpu(u), u.Latency.P50us)
 		}
-		if p, ok := find("store enqueue in process", "", c); ok {
-			fmt.Fprintf(w, "%-44s %8.0f/s %8.0f/s %7.2fx  postgres %.0f + client %.0f us (p50 %.0f us)\n",
-				fmt.Sprintf("  the store in process (as River), %d", c), p.PerS, r.PerS, p.PerS/r.PerS, p.DatabaseCPU, p.ClientCPU, p.Latency.P50us)
-		}
-		if b, ok := find("round trip without the store", "", c); ok {
-			fmt.Fprintf(w, "%-44s %8.0f/s %10s %8s  schedd %.0f + client %.0f us (p50 %.0f us)\n",
-				fmt.Sprintf("  schedd's HTTP exchange alone, %d", c), b.PerS, "", "", b.ServerCPU, b.ClientCPU, b.Latency.P50us)
-		}
-		if e, ok := find("durable enqueue via the control API, a client on the wire", "", c); ok {
-			fmt.Fprintf(w, "%-44s %8.0f/s %8.0f/s %7.2fx  %s (p50 %.0f us)\n",
-				fmt.Sprintf("  a client on the wire (-wire), %d", c), e.PerS, r.PerS, e.PerS/r.PerS, cpu(e), e.Latency.P50us)
-		}
-		if b, ok := find("round trip without the store, a client on the wire", "", c); ok {
-			fmt.Fprintf(w, "%-44s %8.0f/s %10s %8s  schedd %.0f + client %.0f us (p50 %.0f us)\n",
-				fmt.Sprintf("  its HTTP exchange alone, %d", c), b.PerS, "", "", b.ServerCPU, b.ClientCPU, b.Latency.P50us)
+		// Beside the figure: the parts of it, each with its ratio to River's, or (an exchange
+		// answered before the store) alone.
+		for _, v := range []struct {
+			bench, label string
+			ratio        bool
+		}{
+			{"store enqueue in process", "the store in process (as River)", true},
+			{"round trip without the store", "schedd's HTTP exchange alone", false},
+			{"durable enqueue via the control API, a client on the wire", "a client on the wire (-wire)", true},
+			{"round trip without the store, a client on the wire", "its HTTP exchange alone", false},
+		} {
+			x, ok := find(v.bench, "", c)
+			if !ok {
+				continue
+			}
+			label := fmt.Sprintf("  %s, %d", v.label, c)
+			if v.ratio {
+				fmt.Fprintf(w, "%-44s %8.0f/s %8.0f/s %7.2fx  %s (p50 %.0f us)\n", label, x.PerS, r.PerS, x.PerS/r.PerS, cpu(x), x.Latency.P50us)
+			} else {
+				fmt.Fprintf(w, "%-44s %8.0f/s %10s %8s  schedd %.0f + client %.0f us (p50 %.0f us)\n", label, x.PerS, "", "", x.ServerCPU, x.ClientCPU, x.Latency.P50us)
+			}
 		}
 	}
 	s, ok := find("deliveries to a no-op HTTP sink", "schedd", 0)
