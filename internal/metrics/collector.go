@@ -33,10 +33,16 @@ var (
 		"1 while the delivery store refuses enqueues for lack of disk space.", nil, nil)
 	descCronTasks = prometheus.NewDesc("schedd_cron_tasks",
 		"Cron tasks queued or running.", []string{"state"}, nil)
+	descStoreUp = prometheus.NewDesc("schedd_delivery_store_up",
+		"1 while the delivery store can be read and, for a shared store, its database answers; 0 while it cannot.", nil, nil)
+	descNextPulse = prometheus.NewDesc("schedd_heartbeat_next_due_timestamp_seconds",
+		"When the agent's next heartbeat pulse is due, in Unix seconds; absent while none is scheduled.", []string{"agent"}, nil)
+	descCronFailures = prometheus.NewDesc("schedd_cron_job_consecutive_failures",
+		"Failed runs of the cron job since its last success.", []string{"job"}, nil)
 )
 
 func (c *statusCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descUp, descState, descRequests, descPending, descDepth, descOldest, descDiskFull, descCronTasks} {
+	for _, d := range []*prometheus.Desc{descUp, descState, descRequests, descPending, descDepth, descOldest, descDiskFull, descCronTasks, descStoreUp, descNextPulse, descCronFailures} {
 		ch <- d
 	}
 }
@@ -69,10 +75,21 @@ func (c *statusCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		gauge(descOldest, age)
 		gauge(descDiskFull, flag(d.DiskFull))
+		gauge(descStoreUp, flag(d.ReadError == nil && (d.Connected == nil || *d.Connected)))
+	}
+	if hb := st.Heartbeat; hb != nil {
+		for _, a := range hb.Agents {
+			if a.NextDueAt != nil {
+				gauge(descNextPulse, float64(a.NextDueAt.UnixMilli())/1000, a.ID)
+			}
+		}
 	}
 	if cr := st.Cron; cr != nil {
 		gauge(descCronTasks, float64(cr.Queued), string(api.TaskQueued))
 		gauge(descCronTasks, float64(cr.Running), string(api.TaskRunning))
+		for _, j := range cr.Jobs {
+			gauge(descCronFailures, float64(j.ConsecutiveFailures), j.Name)
+		}
 	}
 }
 

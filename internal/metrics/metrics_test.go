@@ -247,3 +247,55 @@ func TestRestartEnded(t *testing.T) {
 		}
 	}
 }
+
+// TestStatusGauges: the store's health, each agent's next pulse and each cron job's run of
+// failures are read from the status, for the alert rules.
+func TestStatusGauges(t *testing.T) {
+	due := time.Date(2026, 3, 1, 12, 0, 0, 500_000_000, time.UTC)
+	down := false
+	st := api.Status{
+		Deliveries: &api.Deliveries{Connected: &down},
+		Heartbeat:  &api.Heartbeat{Agents: []api.AgentStatus{{ID: "main", NextDueAt: &due}, {ID: "quiet"}}},
+		Cron:       &api.Cron{Jobs: []api.CronJob{{Name: "nightly", ConsecutiveFailures: 3}, {Name: "hourly"}}},
+	}
+	values := func() map[string]float64 {
+		fams, err := New("v", status(st)).reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]float64{}
+		for _, f := range fams {
+			for _, mt := range f.GetMetric() {
+				key := f.GetName()
+				for _, l := range mt.GetLabel() {
+					key += "/" + l.GetValue()
+				}
+				out[key] = mt.GetGauge().GetValue()
+			}
+		}
+		return out
+	}
+	got := values()
+	for key, want := range map[string]float64{
+		"schedd_delivery_store_up":                         0,
+		"schedd_heartbeat_next_due_timestamp_seconds/main": 1772366400.5,
+		"schedd_cron_job_consecutive_failures/nightly":     3,
+		"schedd_cron_job_consecutive_failures/hourly":      0,
+	} {
+		if v, ok := got[key]; !ok || v != want {
+			t.Errorf("%s = %v (present %v), want %v", key, v, ok, want)
+		}
+	}
+	if _, ok := got["schedd_heartbeat_next_due_timestamp_seconds/quiet"]; ok {
+		t.Error("an agent with no next pulse has a next-due series")
+	}
+	// A sqlite store (no connection) that reads fine is up; one that cannot be read is not.
+	st.Deliveries = &api.Deliveries{}
+	if v := values()["schedd_delivery_store_up"]; v != 1 {
+		t.Errorf("readable sqlite store: up = %v, want 1", v)
+	}
+	st.Deliveries = &api.Deliveries{ReadError: &api.StoreError{Message: "disk I/O error"}}
+	if v := values()["schedd_delivery_store_up"]; v != 0 {
+		t.Errorf("unreadable store: up = %v, want 0", v)
+	}
+}
