@@ -20,13 +20,16 @@ root=dist/pkgroot
 rm -rf "$root"
 mkdir -p "$root/completions"
 CGO_ENABLED=0 GOOS=linux GOARCH=$PKG_ARCH $GO build -trimpath -ldflags "-s -w -X main.version=$VERSION" -o "$root/schedd" ./cmd/schedd
-# The config and completions come from a binary that runs here.
+# The config, completions and man pages come from a binary that runs here.
 host="$root/.host-schedd"
 CGO_ENABLED=0 $GO build -o "$host" ./cmd/schedd
 "$host" config example >"$root/schedd.yaml"
 "$host" completion bash >"$root/completions/schedd.bash"
 "$host" completion zsh >"$root/completions/_schedd"
 "$host" completion fish >"$root/completions/schedd.fish"
+# A man page for schedd and each command (`man schedd`, `man schedd-run`, ...), gzipped.
+"$host" man --dir "$root/man"
+gzip -9n "$root/man"/*.1
 rm "$host"
 
 for format in deb rpm; do

@@ -17,6 +17,10 @@ files=(
 	/usr/share/bash-completion/completions/schedd
 	/usr/share/zsh/vendor-completions/_schedd
 	/usr/share/fish/vendor_completions.d/schedd.fish
+	/usr/share/man/man1/schedd.1.gz
+	/usr/share/man/man1/schedd-run.1.gz
+	/usr/share/man/man1/schedd-status.1.gz
+	/usr/share/man/man1/schedd-deliveries-enqueue.1.gz
 )
 
 echo "== $deb"
@@ -35,6 +39,11 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 dpkg-deb -x "$deb" "$tmp"
 cmp "$tmp/usr/lib/systemd/system/schedd.service" systemd/schedd.service || fail "$deb: unit differs from systemd/schedd.service"
+# Every man page is a gzipped roff page of schedd's manual; schedd-run's is the run command's.
+for page in "$tmp"/usr/share/man/man1/*.1.gz; do
+	zcat "$page" | grep -q '^\.TH "SCHEDD" "1"' || fail "$deb: $page is not a page of schedd's manual"
+done
+zcat "$tmp/usr/share/man/man1/schedd-run.1.gz" | grep -q 'Run the daemon: supervise the gateway' || fail "$deb: schedd-run.1 is not the run command's page"
 if [ "$(dpkg-deb -f "$deb" Architecture)" = "$(dpkg --print-architecture 2>/dev/null || true)" ]; then
 	"$tmp/usr/bin/schedd" version | grep -q '^schedd ' || fail "$deb: the binary does not run"
 	"$tmp/usr/bin/schedd" config validate "$tmp/etc/schedd/schedd.yaml" || fail "$deb: the default config is not valid"

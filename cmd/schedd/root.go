@@ -155,7 +155,7 @@ Then, from another terminal:
 		newLogsCmd(g),
 		newVersionCmd(),
 		newConfigCmd(),
-		newInstallCmd(), newUninstallCmd(), newRespawnHelperCmd(g),
+		newInstallCmd(), newUninstallCmd(), newRespawnHelperCmd(g), newManCmd(),
 	)
 	return root
 }
