@@ -22,7 +22,7 @@ func (d *Daemon) apiStop(w http.ResponseWriter, r *http.Request) {
 	case d.stopc <- "stop requested through the control API":
 	default: // a stop is already on its way
 	}
-	control.WriteJSON(w, http.StatusAccepted, map[string]bool{"stopping": true})
+	control.WriteJSON(w, http.StatusAccepted, api.StopReply{Stopping: true})
 }
 
 func (d *Daemon) apiRestart(w http.ResponseWriter, r *http.Request) {

@@ -262,7 +262,7 @@ func (a *deliveriesAPI) drop(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, err)
 		return
 	}
-	control.WriteJSON(w, http.StatusOK, map[string]int64{"dropped": id})
+	control.WriteJSON(w, http.StatusOK, api.DropReply{Dropped: id})
 }
 
 func (a *deliveriesAPI) retry(w http.ResponseWriter, r *http.Request) {
