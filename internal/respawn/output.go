@@ -45,7 +45,9 @@ func (o *outputLogger) started(pid int) {
 	close(o.pidc)
 }
 
-func (o *outputLogger) line(s platform.Stream, b []byte) {
+// line takes one line of output; cut > 0 says how many bytes of it the platform dropped
+// after b (platform.MaxLine).
+func (o *outputLogger) line(s platform.Stream, b []byte, cut int64) {
 	<-o.pidc
 	now := time.Now()
 	o.mu.Lock()
@@ -69,10 +71,17 @@ func (o *outputLogger) line(s platform.Stream, b []byte) {
 		t = strings.Clone(cutUTF8(t, tailLineMax))
 	}
 	o.tail.Add(api.LogLine{Text: t})
-	o.ring.add(now, o.pid, s.String(), text, !keep)
-	if keep {
-		o.log.Info(text, zap.Int("pid", o.pid), zap.Stringer("stream", s))
+	if o.ring != nil {
+		o.ring.Add(api.LogLine{Time: now, PID: o.pid, Stream: s.String(), Text: text, NotLogged: !keep, Truncated: cut > 0})
 	}
+	if !keep {
+		return
+	}
+	if cut > 0 {
+		o.log.Info(text, zap.Int("pid", o.pid), zap.Stringer("stream", s), zap.Int64("cut_bytes", cut))
+		return
+	}
+	o.log.Info(text, zap.Int("pid", o.pid), zap.Stringer("stream", s))
 }
 
 // lastLines returns a copy of the last lines of output.
