@@ -20,6 +20,7 @@
 //	spew               write a line every millisecond for ever
 //	flood=N            write N bytes of numbered lines as fast as possible, then live on
 //	long-line=N        write one line of N bytes (in 1 MiB writes), then "long line done"
+//	last-words=TEXT    after the output above, write TEXT on stderr (then exit/signal)
 //	grandchild=FILE    start a grandchild in the same group that writes its pid to FILE
 //	                   and sleeps for ever
 //	close-output       close stdout and stderr, then live on
@@ -231,6 +232,9 @@ func run(o options) int {
 	}
 	if n := o["long-line"]; n != "" {
 		writeLongLine(n)
+	}
+	if w := o["last-words"]; w != "" {
+		fmt.Fprintln(os.Stderr, w)
 	}
 	if o.has("spew") {
 		go func() {
