@@ -1,7 +1,6 @@
 package respawn
 
 import (
-	"strings"
 	"sync"
 	"time"
 
@@ -29,18 +28,11 @@ type outputLogger struct {
 	dropped int
 	flush   *time.Timer // logs the count of dropped lines when their window ends
 	flushes int         // timers armed so far: a timer stopped too late knows it is stale
-	tail    *OutputRing // the last tailLines lines, each cut at tailLineMax
+	tail    lastOutput  // the last lines, for the exit
 }
 
-// tailLines is how many of its last output lines an exited gateway shows in the log and
-// a failed one in the status, each cut at tailLineMax bytes.
-const (
-	tailLines   = 20
-	tailLineMax = 1024
-)
-
 func newOutputLogger(log *zap.Logger, perSec int, ring *OutputRing) *outputLogger {
-	return &outputLogger{log: log, ring: ring, perSec: perSec, pidc: make(chan struct{}), tail: NewOutputRing(tailLines)}
+	return &outputLogger{log: log, ring: ring, perSec: perSec, pidc: make(chan struct{})}
 }
 
 // started records the pid; lines that arrived before it wait for it.
@@ -71,12 +63,7 @@ func (o *outputLogger) line(s platform.Stream, b []byte, cut int64) {
 	}
 	o.mu.Unlock()
 	text := string(b)
-	t := text
-	if len(t) > tailLineMax {
-		// A clone, so the cut line does not pin the whole original in memory.
-		t = strings.Clone(cutUTF8(t, tailLineMax))
-	}
-	o.tail.Add(api.LogLine{Text: t})
+	o.tail.add(s, text)
 	if o.ring != nil {
 		o.ring.Add(api.LogLine{Time: now, PID: o.pid, Stream: s.String(), Text: text, NotLogged: !keep, Truncated: cut > 0})
 	}
@@ -124,12 +111,5 @@ func (o *outputLogger) close() {
 	o.flushDropped()
 }
 
-// lastLines returns a copy of the last lines of output, each cut at tailLineMax bytes.
-func (o *outputLogger) lastLines() []string {
-	lines, _ := o.tail.Last(tailLines)
-	texts := make([]string, len(lines))
-	for i, l := range lines {
-		texts[i] = l.Text
-	}
-	return texts
-}
+// lastLines returns a copy of the last lines of output (lastOutput.last).
+func (o *outputLogger) lastLines() []string { return o.tail.last() }

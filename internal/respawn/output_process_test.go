@@ -26,7 +26,8 @@ func gatewayLines(logs *observer.ObservedLogs) []observer.LoggedEntry {
 // TestRealLastWords is R-INPUT-08 with a real gateway: it floods 3,000 lines past a cap
 // of 100 a second, writes its real reason on stderr and exits at once. Every line is
 // either logged or counted as dropped, the count comes before the exit line, and the exit
-// line carries the last lines, the reason last.
+// line carries the last lines, the reason among them (stdout and stderr are two pipes:
+// which of their lines was written last is not known).
 func TestRealLastWords(t *testing.T) {
 	const reason = "FATAL: the real reason"
 	cfg := realConfig(t, "flood=330000", "last-words="+reason, "exit=3")
@@ -41,7 +42,7 @@ func TestRealLastWords(t *testing.T) {
 		t.Fatal("no exit line")
 	}
 	last, _ := all[exitAt].ContextMap()["last_lines"].([]any)
-	if len(last) != tailLines || last[len(last)-1] != reason || last[len(last)-2] != "flood done" {
+	if len(last) != tailLines || !slices.Contains(last, any(reason)) || !slices.Contains(last, any("flood done")) {
 		t.Errorf("exit line's last_lines = %q", last)
 	}
 	var dropped int64

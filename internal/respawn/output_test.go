@@ -66,7 +66,8 @@ func TestOutputLoggerFlushesDropped(t *testing.T) {
 
 // TestExitLogsLastLines is R-INPUT-08 with the supervisor: a gateway that floods, writes
 // its real reason and exits leaves in the log the count of what the cap dropped and then
-// the exit line, which carries its last lines, the reason among them.
+// the exit line, which carries its last lines, the reason among them even when stdout's
+// backlog is read after it.
 func TestExitLogsLastLines(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		core, logs := observer.New(zapcore.InfoLevel)
@@ -80,6 +81,9 @@ func TestExitLogsLastLines(t *testing.T) {
 			cmd.Output(platform.Stdout, []byte(fmt.Sprint("noise ", i)), 0)
 		}
 		cmd.Output(platform.Stderr, []byte("FATAL: the real reason"), 0)
+		for i := range 500 { // what the stdout pipe still held
+			cmd.Output(platform.Stdout, []byte(fmt.Sprint("backlog ", i)), 0)
+		}
 		p.exitCode(1)
 		synctest.Wait()
 
@@ -91,11 +95,11 @@ func TestExitLogsLastLines(t *testing.T) {
 		if exitAt < 0 || dropAt < 0 || dropAt > exitAt {
 			t.Fatalf("want the dropped count (at %d) before the exit line (at %d)", dropAt, exitAt)
 		}
-		if n := droppedCounts(logs); !slices.Equal(n, []int64{2991}) {
-			t.Errorf("dropped counts %v, want [2991]", n)
+		if n := droppedCounts(logs); !slices.Equal(n, []int64{3491}) {
+			t.Errorf("dropped counts %v, want [3491]", n)
 		}
 		last, ok := all[exitAt].ContextMap()["last_lines"].([]any)
-		if !ok || len(last) != tailLines || last[len(last)-1] != "FATAL: the real reason" || last[0] != "noise 2981" {
+		if !ok || len(last) != tailLines || last[0] != "FATAL: the real reason" || last[1] != "backlog 481" || last[tailLines-1] != "backlog 499" {
 			t.Fatalf("exit line's last_lines = %v", all[exitAt].ContextMap()["last_lines"])
 		}
 	})
