@@ -53,7 +53,7 @@ func (t *lastOutput) add(s platform.Stream, text string) {
 }
 
 // last returns at most tailLines of the last lines, in the order they were read: each
-// stream's latest, and of a stream that wrote more than the other at least half of them.
+// stream's latest, up to half of them, or more when the other stream has fewer.
 func (t *lastOutput) last() []string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
