@@ -44,7 +44,7 @@ var (
 	_ func() string                                     = DefaultRuntimeDir
 	_ func() error                                      = SetChildSubreaper
 	_                                                   = ExitStatus{Exited: true, Code: 0, Signaled: false, Signal: 0, SignalName: "", CoreDumped: false}
-	_                                                   = Command{Argv: nil, Env: nil, Dir: "", Output: func(Stream, []byte) {}, ExtraFiles: []*os.File(nil)}
+	_                                                   = Command{Argv: nil, Env: nil, Dir: "", Output: func(Stream, []byte, int64) {}, ExtraFiles: []*os.File(nil)}
 	_                                                   = SpawnError{Op: "", Path: "", Err: nil}
 	_                                                   = RunSpec{Argv: nil, Env: nil, Dir: "", Stdin: nil, MaxOutput: 0}
 	_                                                   = RunResult{Status: ExitStatus{}, Stdout: nil, Stderr: nil}

@@ -26,7 +26,8 @@ import (
 //	env                    print the environment, one variable a line
 //	cat                    copy stdin to stdout
 //	flood N                write N 100-byte lines to stdout as fast as possible (R-CHILD-14)
-//	longline N             write one line of N bytes
+//	longline N [TAIL]      write N bytes without a newline, in 1 MiB writes; with TAIL
+//	                       then "\n" and TAIL (again without a newline) (R-INPUT-09)
 //	spew-ignore-term       ignore SIGTERM and write lines forever (R-CHILD-10)
 //	close-stdio            close stdout/stderr, say so on fd 3, keep running (R-CHILD-15)
 //	trap-term              print "ready PID", then "got SIGTERM PID" on SIGTERM and exit
@@ -105,7 +106,13 @@ func runHelper(args []string) int {
 		return 0
 	case "longline":
 		n, _ := strconv.Atoi(args[0])
-		fmt.Println(strings.Repeat("y", n))
+		chunk := []byte(strings.Repeat("y", 1<<20))
+		for ; n > 0; n -= len(chunk) {
+			os.Stdout.Write(chunk[:min(n, len(chunk))])
+		}
+		if len(args) > 1 {
+			fmt.Print("\n" + args[1])
+		}
 		return 0
 	case "spew-ignore-term":
 		signal.Ignore(syscall.SIGTERM)

@@ -59,7 +59,7 @@ type lines struct {
 
 func newLines() *lines { return &lines{changed: make(chan struct{})} }
 
-func (l *lines) output(s Stream, line []byte) {
+func (l *lines) output(s Stream, line []byte, _ int64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.all = append(l.all, s.String()+": "+string(line))

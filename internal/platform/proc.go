@@ -22,17 +22,22 @@ type Command struct {
 	Dir string // working dir; "" = inherit
 	// Output receives each line (without the newline; a trailing "\r" is dropped too) of
 	// stdout/stderr, called from the drainer goroutines, one per stream, so calls for the
-	// two streams may overlap. Lines longer than 64 KiB are split. The slice is only valid
-	// during the call. nil discards. Drainers never stop reading, so a flooding child never
-	// blocks; a slow Output slows the drainer, not the wait for the child.
-	Output func(s Stream, line []byte)
+	// two streams may overlap. A line longer than MaxLine bytes is cut: Output gets its
+	// first MaxLine bytes once, when the line ends, and cut is how many bytes after them
+	// were read and dropped (0 for a whole line); however long a line, memory stays
+	// bounded. The slice is only valid during the call. nil discards. Drainers never stop
+	// reading, so a flooding child never blocks; a slow Output slows the drainer, not the
+	// wait for the child.
+	Output func(s Stream, line []byte, cut int64)
 	// ExtraFiles are passed as fd 3.. (unix only; for later socket handoff). May be nil.
 	// The caller keeps ownership and closes them.
 	ExtraFiles []*os.File
 }
 
-// maxLine is the longest line handed to Command.Output in one call.
-const maxLine = 64 << 10
+// MaxLine is the longest line handed to Command.Output; the rest of a longer line is
+// dropped and counted. 32 KiB keeps a logged line one entry even where journald reads the
+// log (it splits lines longer than its LineMax, 48 KiB by default).
+const MaxLine = 32 << 10
 
 // SpawnError is returned by Start and RunCommand when the process could not be started
 // (binary missing, not executable, bad working dir): Op says which step ("lookpath",
@@ -128,7 +133,7 @@ type drainers struct {
 	done  chan struct{} // closed when every drainer has returned
 }
 
-func startDrainers(out func(Stream, []byte), stdout, stderr *os.File) *drainers {
+func startDrainers(out func(Stream, []byte, int64), stdout, stderr *os.File) *drainers {
 	d := &drainers{files: []*os.File{stdout, stderr}, done: make(chan struct{})}
 	d.wg.Go(func() { drain(stdout, Stdout, out) })
 	d.wg.Go(func() { drain(stderr, Stderr, out) })
@@ -139,40 +144,87 @@ func startDrainers(out func(Stream, []byte), stdout, stderr *os.File) *drainers 
 	return d
 }
 
-// lineReaders recycles the drainers' 64 KiB line buffers, so a supervisor that restarts its
-// gateway again and again does not grow its heap by two buffers per start.
-var lineReaders = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, maxLine) }}
+// lineReader is a drainer's line buffer, and the copy of a too long line's head kept
+// while the rest of that line is read and dropped.
+type lineReader struct {
+	br   *bufio.Reader
+	head []byte // allocated at the first too long line
+}
 
-func drain(r *os.File, s Stream, out func(Stream, []byte)) {
+// lineReaders recycles the drainers' line buffers, so a supervisor that restarts its
+// gateway again and again does not grow its heap by two buffers per start.
+var lineReaders = sync.Pool{New: func() any { return &lineReader{br: bufio.NewReaderSize(nil, MaxLine)} }}
+
+func drain(r *os.File, s Stream, out func(Stream, []byte, int64)) {
 	defer r.Close()
 	if out == nil {
 		_, _ = io.Copy(io.Discard, r)
 		return
 	}
-	br := lineReaders.Get().(*bufio.Reader)
-	br.Reset(r)
+	lr := lineReaders.Get().(*lineReader)
+	lr.br.Reset(r)
 	defer func() {
-		br.Reset(nil)
-		lineReaders.Put(br)
+		lr.br.Reset(nil)
+		lineReaders.Put(lr)
 	}()
 	for {
-		line, err := br.ReadSlice('\n')
+		line, err := lr.br.ReadSlice('\n')
 		switch {
 		case err == nil:
-			out(s, trimNewline(line))
+			out(s, trimNewline(line), 0)
 		case errors.Is(err, bufio.ErrBufferFull):
-			out(s, line)
+			head, cut, err := lr.cutLine(line)
+			out(s, head, cut)
+			if err != nil {
+				return
+			}
 		default:
 			if len(line) > 0 {
-				out(s, line)
+				out(s, line, 0)
 			}
 			return
 		}
 	}
 }
 
+// cutLine handles a line that filled the buffer before its newline: it copies the head
+// (the full buffer), then reads the rest of the line through its newline without keeping
+// it. It returns the head and how many bytes of the line it dropped, both without the
+// newline and a "\r" before it; err is the read error that ended the line instead of a
+// newline.
+func (lr *lineReader) cutLine(full []byte) (head []byte, cut int64, err error) {
+	if lr.head == nil {
+		lr.head = make([]byte, 0, MaxLine)
+	}
+	head = append(lr.head[:0], full...)
+	var last byte // the last byte of the rest, before the newline
+	for {
+		b, err := lr.br.ReadSlice('\n')
+		if err == nil {
+			b = b[:len(b)-1]
+		}
+		cut += int64(len(b))
+		if len(b) > 0 {
+			last = b[len(b)-1]
+		}
+		switch {
+		case err == nil && cut == 0:
+			return trimCR(head), 0, nil
+		case err == nil && last == '\r':
+			return head, cut - 1, nil
+		case err == nil:
+			return head, cut, nil
+		case !errors.Is(err, bufio.ErrBufferFull):
+			return head, cut, err
+		}
+	}
+}
+
 func trimNewline(line []byte) []byte {
-	line = line[:len(line)-1]
+	return trimCR(line[:len(line)-1])
+}
+
+func trimCR(line []byte) []byte {
 	if n := len(line); n > 0 && line[n-1] == '\r' {
 		line = line[:n-1]
 	}

@@ -5,7 +5,6 @@ package platform
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -189,24 +188,39 @@ func TestOutputLines(t *testing.T) {
 	}
 }
 
-func TestOutputSplitsLongLines(t *testing.T) {
-	var mu sync.Mutex
-	var sizes []int
-	p := startCmd(t, Command{
-		Argv: helperArgv("longline", strconv.Itoa(maxLine*2+10)),
-		Env:  helperEnviron(nil),
-		Output: func(s Stream, line []byte) {
-			mu.Lock()
-			sizes = append(sizes, len(line))
-			mu.Unlock()
-		},
-	})
-	waitDone(t, p.Done(), "exit")
-	waitDone(t, p.OutputClosed(), "output EOF")
-	mu.Lock()
-	defer mu.Unlock()
-	if want := []int{maxLine, maxLine, 10}; fmt.Sprint(sizes) != fmt.Sprint(want) {
-		t.Errorf("line sizes = %v, want %v", sizes, want)
+// TestOutputCutsLongLines is R-INPUT-09: a 20 MB line is handed over once, its first
+// MaxLine bytes with the number of bytes dropped, and the line after it arrives whole; a
+// cut line that ends at EOF without a newline is handed over as well.
+func TestOutputCutsLongLines(t *testing.T) {
+	type got struct {
+		size int
+		head string
+		cut  int64
+	}
+	run := func(args ...string) []got {
+		var mu sync.Mutex
+		var lines []got
+		p := startCmd(t, Command{
+			Argv: helperArgv(args...),
+			Env:  helperEnviron(nil),
+			Output: func(s Stream, line []byte, cut int64) {
+				mu.Lock()
+				lines = append(lines, got{len(line), string(line[:min(3, len(line))]), cut})
+				mu.Unlock()
+			},
+		})
+		waitDone(t, p.Done(), "exit")
+		waitDone(t, p.OutputClosed(), "output EOF")
+		mu.Lock()
+		defer mu.Unlock()
+		return lines
+	}
+	const big = 20 << 20
+	if lines, want := run("longline", strconv.Itoa(big), "after"), []got{{MaxLine, "yyy", big - MaxLine}, {5, "aft", 0}}; !slices.Equal(lines, want) {
+		t.Errorf("20 MB line then \"after\": %+v, want %+v", lines, want)
+	}
+	if lines, want := run("longline", strconv.Itoa(MaxLine+10)), []got{{MaxLine, "yyy", 10}}; !slices.Equal(lines, want) {
+		t.Errorf("a long line at EOF: %+v, want %+v", lines, want)
 	}
 }
 
@@ -218,7 +232,7 @@ func TestFloodingChild(t *testing.T) {
 	p := startCmd(t, Command{
 		Argv: helperArgv("flood", strconv.Itoa(n)),
 		Env:  helperEnviron(nil),
-		Output: func(s Stream, line []byte) {
+		Output: func(s Stream, line []byte, _ int64) {
 			seq := 0
 			for _, c := range line[:min(8, len(line))] {
 				seq = seq*10 + int(c-'0')
@@ -284,7 +298,7 @@ func TestKillIgnoresSIGTERMSpewer(t *testing.T) {
 	p := startCmd(t, Command{
 		Argv: helperArgv("spew-ignore-term"),
 		Env:  helperEnviron(nil),
-		Output: func(s Stream, line []byte) {
+		Output: func(s Stream, line []byte, _ int64) {
 			if string(line) == "ready" {
 				readyOnce.Do(func() { close(ready) })
 			}

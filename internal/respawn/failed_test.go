@@ -27,7 +27,7 @@ func TestNoRestartExitCode(t *testing.T) {
 		var want []string
 		for i := range 25 {
 			line := fmt.Sprintf("line %d", i)
-			cmd.Output(platform.Stderr, []byte(line))
+			cmd.Output(platform.Stderr, []byte(line), 0)
 			if i >= 5 {
 				want = append(want, line)
 			}

@@ -452,8 +452,16 @@ func (l *life) liveness(res liveResult) (outcome, bool) {
 func (l *life) exited() outcome {
 	s := l.s
 	e := describeExit(l.proc.ExitStatus(), l.pid)
+	uptime := time.Since(l.startedAt)
+	// First: once the output pipes are drained, the last lines are in (however many the
+	// rate cap kept from the log) and the count of dropped ones is logged.
+	l.cleanupGroup()
+	last := l.out.lastLines()
 	fields := []zap.Field{zap.Int("pid", l.pid), zap.String("reason", string(e.Reason)),
-		zap.Duration("uptime", time.Since(l.startedAt)), zap.Bool("was_ready", l.ready)}
+		zap.Duration("uptime", uptime), zap.Bool("was_ready", l.ready)}
+	if len(last) > 0 {
+		fields = append(fields, zap.Strings("last_lines", last))
+	}
 	switch {
 	case e.Reason == api.ExitSignal:
 		s.log.Warn("gateway was killed by a signal", append(fields, zap.String("signal", e.Signal))...)
@@ -462,14 +470,12 @@ func (l *life) exited() outcome {
 	default:
 		s.log.Warn("gateway exited", append(fields, zap.Intp("code", e.Code))...)
 	}
-	l.cleanupGroup()
 	t := time.NewTimer(s.cfg.StopTimeout)
 	defer t.Stop()
 	later := l.adopted().wait(t.C, false)
 	failed := e.Code != nil && slices.Contains(s.cfg.NoRestartExitCodes, *e.Code)
 	if failed {
-		// After cleanupGroup: the output pipes are drained, the last lines are in.
-		e.Output = l.out.lastLines()
+		e.Output = last
 		s.log.Error("gateway exited with a code that means do not restart; it stays failed until schedd restart or a config reload",
 			zap.Int("pid", l.pid), zap.Int("code", *e.Code))
 	}
@@ -603,6 +609,7 @@ func (l *life) cleanupGroup() {
 	if err := l.proc.Release(); err != nil {
 		l.s.log.Debug("release gateway process", zap.Int("pid", l.pid), zap.Error(err))
 	}
+	l.out.close() // the output has ended: log the count of lines dropped now
 	l.s.lastPID = l.pid
 }
 

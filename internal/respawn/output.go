@@ -1,7 +1,6 @@
 package respawn
 
 import (
-	"strings"
 	"sync"
 	"time"
 
@@ -13,8 +12,10 @@ import (
 
 // outputLogger logs a gateway's output line by line with its pid. It is called from the
 // platform's drainer goroutines, which must never block on us: lines beyond the rate cap
-// are dropped and counted, and the count is logged once per second. Every line, dropped
-// or not, is also kept in the ring (if any) for `schedd logs`.
+// are dropped and counted, and the count is logged when their second is over, whether or
+// not another line comes, and at the latest when the output ends (close). Every line,
+// dropped or not, is also kept in the ring (if any) for `schedd logs`, and the last ones
+// for the exit.
 type outputLogger struct {
 	log     *zap.Logger
 	ring    *OutputRing
@@ -25,18 +26,13 @@ type outputLogger struct {
 	window  time.Time
 	n       int
 	dropped int
-	tail    *OutputRing // the last tailLines lines, each cut at tailLineMax
+	flush   *time.Timer // logs the count of dropped lines when their window ends
+	flushes int         // timers armed so far: a timer stopped too late knows it is stale
+	tail    lastOutput  // the last lines, for the exit
 }
 
-// tailLines is how many of its last output lines a failed gateway shows in the status,
-// each cut at tailLineMax bytes.
-const (
-	tailLines   = 20
-	tailLineMax = 1024
-)
-
 func newOutputLogger(log *zap.Logger, perSec int, ring *OutputRing) *outputLogger {
-	return &outputLogger{log: log, ring: ring, perSec: perSec, pidc: make(chan struct{}), tail: NewOutputRing(tailLines)}
+	return &outputLogger{log: log, ring: ring, perSec: perSec, pidc: make(chan struct{})}
 }
 
 // started records the pid; lines that arrived before it wait for it.
@@ -45,42 +41,75 @@ func (o *outputLogger) started(pid int) {
 	close(o.pidc)
 }
 
-func (o *outputLogger) line(s platform.Stream, b []byte) {
+// line takes one line of output; cut > 0 says how many bytes of it the platform dropped
+// after b (platform.MaxLine).
+func (o *outputLogger) line(s platform.Stream, b []byte, cut int64) {
 	<-o.pidc
 	now := time.Now()
 	o.mu.Lock()
 	if now.Sub(o.window) >= time.Second {
-		if o.dropped > 0 {
-			o.log.Warn("gateway output dropped over the rate cap", zap.Int("pid", o.pid),
-				zap.Int("lines", o.dropped), zap.Int("max_lines_per_second", o.perSec))
-		}
-		o.window, o.n, o.dropped = now, 0, 0
+		o.flushDropped()
+		o.window, o.n = now, 0
 	}
 	o.n++
 	keep := o.n <= o.perSec
 	if !keep {
 		o.dropped++
+		if o.flush == nil {
+			o.flushes++
+			n := o.flushes
+			o.flush = time.AfterFunc(o.window.Add(time.Second).Sub(now), func() { o.flushDue(n) })
+		}
 	}
 	o.mu.Unlock()
 	text := string(b)
-	t := text
-	if len(t) > tailLineMax {
-		// A clone, so the cut line does not pin the whole original in memory.
-		t = strings.Clone(cutUTF8(t, tailLineMax))
+	o.tail.add(s, text)
+	if o.ring != nil {
+		o.ring.Add(api.LogLine{Time: now, PID: o.pid, Stream: s.String(), Text: text, NotLogged: !keep, Truncated: cut > 0})
 	}
-	o.tail.Add(api.LogLine{Text: t})
-	o.ring.add(now, o.pid, s.String(), text, !keep)
-	if keep {
-		o.log.Info(text, zap.Int("pid", o.pid), zap.Stringer("stream", s))
+	if !keep {
+		return
+	}
+	if cut > 0 {
+		o.log.Info(text, zap.Int("pid", o.pid), zap.Stringer("stream", s), zap.Int64("cut_bytes", cut))
+		return
+	}
+	o.log.Info(text, zap.Int("pid", o.pid), zap.Stringer("stream", s))
+}
+
+// flushDue is flush timer n: the window of the dropped lines is over.
+func (o *outputLogger) flushDue(n int) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.flush == nil || n != o.flushes {
+		return // stopped, or replaced, while it waited for the lock
+	}
+	o.flushDropped()
+}
+
+// flushDropped logs how many lines were dropped since the last count, if any. o.mu is held.
+func (o *outputLogger) flushDropped() {
+	if o.flush != nil {
+		o.flush.Stop()
+		o.flush = nil
+	}
+	if o.dropped > 0 {
+		o.log.Warn("gateway output dropped over the rate cap", zap.Int("pid", o.pid),
+			zap.Int("lines", o.dropped), zap.Int("max_lines_per_second", o.perSec))
+		o.dropped = 0
 	}
 }
 
-// lastLines returns a copy of the last lines of output.
-func (o *outputLogger) lastLines() []string {
-	lines, _ := o.tail.Last(tailLines)
-	texts := make([]string, len(lines))
-	for i, l := range lines {
-		texts[i] = l.Text
+// close is called once the output has ended (the drainers are done): the count of lines
+// dropped is logged now, not when the window ends.
+func (o *outputLogger) close() {
+	if o == nil {
+		return
 	}
-	return texts
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.flushDropped()
 }
+
+// lastLines returns a copy of the last lines of output (lastOutput.last).
+func (o *outputLogger) lastLines() []string { return o.tail.last() }

@@ -3,7 +3,6 @@ package respawn
 import (
 	"strings"
 	"sync"
-	"time"
 	"unicode/utf8"
 
 	"github.com/schedd/schedd/internal/api"
@@ -61,13 +60,6 @@ func (r *OutputRing) Add(l api.LogLine) {
 	if r.wake != nil {
 		close(r.wake)
 		r.wake = nil
-	}
-}
-
-// add is Add for the output logger, which may have no ring.
-func (r *OutputRing) add(t time.Time, pid int, s string, text string, notLogged bool) {
-	if r != nil {
-		r.Add(api.LogLine{Time: t, PID: pid, Stream: s, Text: text, NotLogged: notLogged})
 	}
 }
 

@@ -207,10 +207,10 @@ func TestOutputLoggerKeepsCappedLines(t *testing.T) {
 		o := newOutputLogger(zap.New(core), 2, r)
 		o.started(42)
 		for i := range 4 {
-			o.line(platform.Stdout, []byte("burst "+strconv.Itoa(i)))
+			o.line(platform.Stdout, []byte("burst "+strconv.Itoa(i)), 0)
 		}
 		time.Sleep(time.Second)
-		o.line(platform.Stderr, []byte("later"))
+		o.line(platform.Stderr, []byte("later"), 0)
 
 		ls, _ := r.Last(10)
 		if texts(ls) != "burst 0,burst 1,burst 2,burst 3,later" {

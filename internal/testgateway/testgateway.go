@@ -19,6 +19,8 @@
 //	term-delay=D       on SIGTERM, wait D before exiting 0
 //	spew               write a line every millisecond for ever
 //	flood=N            write N bytes of numbered lines as fast as possible, then live on
+//	long-line=N        write one line of N bytes (in 1 MiB writes), then "long line done"
+//	last-words=TEXT    after the output above, write TEXT on stderr (then exit/signal)
 //	grandchild=FILE    start a grandchild in the same group that writes its pid to FILE
 //	                   and sleeps for ever
 //	close-output       close stdout and stderr, then live on
@@ -228,6 +230,12 @@ func run(o options) int {
 		}
 		fmt.Println("flood done")
 	}
+	if n := o["long-line"]; n != "" {
+		writeLongLine(n)
+	}
+	if w := o["last-words"]; w != "" {
+		fmt.Fprintln(os.Stderr, w)
+	}
 	if o.has("spew") {
 		go func() {
 			for i := 0; ; i++ {
@@ -333,6 +341,20 @@ func signalByName(name string) syscall.Signal {
 	}
 	fail("unknown signal %q", name)
 	return 0
+}
+
+// writeLongLine writes one line of n bytes without holding it in memory, then a short one.
+func writeLongLine(n string) {
+	size, err := strconv.Atoi(n)
+	if err != nil {
+		fail("long-line=%q: %v", n, err)
+	}
+	chunk := []byte(strings.Repeat("z", 1<<20))
+	for ; size > 0; size -= len(chunk) {
+		os.Stdout.Write(chunk[:min(size, len(chunk))])
+	}
+	fmt.Println()
+	fmt.Println("long line done")
 }
 
 // startGrandchild starts a copy of this binary that stays in our process group, writes its
