@@ -97,7 +97,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	if err == nil {
 		return exitOK
 	}
-	fmt.Fprintln(stderr, "schedd:", err)
+	fmt.Fprintln(stderr, "schedd:", safeText(err.Error()))
 	if ee, ok := errors.AsType[*exitError](err); ok {
 		return ee.code
 	}
