@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -22,6 +23,25 @@ func TestUnknownCommandIsUsage(t *testing.T) {
 		var out, errb bytes.Buffer
 		if code := Main(args, &out, &errb); code != exitOK || !strings.Contains(out.String(), "Usage:") {
 			t.Errorf("schedd %s: exit %d, output %q; want its help and exit 0", strings.Join(args, " "), code, out.String())
+		}
+	}
+}
+
+// TestHelpNamesSocketDefault: `schedd --help` says where client commands look for the
+// daemon, the case without XDG_RUNTIME_DIR included, and the path that gives here.
+func TestHelpNamesSocketDefault(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := Main([]string{"--help"}, &out, &errb); code != exitOK {
+		t.Fatalf("schedd --help: exit %d: %s", code, errb.String())
+	}
+	want := []string{"$SCHEDD_SOCKET", "Here that is " + defaultSocket() + "."}
+	switch runtime.GOOS {
+	case "linux", "freebsd", "openbsd", "netbsd":
+		want = append(want, "/run/schedd/schedd.sock for root", "without XDG_RUNTIME_DIR\n~/.local/state/schedd/schedd.sock")
+	}
+	for _, w := range want {
+		if !strings.Contains(out.String(), w) {
+			t.Errorf("schedd --help does not say %q:\n%s", w, out.String())
 		}
 	}
 }

@@ -82,20 +82,20 @@ func printCronList(w io.Writer, st api.Cron, now time.Time) {
 	if len(st.Jobs) == 0 {
 		fmt.Fprintln(w, "no cron jobs (cron.jobs in the config; see `schedd config example`)")
 		if l := fleetLine(st, now); l != "" {
-			fmt.Fprintln(w, l)
+			fmt.Fprintln(w, safe(l))
 		}
 		return
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tSCHEDULE\tZONE\tNEXT RUN\tLAST\tOFFSET")
 	for _, j := range st.Jobs {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", j.Name, j.Schedule, orDash(j.Timezone), cronNext(j, now),
-			cronLast(j.Last, now), msDur(j.OffsetMS))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", safe(j.Name), safe(j.Schedule), safe(orDash(j.Timezone)),
+			safe(cronNext(j, now)), safe(cronLast(j.Last, now)), msDur(j.OffsetMS))
 	}
 	tw.Flush()
 	fmt.Fprintln(w, queueLine(st))
 	if l := fleetLine(st, now); l != "" {
-		fmt.Fprintln(w, l)
+		fmt.Fprintln(w, safe(l))
 	}
 }
 
@@ -183,7 +183,7 @@ const historyShown = 10
 
 func printCronJob(w io.Writer, d api.CronJobDetail, now time.Time) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	row := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, v) }
+	row := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, safe(v)) }
 	row("name", d.Name)
 	row("schedule", d.Schedule)
 	row("timezone", orDash(d.Timezone))
@@ -224,7 +224,7 @@ func printCronJob(w io.Writer, d api.CronJobDetail, now time.Time) {
 		if loc == time.UTC {
 			fmt.Fprintf(w, "\nnext runs (UTC):\n")
 		} else {
-			fmt.Fprintf(w, "\nnext runs (%s, UTC):\n", loc)
+			fmt.Fprintf(w, "\nnext runs (%s, UTC):\n", safe(loc.String()))
 		}
 		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		for _, t := range d.Next {
@@ -243,7 +243,7 @@ func printCronJob(w io.Writer, d api.CronJobDetail, now time.Time) {
 	fmt.Fprintf(w, "\nhistory (newest first):\n")
 	printTasks(w, d.History[:min(len(d.History), historyShown)], now)
 	if n := len(d.History) - historyShown; n > 0 {
-		fmt.Fprintf(w, "... %d more: schedd tasks list --job %s\n", n, d.Name)
+		fmt.Fprintf(w, "... %d more: schedd tasks list --job %s\n", n, safe(d.Name))
 	}
 }
 
@@ -305,13 +305,13 @@ in real time. For a job at 02:30 in New York, on the spring-forward day:
 				return writeJSON(out, reply)
 			}
 			if len(reply.Runs) == 0 {
-				fmt.Fprintf(out, "%s has no run after %s\n", reply.Name, reply.From.Format(time.RFC3339))
+				fmt.Fprintf(out, "%s has no run after %s\n", safe(reply.Name), reply.From.Format(time.RFC3339))
 				return nil
 			}
 			tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-			fmt.Fprintf(tw, "LOCAL (%s)\tUTC\n", orDash(reply.Timezone))
+			fmt.Fprintf(tw, "LOCAL (%s)\tUTC\n", safe(orDash(reply.Timezone)))
 			for _, r := range reply.Runs {
-				fmt.Fprintf(tw, "%s\t%s\n", r.Local, r.At.UTC().Format(time.RFC3339))
+				fmt.Fprintf(tw, "%s\t%s\n", safe(r.Local), r.At.UTC().Format(time.RFC3339))
 			}
 			return tw.Flush()
 		},
@@ -368,7 +368,7 @@ cancelled, 2 usage.`,
 			} else if t.State.Terminal() {
 				printTask(out, t, time.Now())
 			} else {
-				fmt.Fprintf(out, "task %d %s (manual run of %s); see `schedd tasks show %d`\n", t.ID, t.State, name, t.ID)
+				fmt.Fprintf(out, "task %d %s (manual run of %s); see `schedd tasks show %d`\n", t.ID, safe(string(t.State)), safe(name), t.ID)
 			}
 			if t.State.Terminal() && t.State != api.TaskSucceeded {
 				return withCode(exitFailure, fmt.Errorf("task %d %s: %s", t.ID, t.State, taskDetail(t)))
@@ -411,9 +411,9 @@ the command returns and wins over the config's enabled.
 			}
 			state := map[bool]string{true: "enabled", false: "disabled"}[reply.Enabled]
 			if reply.Changed {
-				fmt.Fprintf(cmd.OutOrStdout(), "cron job %s %s\n", reply.Name, state)
+				fmt.Fprintf(cmd.OutOrStdout(), "cron job %s %s\n", safe(reply.Name), state)
 			} else {
-				fmt.Fprintf(cmd.OutOrStdout(), "cron job %s was already %s\n", reply.Name, state)
+				fmt.Fprintf(cmd.OutOrStdout(), "cron job %s was already %s\n", safe(reply.Name), state)
 			}
 			return nil
 		},

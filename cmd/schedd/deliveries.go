@@ -122,9 +122,9 @@ func (o *enqueueOptions) run(cmd *cobra.Command, g *globals) error {
 		return writeJSON(out, reply)
 	}
 	if reply.Created {
-		fmt.Fprintf(out, "delivery %d stored for %s (key %s)\n", reply.ID, reply.Sink, reply.Key)
+		fmt.Fprintf(out, "delivery %d stored for %s (key %s)\n", reply.ID, safe(reply.Sink), safe(reply.Key))
 	} else {
-		fmt.Fprintf(out, "already stored under key %s: delivery %d, %s\n", reply.Key, reply.ID, reply.State)
+		fmt.Fprintf(out, "already stored under key %s: delivery %d, %s\n", safe(reply.Key), reply.ID, safe(string(reply.State)))
 	}
 	return nil
 }
@@ -289,7 +289,8 @@ func printDeliveries(w io.Writer, list api.DeliveryList, now time.Time) {
 				detail += ": " + d.LastError
 			}
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s\t%s\n", d.ID, d.State, d.Sink, d.Attempts, when, d.Key, shorten(detail, 80))
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s\t%s\n", d.ID, safe(string(d.State)), safe(d.Sink), d.Attempts, when, safe(d.Key),
+			safe(shorten(detail, 80)))
 	}
 	tw.Flush()
 	if list.NextCursor != 0 {
@@ -356,7 +357,7 @@ when it finished), its last error and dead-letter reason, the names of its heade
 // printDelivery writes one entry for people.
 func printDelivery(w io.Writer, d api.Delivery, now time.Time) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	row := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, v) }
+	row := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, safe(v)) }
 	at := func(t time.Time) string { return t.Local().Format(time.RFC3339) }
 	row("id", strconv.FormatInt(d.ID, 10))
 	row("state", string(d.State))
@@ -390,9 +391,9 @@ func printDelivery(w io.Writer, d api.Delivery, now time.Time) {
 	tw.Flush()
 	switch {
 	case d.Data != nil:
-		fmt.Fprintf(w, "\n%s\n", strings.TrimSuffix(*d.Data, "\n"))
+		fmt.Fprintf(w, "\n%s\n", safeText(strings.TrimSuffix(*d.Data, "\n")))
 	case d.DataBase64 != nil:
-		fmt.Fprintf(w, "\n(binary, base64)\n%s\n", *d.DataBase64)
+		fmt.Fprintf(w, "\n(binary, base64)\n%s\n", safe(*d.DataBase64))
 	}
 }
 

@@ -32,7 +32,7 @@ show ID). Only dead letters can be retried: a delivered entry is never sent agai
 			if err := g.call(cmd, 30*time.Second, http.MethodPost, fmt.Sprintf("/v1/deliveries/%d/retry", id), nil, &d); err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "delivery %d is pending again and due now (sink %s)\n", d.ID, d.Sink)
+			fmt.Fprintf(cmd.OutOrStdout(), "delivery %d is pending again and due now (sink %s)\n", d.ID, safe(d.Sink))
 			return nil
 		},
 	}
@@ -154,7 +154,7 @@ func printRecovery(w io.Writer, rep api.RecoveryReport) {
 		if !a.DueAt.IsZero() {
 			detail = "due " + a.DueAt.Local().Format(time.RFC3339)
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", a.ID, a.Sink, a.Action, detail)
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", a.ID, safe(a.Sink), safe(a.Action), safe(detail))
 	}
 	tw.Flush()
 	if rep.Truncated {

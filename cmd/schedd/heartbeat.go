@@ -153,7 +153,7 @@ exec-event, hook:*, cron:*, wake; anything else is "other".
 				reason += ", kind " + string(reply.ReasonKind)
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "heartbeat wake for %s (reason %s): runs in %dms unless a gate skips it; see `schedd heartbeat status`\n",
-				who, reason, reply.CoalesceMS)
+				safe(who), safe(reason), reply.CoalesceMS)
 			if !reply.Enabled {
 				fmt.Fprintln(cmd.ErrOrStderr(), "note: heartbeats are disabled, so the wake will be skipped (schedd heartbeat enable)")
 			}
@@ -197,6 +197,9 @@ func printHeartbeat(w io.Writer, st api.Heartbeat, now time.Time) {
 		line := []string{a.ID, every, next, lastRun(a.Last, now)}
 		if events {
 			line = append(line, eventText(a.Event))
+		}
+		for i := range line {
+			line[i] = safe(line[i])
 		}
 		fmt.Fprintln(tw, strings.Join(line, "\t"))
 	}

@@ -170,12 +170,19 @@ func (o *installOptions) install(ctx context.Context, stdout, stderr io.Writer) 
 	if o.manager == platform.ManagerSchtasks {
 		content = utf16File(content) // what schtasks /Create /XML reads
 	}
-	if err := o.writeConfigIfMissing(stdout, s.Config); err != nil {
-		return err
+	uid := os.Getuid()
+	if o.root == "" {
+		if err := checkManager(ctx, o.manager, platform.ServiceCheck(s, uid)); err != nil {
+			return err
+		}
 	}
-	changed, err := writeIfChanged(o.at(paths.File), content)
+	run := &installRun{}
+	if err := o.writeConfigIfMissing(run, stdout, s.Config); err != nil {
+		return run.undo(ctx, stdout, s, uid, false, err)
+	}
+	changed, err := run.writeServiceFile(o.at(paths.File), content)
 	if err != nil {
-		return err
+		return run.undo(ctx, stdout, s, uid, false, err)
 	}
 	if changed {
 		fmt.Fprintf(stdout, "wrote %s\n", o.at(paths.File))
@@ -186,20 +193,20 @@ func (o *installOptions) install(ctx context.Context, stdout, stderr io.Writer) 
 		fmt.Fprintf(stdout, "files only (--root): %s was not told\n", o.manager)
 		return nil
 	}
-	if err := runSteps(ctx, stdout, platform.InstallSteps(s, paths.File, os.Getuid(), changed, !o.noStart)); err != nil {
-		return err
+	if err := runSteps(ctx, stdout, platform.InstallSteps(s, paths.File, uid, changed, !o.noStart)); err != nil {
+		return run.undo(ctx, stdout, s, uid, true, err)
 	}
 	fmt.Fprintf(stdout, "installed: schedd runs under %s with %s; `schedd status` shows it\n", o.manager, s.Config)
 	return nil
 }
 
 // writeConfigIfMissing creates the config file from the example; an existing one is kept.
-func (o *installOptions) writeConfigIfMissing(stdout io.Writer, path string) error {
+func (o *installOptions) writeConfigIfMissing(run *installRun, stdout io.Writer, path string) error {
 	p := o.at(path)
 	if _, err := os.Stat(p); err == nil {
 		return nil
 	}
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+	if err := run.mkdirAll(filepath.Dir(p)); err != nil {
 		return fmt.Errorf("config dir: %w", err)
 	}
 	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
@@ -209,6 +216,7 @@ func (o *installOptions) writeConfigIfMissing(stdout io.Writer, path string) err
 	if err != nil {
 		return fmt.Errorf("write config: %w", err)
 	}
+	run.config = p
 	_, err = io.WriteString(f, config.Example())
 	if err = errors.Join(err, f.Close()); err != nil {
 		return fmt.Errorf("write config: %w", err)

@@ -8,8 +8,10 @@ import (
 	"errors"
 	"flag"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -73,6 +75,37 @@ func TestGoldenServiceFiles(t *testing.T) {
 				t.Fatalf("%s differs from `schedd install --print` (regenerate with: go test ./cmd/schedd -run Golden -update):\n%s", g.path, got)
 			}
 		})
+	}
+}
+
+// TestShippedFilesNameNoTestIDs: the files shipped to users (the service files as
+// committed and as rendered for --user, the packaging scripts) explain themselves in
+// words; the test IDs of docs/scenarios.md mean nothing to their readers.
+func TestShippedFilesNameNoTestIDs(t *testing.T) {
+	id := regexp.MustCompile(`\bR-[A-Z]+-[0-9]+\b`)
+	files := map[string][]byte{}
+	for _, dir := range []string{"systemd", "launchd", "packaging"} {
+		err := filepath.WalkDir(filepath.Join("..", "..", dir), func(p string, d fs.DirEntry, err error) error {
+			if err == nil && !d.IsDir() {
+				files[p], err = os.ReadFile(p)
+			}
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, m := range []string{platform.ManagerSystemd, platform.ManagerLaunchd, platform.ManagerSchtasks} {
+		b, err := platform.RenderServiceFile(platform.ServiceSpec{Manager: m, User: true, Binary: "/b/schedd", Config: "/c.yaml", TaskUser: "u"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[m+" --user"] = b
+	}
+	for name, b := range files {
+		if ids := id.FindAll(b, -1); len(ids) > 0 {
+			t.Errorf("%s names %q", name, ids)
+		}
 	}
 }
 

@@ -115,6 +115,6 @@ func (p *logPrinter) line(l api.LogLine) error {
 	if l.Truncated {
 		cut = " [cut]"
 	}
-	_, err := fmt.Fprintf(p.out, "%s %d %s %s%s\n", l.Time.Local().Format(logTime), l.PID, l.Stream, l.Text, cut)
+	_, err := fmt.Fprintf(p.out, "%s %d %s %s%s\n", l.Time.Local().Format(logTime), l.PID, safe(l.Stream), safeText(l.Text), cut)
 	return err
 }

@@ -129,18 +129,18 @@ func (o *restartOptions) run(cmd *cobra.Command) error {
 func printRestartReply(w io.Writer, r api.RestartReply, now time.Time) {
 	switch {
 	case r.Daemon != nil:
-		fmt.Fprintf(w, "schedd restart: mode %s", r.Daemon.Mode)
+		fmt.Fprintf(w, "schedd restart: mode %s", safe(r.Daemon.Mode))
 		if r.Daemon.PID != 0 {
 			fmt.Fprintf(w, ", new pid %d", r.Daemon.PID)
 		}
 		if r.Daemon.Detail != "" {
-			fmt.Fprintf(w, " (%s)", r.Daemon.Detail)
+			fmt.Fprintf(w, " (%s)", safe(r.Daemon.Detail))
 		}
 		fmt.Fprintln(w)
 	case r.Result != nil:
 		res := r.Result
 		if !res.OK {
-			fmt.Fprintf(w, "restart failed after %s: %s\n", time.Duration(res.DurationMs)*time.Millisecond, res.Error)
+			fmt.Fprintf(w, "restart failed after %s: %s\n", time.Duration(res.DurationMs)*time.Millisecond, safe(res.Error))
 			return
 		}
 		var notes []string
@@ -157,7 +157,7 @@ func printRestartReply(w io.Writer, r api.RestartReply, now time.Time) {
 			notes = append(notes, fmt.Sprintf("%d requests merged", res.Requests))
 		}
 		if inProcess(*res) {
-			fmt.Fprintf(w, "restarted in process (%s): pid %d, ready in %s", res.Method, res.PID, time.Duration(res.DurationMs)*time.Millisecond)
+			fmt.Fprintf(w, "restarted in process (%s): pid %d, ready in %s", safe(res.Method), res.PID, time.Duration(res.DurationMs)*time.Millisecond)
 		} else {
 			fmt.Fprintf(w, "restarted: pid %d -> %d, ready in %s", res.PreviousPID, res.PID, time.Duration(res.DurationMs)*time.Millisecond)
 		}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"runtime"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -89,6 +90,18 @@ func (g *globals) socketPath() string {
 
 func defaultSocket() string { return platform.DefaultSocket() }
 
+// socketRule says how this platform picks the default socket, for --help.
+func socketRule() string {
+	switch runtime.GOOS {
+	case "windows":
+		return `%ProgramData%\schedd\schedd.sock`
+	case "darwin":
+		return "/var/run/schedd/schedd.sock for root, else\n~/Library/Application Support/schedd/schedd.sock"
+	}
+	return "/run/schedd/schedd.sock for root,\n$XDG_RUNTIME_DIR/schedd/schedd.sock for other users, and without XDG_RUNTIME_DIR\n" +
+		"~/.local/state/schedd/schedd.sock (under $XDG_STATE_HOME when set)"
+}
+
 // Main runs the CLI with args and returns the process exit code.
 func Main(args []string, stdout, stderr io.Writer) int {
 	root := newRootCmd(stdout, stderr)
@@ -97,7 +110,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	if err == nil {
 		return exitOK
 	}
-	fmt.Fprintln(stderr, "schedd:", err)
+	fmt.Fprintln(stderr, "schedd:", safeText(err.Error()))
 	if ee, ok := errors.AsType[*exitError](err); ok {
 		return ee.code
 	}
@@ -132,7 +145,11 @@ Start supervising a command with no config file:
 Then, from another terminal:
 
   schedd status            # what the gateway is doing
-  schedd config example    # a commented config file with every setting`,
+  schedd config example    # a commented config file with every setting
+
+Client commands reach the daemon on --socket, else $SCHEDD_SOCKET, else the default
+socket, the one schedd run binds: ` + socketRule() + `.
+Here that is ` + defaultSocket() + `.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}

@@ -53,7 +53,7 @@ heartbeats, the deliveries and the cron jobs in short.
 func printStatus(w io.Writer, st api.Status, now time.Time) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	s := st.Schedd
-	row := func(k string, v ...string) { fmt.Fprintf(tw, "%s\t%s\n", k, strings.Join(v, "  ")) }
+	row := func(k string, v ...string) { fmt.Fprintf(tw, "%s\t%s\n", safe(k), safe(strings.Join(v, "  "))) }
 	row("schedd", fmt.Sprintf("pid %d", s.PID), "version "+s.Version, "up "+since(s.StartedAt, now), "service manager "+s.ServiceManager)
 	cfg := s.ConfigPath
 	if cfg == "" {

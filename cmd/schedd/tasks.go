@@ -126,10 +126,10 @@ func printTasks(w io.Writer, tasks []api.Task, now time.Time) {
 		}
 		attempt := strconv.Itoa(t.Attempt)
 		if fleet {
-			attempt += "\t" + orDash(t.Host)
+			attempt += "\t" + safe(orDash(t.Host))
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.Job, t.Kind, t.State, attempt, when, dur,
-			shorten(taskDetail(t), 80))
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, safe(t.Job), safe(string(t.Kind)), safe(string(t.State)),
+			attempt, when, dur, safe(shorten(taskDetail(t), 80)))
 	}
 	tw.Flush()
 }
@@ -190,7 +190,7 @@ signal or HTTP status; transient or permanent), its error and the start of its o
 // printTask writes one task for people.
 func printTask(w io.Writer, t api.Task, now time.Time) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	row := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, v) }
+	row := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, safe(v)) }
 	at := func(t time.Time) string { return t.Local().Format(time.RFC3339) + " (" + since(t, now) + " ago)" }
 	row("task", strconv.FormatInt(t.ID, 10))
 	row("job", t.Job)
@@ -235,7 +235,7 @@ func printTask(w io.Writer, t api.Task, now time.Time) {
 	}
 	tw.Flush()
 	if t.Output != "" {
-		fmt.Fprintf(w, "\n%s\n", strings.TrimSuffix(t.Output, "\n"))
+		fmt.Fprintf(w, "\n%s\n", safeText(strings.TrimSuffix(t.Output, "\n")))
 	}
 }
 
@@ -264,9 +264,9 @@ had already ended is shown as it ended.
 			case asJSON:
 				return writeJSON(out, reply)
 			case reply.Cancelled:
-				fmt.Fprintf(out, "task %d cancelled (job %s)\n", id, reply.Task.Job)
+				fmt.Fprintf(out, "task %d cancelled (job %s)\n", id, safe(reply.Task.Job))
 			default:
-				fmt.Fprintf(out, "task %d had already ended: %s\n", id, reply.Task.State)
+				fmt.Fprintf(out, "task %d had already ended: %s\n", id, safe(string(reply.Task.State)))
 			}
 			return nil
 		},

@@ -89,6 +89,23 @@ func launchdDomain(user bool, uid int) string {
 	return "system"
 }
 
+// ServiceCheck is the command that asks the service manager a question it answers only
+// when it runs and can be reached: `schedd install` runs it before it writes anything.
+// systemctl fails without systemd as init (a container, WSL without systemd) or, with
+// --user, without a user manager on the bus; launchctl fails for a gui domain outside a
+// logged-in session; schtasks fails when the Task Scheduler service is stopped.
+func ServiceCheck(s ServiceSpec, uid int) ServiceStep {
+	switch s.Manager {
+	case ManagerSystemd:
+		return ServiceStep{Argv: systemctl(s.User)("show", "--property=Version")}
+	case ManagerLaunchd:
+		return ServiceStep{Argv: []string{"launchctl", "print", launchdDomain(s.User, uid)}}
+	case ManagerSchtasks:
+		return ServiceStep{Argv: []string{"schtasks", "/Query", "/FO", "CSV", "/NH"}}
+	}
+	return ServiceStep{}
+}
+
 // InstallSteps are the commands that load the service file at path into its manager and
 // start it. changed says the file was new or different: a loaded service is reloaded then,
 // and left alone otherwise, so installing twice disturbs nothing (R-INIT-11). Without start

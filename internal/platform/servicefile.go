@@ -170,13 +170,15 @@ After=network-online.target
 # may notify: the gateway gets a notify socket of schedd's own.
 Type=notify
 NotifyAccess=main
+# The binary is the schedd that ran ` + "`schedd install`" + ` (or its --binary PATH): the
+# packages put it in /usr/bin, a manual install in /usr/local/bin.
 {{- if .Config}}
 ExecStartPre={{sd .Binary "config" "validate" .Config}}
 {{- end}}
 ExecStart={{sd .Binary}} {{sdargs .RunArgs}}
 ExecReload=/bin/kill -HUP $MAINPID
 WatchdogSec=30s
-# Exit codes (R-INIT-01): 0 is a clean stop. 75 is schedd asking for a fresh process
+# Exit codes: 0 is a clean stop. 75 is schedd asking for a fresh process
 # (` + "`schedd restart --daemon`" + `, an upgrade): a failure, so it is restarted, like a crash.
 # 78 (invalid config), 73 (another schedd holds the state dir) and 2 (bad command line)
 # are not: restarting cannot fix them.
@@ -221,8 +223,9 @@ var launchdTmpl = sync.OnceValue(func() *template.Template {
 	return template.Must(template.New("launchd").Funcs(funcs).Parse(`<?xml version="1.0" encoding="UTF-8"?>
 <!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">
 <!--
-  schedd under launchd, as written by ` + "`schedd install`" + `.
-  Exit codes (R-INIT-01): KeepAlive/SuccessfulExit=false starts schedd again after any
+  schedd under launchd, as written by ` + "`schedd install`" + `. The binary is the schedd
+  that ran it, or the path given with its binary option.
+  Exit codes: KeepAlive/SuccessfulExit=false starts schedd again after any
   non-zero exit, so 75 (schedd asking for a fresh process) and crashes restart it, and a
   clean stop (0) does not. launchd cannot exempt codes: after 78 (invalid config) or 73
   (state dir held by another schedd) it retries every ThrottleInterval seconds, and a
@@ -268,12 +271,12 @@ var taskTmpl = sync.OnceValue(func() *template.Template {
 	return template.Must(template.New("schtasks").Funcs(funcs).Parse(`<?xml version="1.0" encoding="UTF-8"?>
 <!--
   schedd as a Windows scheduled task, as written by ` + "`schedd install`" + `.
-  ExecutionTimeLimit PT0S: no time limit (the default of 72 hours would stop schedd,
-  R-INIT-09). MultipleInstancesPolicy IgnoreNew: a start while schedd runs does nothing;
-  schedd's own lock would refuse a second instance anyway (exit 73), and Queue would start
-  one after a deliberate stop. RestartOnFailure covers a failed start; schedd replacing
+  ExecutionTimeLimit PT0S: no time limit (the default of 72 hours would stop schedd
+  after three days). MultipleInstancesPolicy IgnoreNew: a start while schedd runs does
+  nothing; schedd's own lock would refuse a second instance anyway (exit 73), and Queue
+  would start one after a deliberate stop. RestartOnFailure covers a failed start; schedd replacing
   itself (exit 75) relaunches the task explicitly, through a helper that waits for the
-  old process to be gone and checks that a new one came up (R-INIT-07).
+  old process to be gone and checks that a new one came up.
 -->
 <Task version="1.4" xmlns="http://schemas.microsoft.com/windows/2004/02/mit/task">
   <RegistrationInfo>

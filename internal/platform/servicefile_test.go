@@ -130,6 +130,17 @@ func TestInstallSteps(t *testing.T) {
 	if got := argvs(UninstallSteps(sd, 0)); got[0] != "systemctl disable --now schedd.service" {
 		t.Errorf("uninstall: %q", got)
 	}
+	for s, want := range map[ServiceSpec]string{
+		sd:                                    "systemctl show --property=Version",
+		{Manager: ManagerSystemd, User: true}: "systemctl --user show --property=Version",
+		{Manager: ManagerLaunchd}:             "launchctl print system",
+		{Manager: ManagerLaunchd, User: true}: "launchctl print gui/501",
+		{Manager: ManagerSchtasks}:            "schtasks /Query /FO CSV /NH",
+	} {
+		if got := strings.Join(ServiceCheck(s, 501).Argv, " "); got != want {
+			t.Errorf("check for %+v: %q, want %q", s, got, want)
+		}
+	}
 }
 
 func TestDefaultServicePaths(t *testing.T) {
