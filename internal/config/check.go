@@ -78,6 +78,7 @@ func (k *checker) all() {
 	k.control()
 	k.metrics()
 	k.notYet()
+	k.ranges() // last: a value whose context already made it wrong is not reported twice
 }
 
 // notYet are the settings of the schema that no part of schedd reads yet. Their types stay

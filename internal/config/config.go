@@ -292,7 +292,7 @@ type HeartbeatAgent struct {
 	ID string `yaml:"id"`
 	// Every is the interval in the upstream grammar: "30m", "1h30m", "2m500ms", a bare
 	// number means minutes; "0" disables. Parsed by the heartbeat package; checked here.
-	Every string `yaml:"every"`
+	Every string `yaml:"every" schedd:"interval"`
 	// ActiveHours limits runs to a daily window; nil = always active.
 	ActiveHours *ActiveHours `yaml:"active_hours,omitempty"`
 	// Target is pulsed when a heartbeat is due.
