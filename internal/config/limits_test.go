@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"reflect"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -113,6 +114,8 @@ func numericNodes(n *yaml.Node, t reflect.Type, path string, out *[]numNode) {
 			switch {
 			case kind == kindNone:
 				numericNodes(v, sf.Type, p, out)
+			case v.Kind == yaml.SequenceNode && len(v.Content) == 0: // the list itself, for its comment
+				*out = append(*out, numNode{t.Name() + "." + f.key, p, kind, v})
 			case v.Kind == yaml.SequenceNode:
 				for j, e := range v.Content {
 					*out = append(*out, numNode{t.Name() + "." + f.key, index(p, j), kind, e})
@@ -276,6 +279,43 @@ func TestEveryNumberHasARange_RINPUT02(t *testing.T) {
 				t.Errorf("%s = %s (%s its range): want an error %q%s, got:\n%v", n.path, vals[n.n],
 					map[bool]string{true: "above", false: "below"}[up], want, map[bool]string{true: " naming the maximum"}[up], err)
 			}
+		}
+	}
+}
+
+// TestExampleShowsEveryRange is the documentation half of R-INPUT-02: in `schedd config
+// example`, the comment of every numeric key (on its line, or on the comment lines that
+// continue it) gives its maximum, at one place at least where the key appears.
+func TestExampleShowsEveryRange(t *testing.T) {
+	src := uncomment(Example())
+	lines := strings.Split(src, "\n")
+	var doc yaml.Node
+	if err := yaml.Unmarshal([]byte(src), &doc); err != nil {
+		t.Fatal(err)
+	}
+	var nodes []numNode
+	numericNodes(doc.Content[0], reflect.TypeFor[Config](), "", &nodes)
+	shown := map[string]bool{}
+	for _, n := range nodes {
+		_, hi := limitText(n.key)
+		// The comment of the value's line and of the comment-only lines after it.
+		text := lines[n.n.Line-1]
+		if i := strings.Index(text, " #"); i >= 0 {
+			text = text[i:]
+		}
+		for _, l := range lines[n.n.Line:] {
+			if tl := strings.TrimLeft(l, " #"); !strings.HasPrefix(strings.TrimSpace(l), "#") || len(l)-len(tl) < 20 {
+				break
+			}
+			text += " " + l
+		}
+		if regexp.MustCompile(`(^|[^0-9.])` + regexp.QuoteMeta(hi) + `($|[^0-9.])`).MatchString(text) {
+			shown[n.key] = true
+		}
+	}
+	for _, k := range numericSchemaKeys() {
+		if _, hi := limitText(k); !shown[k] {
+			t.Errorf("the example does not give the maximum of %s (%s) in its comment", k, hi)
 		}
 	}
 }
