@@ -78,6 +78,7 @@ func (k *checker) all() {
 	k.control()
 	k.metrics()
 	k.notYet()
+	k.ranges() // last: a value whose context already made it wrong is not reported twice
 }
 
 // notYet are the settings of the schema that no part of schedd reads yet. Their types stay
@@ -152,13 +153,20 @@ func (k *checker) signal(path, s string) {
 	}
 }
 
+// command checks an argv: a program name that is not blank, and no NUL byte, which no
+// process can be started with (each start would fail the same way, for ever).
 func (k *checker) command(path string, argv []string) {
 	if len(argv) == 0 {
 		k.errf(path, "is required (a list: [program, args...])")
 		return
 	}
-	if argv[0] == "" {
+	if strings.TrimSpace(argv[0]) == "" {
 		k.errf(index(path, 0), "the program must not be empty")
+	}
+	for i, a := range argv {
+		if strings.ContainsRune(a, 0) {
+			k.errf(index(path, i), "must not contain a NUL byte")
+		}
 	}
 }
 
@@ -310,6 +318,9 @@ func (k *checker) exitCodes(path string, codes []int) {
 
 func (k *checker) gateway() {
 	g := &k.c.Gateway
+	if len(g.Command) > 0 { // required only to run: see Validate
+		k.command("gateway.command", g.Command)
+	}
 	set, _ := g.EnvSplit()
 	k.env("gateway.env", set)
 	k.probe("gateway.readiness", &g.Readiness, roleReadiness)

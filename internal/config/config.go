@@ -2,8 +2,9 @@
 // parser that reports every problem with file:line:column and the dotted field path.
 //
 // The file is YAML. Keys are snake_case, durations use Go syntax ("30s", "1m30s"; a bare 0
-// is allowed), sizes take bytes or a unit ("1MiB"), and unknown keys are errors (except
-// top-level "x-" keys, a place for YAML anchors). Parse applies defaults to absent keys
+// is allowed; heartbeat intervals take more forms, see HeartbeatAgent.Every), sizes take
+// bytes or a unit ("1MiB"), every number has a range (see Ranges), and unknown keys are
+// errors (except top-level "x-" keys, a place for YAML anchors). Parse applies defaults to absent keys
 // only; a key given as null (`key:` or `key: ~`) counts as absent, except a kind key
 // (`notify:`), which selects that kind. Probes, targets, sinks and cron actions name exactly
 // one kind. Validate adds what is needed to run, such as a gateway command.
@@ -97,8 +98,8 @@ const (
 )
 
 // Backoff is the delay between crash restarts: Initial, multiplied by Factor per consecutive
-// failure up to Max, minus up to Jitter of itself. A run that stayed ready for ResetAfter
-// resets it.
+// failure, plus up to Jitter of itself (longer, never shorter), capped at Max. A run that
+// stayed ready for ResetAfter resets it.
 type Backoff struct {
 	Initial    Duration `yaml:"initial"`     // 1s, > 0
 	Max        Duration `yaml:"max"`         // 60s, ≥ initial
@@ -292,7 +293,7 @@ type HeartbeatAgent struct {
 	ID string `yaml:"id"`
 	// Every is the interval in the upstream grammar: "30m", "1h30m", "2m500ms", a bare
 	// number means minutes; "0" disables. Parsed by the heartbeat package; checked here.
-	Every string `yaml:"every"`
+	Every string `yaml:"every" schedd:"interval"`
 	// ActiveHours limits runs to a daily window; nil = always active.
 	ActiveHours *ActiveHours `yaml:"active_hours,omitempty"`
 	// Target is pulsed when a heartbeat is due.

@@ -164,7 +164,8 @@ func pendingLine(p api.RestartPending, now time.Time) string {
 
 // reload applies a changed config file (SIGHUP). An invalid file changes nothing. A changed
 // gateway command, environment or working dir becomes a restart request; the other
-// settings apply without one (gateway settings at its next start).
+// settings apply without one (gateway settings at its next start), except those read only
+// when schedd starts, which the log names.
 func (d *Daemon) reload() {
 	if d.opts.Reload == nil {
 		d.log.Info("SIGHUP: nothing to reload (no config file)")
@@ -208,11 +209,37 @@ func (d *Daemon) reload() {
 			d.opts.LogLevel.SetLevel(lvl.Level())
 		}
 	}
+	if later := startOnlyChanges(prev, next); len(later) > 0 {
+		d.log.Warn("settings changed that apply only when schedd starts again", zap.Strings("settings", later),
+			zap.String("state_dir", d.opts.StateDir), zap.String("socket", d.opts.Socket))
+	}
 	changed := gatewayChanges(prev.Gateway, next.Gateway)
 	d.log.Info("config reloaded", zap.String("path", next.Path), zap.Strings("gateway_changes", changed))
 	if len(changed) > 0 {
 		d.coord.Request(restart.Request{Reason: "config changed: " + strings.Join(changed, ", "), Source: api.SourceConfig})
 	}
+}
+
+// startOnlyChanges names the settings outside the components (which name their own) that
+// differ between a and b and are read only when schedd starts: where its state and its
+// socket are, the control API's limits and the log format.
+func startOnlyChanges(a, b *config.Config) []string {
+	var out []string
+	for _, s := range []struct {
+		name    string
+		changed bool
+	}{
+		{"state_dir", a.StateDir != b.StateDir},
+		{"control.socket", a.Control.Socket != b.Control.Socket},
+		{"control.max_body", a.Control.MaxBody != b.Control.MaxBody},
+		{"control.request_timeout", a.Control.RequestTimeout != b.Control.RequestTimeout},
+		{"log.format", a.Log.Format != b.Log.Format},
+	} {
+		if s.changed {
+			out = append(out, s.name)
+		}
+	}
+	return out
 }
 
 // gatewayChanges names what changed among the settings that need a new gateway process.
