@@ -72,7 +72,10 @@ finished more than --older-than ago. deliveries.dead_retention and
 deliveries.delivered_retention do the same on their own every hour.
 
   schedd deliveries purge --dead --older-than 168h
-  schedd deliveries purge --dead --older-than 0s      # every dead letter`,
+  schedd deliveries purge --dead --older-than 0s      # every dead letter
+
+It deletes in batches of 10,000, each a short write; on a terminal it says how many
+are gone after each batch.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if dead == delivered {
@@ -89,11 +92,20 @@ deliveries.delivered_retention do the same on their own every hour.
 			if delivered {
 				req.State, what = api.DeliveryDelivered, "delivered entries"
 			}
-			var reply api.PurgeReply
-			if err := g.call(cmd, 30*time.Second, http.MethodPost, "/v1/deliveries/purge", req, &reply); err != nil {
+			var progress io.Writer
+			if isTerminal(cmd.ErrOrStderr()) {
+				progress = cmd.ErrOrStderr()
+			}
+			n, err := purgeBatches(progress, what, func(limit int) (int, error) {
+				req.Limit = limit
+				var reply api.PurgeReply
+				err := g.call(cmd, 30*time.Second, http.MethodPost, "/v1/deliveries/purge", req, &reply)
+				return reply.Purged, err
+			})
+			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "purged %d %s older than %s\n", reply.Purged, what, older)
+			fmt.Fprintf(cmd.OutOrStdout(), "purged %d %s older than %s\n", n, what, older)
 			return nil
 		},
 	}
@@ -185,4 +197,31 @@ func summaryLine(s api.RecoverySummary) string {
 		return "nothing to do"
 	}
 	return strings.Join(parts, ", ")
+}
+
+// purgeBatch is how many entries one purge request deletes: a purge of millions is many
+// short writes, each reported, rather than one that holds the store for minutes.
+const purgeBatch = 10_000
+
+// purgeBatches calls purge with purgeBatch until a batch comes back short, and returns how
+// many were purged in all. With progress set (a terminal) it says the count after each
+// full batch. An error names how many were purged before it.
+func purgeBatches(progress io.Writer, what string, purge func(limit int) (int, error)) (int, error) {
+	total := 0
+	for {
+		n, err := purge(purgeBatch)
+		total += n
+		if err != nil {
+			if total > 0 {
+				return total, fmt.Errorf("after purging %d %s: %w", total, what, err)
+			}
+			return 0, err
+		}
+		if n < purgeBatch {
+			return total, nil
+		}
+		if progress != nil {
+			fmt.Fprintf(progress, "purged %d %s so far...\n", total, what)
+		}
+	}
 }

@@ -39,6 +39,7 @@ gateway is idle or --max-wait (restart.defer_until_idle.max_wait, 5m) has passed
 
   schedd restart                       # requested; returns at once
   schedd restart --reason deploy --wait   # wait for the result; exit 1 if it failed
+                                       # (on a terminal, each step is shown as it happens)
   schedd restart --now --wait          # no delay, no cooldown, no waiting for idle
   schedd restart --method respawn      # a fresh process this time (say, after an upgrade),
                                        # when restart.method is signal
@@ -102,7 +103,17 @@ func (o *restartOptions) run(cmd *cobra.Command) error {
 	var reply api.RestartReply
 	cl := o.client()
 	defer cl.Close()
+	stopWatch := func() {}
+	if o.wait && !o.json && isTerminal(cmd.ErrOrStderr()) {
+		// On a terminal, say what the restart waits for as it happens; a script sees only
+		// the result.
+		watchCtx, cancel := context.WithCancel(ctx)
+		watched := make(chan struct{})
+		go func() { defer close(watched); watchRestart(watchCtx, cmd.ErrOrStderr(), cl.Status) }()
+		stopWatch = func() { cancel(); <-watched }
+	}
 	err := cl.Do(ctx, http.MethodPost, "/v1/restart", req, &reply)
+	stopWatch()
 	if err != nil {
 		if errors.Is(err, context.Canceled) {
 			return errors.New("stopped waiting; the restart goes on (see `schedd status`)")

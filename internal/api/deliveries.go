@@ -108,7 +108,13 @@ type DeliveryList struct {
 type PurgeRequest struct {
 	State     DeliveryState `json:"state,omitempty"`      // dead (default) or delivered
 	OlderThan string        `json:"older_than,omitempty"` // finished more than this long ago (Go duration; default 0s: all)
+	// Limit, from 1 to MaxPurgeLimit, purges at most this many, the oldest first; 0 purges
+	// all. A client purging many entries goes in batches and reports its progress.
+	Limit int `json:"limit,omitempty"`
 }
+
+// MaxPurgeLimit is the largest limit of one POST /v1/deliveries/purge.
+const MaxPurgeLimit = 100_000
 
 // PurgeReply is the reply of POST /v1/deliveries/purge.
 type PurgeReply struct {

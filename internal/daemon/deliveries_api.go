@@ -301,7 +301,12 @@ func (a *deliveriesAPI) purge(w http.ResponseWriter, r *http.Request) {
 		}
 		older = d
 	}
-	n, err := a.svc.Purge(r.Context(), queue.State(req.State), older)
+	if req.Limit < 0 || req.Limit > api.MaxPurgeLimit {
+		control.WriteError(w, http.StatusBadRequest, api.CodeBadRequest,
+			fmt.Sprintf("limit: want 0 (all) or a number from 1 to %d, got %d", api.MaxPurgeLimit, req.Limit))
+		return
+	}
+	n, err := a.svc.Purge(r.Context(), queue.State(req.State), older, req.Limit)
 	if err != nil {
 		a.writeError(w, err)
 		return

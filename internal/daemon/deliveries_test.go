@@ -326,6 +326,11 @@ func TestDeliveriesAPI(t *testing.T) {
 	if err := cl.Do(ctx, http.MethodPost, "/v1/deliveries/purge", api.PurgeRequest{State: api.DeliveryDead}, &pr); err != nil || pr.Purged != 1 {
 		t.Fatalf("purge dead: %+v, %v", pr, err)
 	}
+	for _, limit := range []int{-1, api.MaxPurgeLimit + 1} {
+		if ae := apiError(t, cl.Do(ctx, http.MethodPost, "/v1/deliveries/purge", api.PurgeRequest{Limit: limit}, nil)); ae.Status != 400 || !strings.HasPrefix(ae.Message, "limit: ") {
+			t.Errorf("purge with limit %d: %d %q", limit, ae.Status, ae.Message)
+		}
+	}
 	if ae := apiError(t, cl.Do(ctx, http.MethodPost, "/v1/deliveries/purge", api.PurgeRequest{State: "pending"}, nil)); ae.Status != 400 {
 		t.Errorf("purge pending: %d %q", ae.Status, ae.Message)
 	}

@@ -131,6 +131,9 @@ type PurgeFilter struct {
 	State State
 	// OlderThan deletes entries that finished before this instant.
 	OlderThan time.Time
+	// Limit, when above 0, deletes at most this many (the oldest first): a large purge then
+	// goes in batches, each a short write that can report its progress.
+	Limit int
 }
 
 // Counts is the size of the queue by state.

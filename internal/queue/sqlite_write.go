@@ -603,8 +603,12 @@ func (s *SQLite) Purge(ctx context.Context, f PurgeFilter) (int, error) {
 	}
 	var n int64
 	err := s.submit(ctx, "purge", func(tx wtx, _ *batch) error {
-		res, err := tx.Exec("DELETE FROM deliveries WHERE state = ? AND finished_at < ?",
-			string(f.State), f.OlderThan.UnixMilli())
+		q, args := "DELETE FROM deliveries WHERE state = ? AND finished_at < ?", []any{string(f.State), f.OlderThan.UnixMilli()}
+		if f.Limit > 0 {
+			q = "DELETE FROM deliveries WHERE id IN (SELECT id FROM deliveries WHERE state = ? AND finished_at < ? ORDER BY finished_at, id LIMIT ?)"
+			args = append(args, f.Limit)
+		}
+		res, err := tx.Exec(q, args...)
 		if err != nil {
 			return err
 		}

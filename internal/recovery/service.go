@@ -385,9 +385,10 @@ func (s *Service) Drop(ctx context.Context, id int64) error {
 	return nil
 }
 
-// Purge deletes dead letters (or delivered tombstones) that finished more than olderThan ago.
-func (s *Service) Purge(ctx context.Context, state queue.State, olderThan time.Duration) (int, error) {
-	n, err := s.store.Purge(ctx, queue.PurgeFilter{State: state, OlderThan: time.Now().Add(-olderThan)})
+// Purge deletes dead letters (or delivered tombstones) that finished more than olderThan ago:
+// all of them, or with limit above 0 at most limit (the oldest first).
+func (s *Service) Purge(ctx context.Context, state queue.State, olderThan time.Duration, limit int) (int, error) {
+	n, err := s.store.Purge(ctx, queue.PurgeFilter{State: state, OlderThan: time.Now().Add(-olderThan), Limit: limit})
 	if err != nil {
 		return 0, err
 	}

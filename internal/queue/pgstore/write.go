@@ -214,8 +214,12 @@ func (s *Store) Purge(ctx context.Context, f queue.PurgeFilter) (int, error) {
 	if err := s.ready(); err != nil {
 		return 0, fmt.Errorf("purge: %w", err)
 	}
-	tag, err := s.pool.Exec(ctx, "DELETE FROM schedd_deliveries WHERE state = $1 AND finished_at < $2",
-		string(f.State), f.OlderThan.UnixMilli())
+	q, args := "DELETE FROM schedd_deliveries WHERE state = $1 AND finished_at < $2", []any{string(f.State), f.OlderThan.UnixMilli()}
+	if f.Limit > 0 {
+		q = "DELETE FROM schedd_deliveries WHERE id IN (SELECT id FROM schedd_deliveries WHERE state = $1 AND finished_at < $2 ORDER BY finished_at, id LIMIT $3)"
+		args = append(args, f.Limit)
+	}
+	tag, err := s.pool.Exec(ctx, q, args...)
 	if err != nil {
 		return 0, fmt.Errorf("purge: %w", s.fail(err))
 	}

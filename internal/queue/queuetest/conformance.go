@@ -341,6 +341,17 @@ func testPurge(t *testing.T, s queue.Store) {
 	if err != nil || n != 1 {
 		t.Fatalf("purge delivered = %d, %v", n, err)
 	}
+	// With a limit, a purge goes in batches: at most Limit each, until none is left.
+	for i := range 5 {
+		x := enqueue(t, s, fmt.Sprintf("dead-%d", i))
+		must(t, "dead", s.Dead(ctx, x.ID, ep, "r", ""))
+	}
+	for _, want := range []int{2, 2, 1, 0} {
+		n, err = s.Purge(ctx, queue.PurgeFilter{State: queue.StateDead, OlderThan: time.Now().Add(time.Hour), Limit: 2})
+		if err != nil || n != want {
+			t.Fatalf("purge dead with limit 2 = %d, %v; want %d", n, err, want)
+		}
+	}
 	if g := get(t, s, p.ID); g.State != queue.StatePending {
 		t.Fatalf("pending touched by purge: %+v", g)
 	}

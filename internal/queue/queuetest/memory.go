@@ -609,7 +609,17 @@ func (m *Memory) Purge(ctx context.Context, f queue.PurgeFilter) (int, error) {
 	}
 	cut := ms(f.OlderThan)
 	n := 0
-	for _, id := range slices.Collect(maps.Keys(m.entries)) {
+	ids := slices.Collect(maps.Keys(m.entries))
+	slices.SortFunc(ids, func(a, b int64) int {
+		if c := m.entries[a].e.FinishedAt.Compare(m.entries[b].e.FinishedAt); c != 0 {
+			return c
+		}
+		return int(a - b)
+	})
+	for _, id := range ids {
+		if f.Limit > 0 && n == f.Limit {
+			break
+		}
 		x := m.entries[id]
 		if x.e.State == f.State && x.e.FinishedAt.Before(cut) {
 			delete(m.entries, id)
