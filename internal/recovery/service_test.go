@@ -357,7 +357,7 @@ func TestOperatorRetryDropPurge(t *testing.T) {
 		d := enqueueReq(t, s, Request{Sink: "hook", Key: "d"})
 		synctest.Wait()
 		time.Sleep(2 * time.Hour)
-		if n, err := s.Purge(ctx, queue.StateDead, time.Hour); err != nil || n != 1 {
+		if n, err := s.Purge(ctx, queue.StateDead, time.Hour, 0); err != nil || n != 1 {
 			t.Fatalf("purge = %d, %v", n, err)
 		}
 		if _, err := s.Get(ctx, d.ID); !errors.Is(err, queue.ErrNotFound) {
