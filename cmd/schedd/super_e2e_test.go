@@ -3,9 +3,11 @@
 package main
 
 import (
+	"encoding/json"
 	"net"
 	"net/http"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -45,4 +47,84 @@ func TestE2EPortServedBySidecar_RINPUT07(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestE2ECleanStopLogsNoError_RINPUT10 is R-INPUT-10: SIGTERM or SIGINT in each phase of
+// the gateway's life (starting, ready, a restart pending, a restart running while the new
+// gateway starts, stopping for a restart, backoff) stops schedd with exit code 0 and not
+// one line at level ERROR, in either log format.
+func TestE2ECleanStopLogsNoError_RINPUT10(t *testing.T) {
+	const notify = "gateway:\n  readiness: {notify: {}, timeout: 30s}\n"
+	type phase struct {
+		name    string
+		config  string
+		gateway []string
+		reach   func(t *testing.T, d *testDaemon)
+	}
+	ready := func(t *testing.T, d *testDaemon) api.Status {
+		return d.waitFor("ready", func(g api.Gateway) bool { return g.State == api.GatewayReady })
+	}
+	restarting := func(state api.GatewayState) func(t *testing.T, d *testDaemon) {
+		return func(t *testing.T, d *testDaemon) {
+			first := ready(t, d).Gateway.PID
+			d.cmd.Process.Signal(syscall.SIGUSR1)
+			d.waitFor(string(state)+" in a restart", func(g api.Gateway) bool {
+				return g.State == state && (state == api.GatewayStopping || g.PID != first && g.PID != 0)
+			})
+		}
+	}
+	for i, p := range []phase{
+		{"starting", notify, []string{}, func(t *testing.T, d *testDaemon) {
+			d.waitFor("starting", func(g api.Gateway) bool { return g.State == api.GatewayStarting && g.PID != 0 })
+		}},
+		{"ready", notify, []string{"ready"}, func(t *testing.T, d *testDaemon) { ready(t, d) }},
+		{"restart pending", notify + "restart: {delay: 30s}\n", []string{"ready"}, func(t *testing.T, d *testDaemon) {
+			ready(t, d)
+			d.cmd.Process.Signal(syscall.SIGUSR1)
+			waitStatus(t, d, "a pending restart", func(st statusDoc) bool { return st.Restart.Pending != nil })
+		}},
+		{"restart running", notify + "restart: {delay: 0s, cooldown: 0s}\n", []string{"ready", "ready-delay=1s"},
+			restarting(api.GatewayStarting)},
+		{"stopping", notify + "restart: {delay: 0s, cooldown: 0s}\n", []string{"ready", "term-delay=2s"},
+			restarting(api.GatewayStopping)},
+		{"backoff", notify, []string{"exit=1"}, func(t *testing.T, d *testDaemon) {
+			d.waitFor("backoff", func(g api.Gateway) bool { return g.State == api.GatewayBackoff && g.ConsecutiveFailures >= 2 })
+		}},
+	} {
+		format, sig := "json", syscall.SIGTERM
+		if i%2 == 1 {
+			format, sig = "console", syscall.SIGINT
+		}
+		t.Run(p.name, func(t *testing.T) {
+			cfg := writeConfig(t, p.config)
+			d := startDaemon(t, daemonOpts{args: []string{"--config", cfg, "--log-format", format}, gateway: p.gateway})
+			p.reach(t, d)
+			d.cmd.Process.Signal(sig)
+			if code := d.wait(30 * time.Second); code != 0 {
+				t.Fatalf("exit code %d after %s, want 0", code, sig)
+			}
+			for line := range strings.Lines(d.out.String()) {
+				if logLevel(t, line) == "error" {
+					t.Errorf("%s in phase %s logged an ERROR: %s", sig, p.name, line)
+				}
+			}
+		})
+	}
+}
+
+// logLevel returns the level of one line of the daemon's log, JSON or console.
+func logLevel(t *testing.T, line string) string {
+	t.Helper()
+	if strings.HasPrefix(line, "{") {
+		var e struct{ Level string }
+		if err := json.Unmarshal([]byte(line), &e); err != nil {
+			t.Fatalf("log line %q: %v", line, err)
+		}
+		return e.Level
+	}
+	f := strings.Split(line, "\t")
+	if len(f) < 2 {
+		t.Fatalf("log line %q: no level", line)
+	}
+	return strings.ToLower(f[1])
 }
