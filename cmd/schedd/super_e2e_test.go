@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -127,4 +128,53 @@ func logLevel(t *testing.T, line string) string {
 		t.Fatalf("log line %q: no level", line)
 	}
 	return strings.ToLower(f[1])
+}
+
+// TestE2EStatusWhileDown_RINPUT12 is R-INPUT-12 with real processes: a gateway that said
+// STATUS= and INFLIGHT and was ready, then crashed twice, is in backoff. `schedd status`
+// shows how long it has been down and since when, no `ready for` and no `gateway says`,
+// and, with no heartbeat agent configured, says that instead of "0 of 1 agents run";
+// `status --json` has ready_since, status_text and inflight cleared and down_since set.
+func TestE2EStatusWhileDown_RINPUT12(t *testing.T) {
+	cfg := writeConfig(t, "gateway:\n  readiness: {notify: {}, timeout: 30s}\n  backoff: {initial: 5s, max: 5s}\n")
+	d := startDaemon(t, daemonOpts{args: []string{"--config", cfg},
+		gateway: []string{"ready", "status=serving 3 chats", "inflight=2", "exit=1", "after=300ms"}})
+	d.waitFor("a ready gateway that says something", func(g api.Gateway) bool {
+		return g.State == api.GatewayReady && g.StatusText != ""
+	})
+	st := d.waitFor("backoff", func(g api.Gateway) bool { return g.State == api.GatewayBackoff })
+	g := st.Gateway
+	if !g.ReadySince.IsZero() || g.StatusText != "" || g.Inflight != nil || g.DownSince.IsZero() ||
+		g.LastExit == nil || !g.DownSince.Equal(g.LastExit.At) {
+		t.Fatalf("status in backoff %+v, want no ready_since, status_text, inflight; down_since at the exit", g)
+	}
+	code, out, errOut := cli("status", "--socket", d.socket)
+	if code != 0 {
+		t.Fatalf("schedd status = %d: %s", code, errOut)
+	}
+	lines := strings.Split(out, "\n")
+	for i, l := range lines {
+		lines[i] = strings.Join(strings.Fields(l), " ")
+	}
+	want := "gateway backoff down for "
+	if i := slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(l, want) }); i < 0 ||
+		!strings.Contains(lines[i], " since "+g.DownSince.Local().Format(time.TimeOnly)) {
+		t.Errorf("no %q...since %s line:\n%s", want, g.DownSince.Local().Format(time.TimeOnly), out)
+	}
+	for _, bad := range []string{"ready for", "gateway says", "in flight", "0 of 1 agents run"} {
+		if strings.Contains(out, bad) {
+			t.Errorf("status while down shows %q:\n%s", bad, out)
+		}
+	}
+	if !slices.Contains(lines, "heartbeat enabled no agent configured") {
+		t.Errorf("no \"no agent configured\":\n%s", out)
+	}
+	code, out, _ = cli("status", "--json", "--socket", d.socket)
+	var raw struct{ Gateway, Heartbeat map[string]any }
+	if code != 0 || json.Unmarshal([]byte(out), &raw) != nil {
+		t.Fatalf("status --json = %d: %s", code, out)
+	}
+	if raw.Gateway["down_since"] == nil || raw.Gateway["ready_since"] != nil || raw.Heartbeat["no_agents_configured"] != true {
+		t.Errorf("status --json: %s", out)
+	}
 }
