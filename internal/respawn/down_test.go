@@ -29,7 +29,6 @@ func TestStatusWhileDown_RINPUT12(t *testing.T) {
 		h.sleepTo(2 * time.Minute) // a healthy run: the first crash restarts at once
 		p.exitCode(1)
 		synctest.Wait()
-		exited := time.Now()
 		q := fs.next(t)
 		if st := h.sup.Status(); st.State != api.GatewayStarting || !st.DownSince.IsZero() || st.StatusText != "" || st.Inflight != nil || !st.ReadySince.IsZero() {
 			t.Fatalf("a new process is starting: %+v", st)
@@ -38,7 +37,7 @@ func TestStatusWhileDown_RINPUT12(t *testing.T) {
 		synctest.Wait()
 		q.exitCode(1) // a second failure in a row: backoff
 		synctest.Wait()
-		exited = time.Now()
+		exited := time.Now()
 		st := h.sup.Status()
 		if st.State != api.GatewayBackoff || !st.ReadySince.IsZero() || st.StatusText != "" || st.Inflight != nil ||
 			!st.DownSince.Equal(exited) {
