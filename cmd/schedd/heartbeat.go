@@ -222,7 +222,12 @@ func printHeartbeatSummary(row func(string, ...string), hb *api.Heartbeat, now t
 	if !hb.Enabled {
 		state = "disabled"
 	}
-	row("heartbeat", state, fmt.Sprintf("%d of %d agents run", running, len(hb.Agents)))
+	switch {
+	case hb.NoAgentsConfigured && running == 0:
+		row("heartbeat", state, "no agent configured")
+	default:
+		row("heartbeat", state, fmt.Sprintf("%d of %d agents run", running, len(hb.Agents)))
+	}
 	const show = 5
 	shown := 0
 	for _, a := range hb.Agents {

@@ -65,10 +65,19 @@ func printStatus(w io.Writer, st api.Status, now time.Time) {
 	if gw.PID != 0 {
 		line = append(line, fmt.Sprintf("pid %d", gw.PID))
 	}
-	if !gw.ReadySince.IsZero() {
-		line = append(line, "ready for "+since(gw.ReadySince, now))
-	} else if !gw.StartedAt.IsZero() && gw.State == api.GatewayStarting {
-		line = append(line, "starting for "+since(gw.StartedAt, now))
+	switch gw.State {
+	case api.GatewayReady:
+		if !gw.ReadySince.IsZero() {
+			line = append(line, "ready for "+since(gw.ReadySince, now))
+		}
+	case api.GatewayStarting:
+		if !gw.StartedAt.IsZero() {
+			line = append(line, "starting for "+since(gw.StartedAt, now))
+		}
+	case api.GatewayBackoff, api.GatewayCrashLooping, api.GatewayFailed, api.GatewayStopped:
+		if !gw.DownSince.IsZero() {
+			line = append(line, "down for "+since(gw.DownSince, now), "since "+clock(gw.DownSince, now))
+		}
 	}
 	row("gateway", line...)
 	row("restarts", strconv.Itoa(gw.Restarts), fmt.Sprintf("consecutive failures %d", gw.ConsecutiveFailures))
@@ -150,6 +159,15 @@ func since(t, now time.Time) string {
 		return "-"
 	}
 	return roundDur(now.Sub(t)).String()
+}
+
+// clock is the local time of day of t, with the date when t is a day or more from now.
+func clock(t, now time.Time) string {
+	layout := time.TimeOnly
+	if d := now.Sub(t); d >= 24*time.Hour || d <= -24*time.Hour {
+		layout = "Jan 2 15:04:05"
+	}
+	return t.Local().Format(layout)
 }
 
 func until(t, now time.Time) string {

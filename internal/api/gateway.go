@@ -67,9 +67,12 @@ type Gateway struct {
 	Restarts            int          `json:"restarts"`
 	ConsecutiveFailures int          `json:"consecutive_failures"`
 	NextStartAt         time.Time    `json:"next_start_at"`
-	LastExit            *Exit        `json:"last_exit"`
-	StatusText          string       `json:"status_text"` // the gateway's own STATUS=
-	Inflight            *int         `json:"inflight"`    // the gateway's X_SCHEDD_INFLIGHT
+	// DownSince is when the last gateway process ended (or, when none has run, when schedd
+	// first tried to start one); unset while a process runs.
+	DownSince  time.Time `json:"down_since"`
+	LastExit   *Exit     `json:"last_exit"`
+	StatusText string    `json:"status_text"` // the gateway's own STATUS=; cleared when it exits
+	Inflight   *int      `json:"inflight"`    // the gateway's X_SCHEDD_INFLIGHT; cleared when it exits
 }
 
 // gatewayJSON is Gateway as it is written: unset times and a zero pid are null.
@@ -81,6 +84,7 @@ type gatewayJSON struct {
 	Restarts            int          `json:"restarts"`
 	ConsecutiveFailures int          `json:"consecutive_failures"`
 	NextStartAt         *time.Time   `json:"next_start_at"`
+	DownSince           *time.Time   `json:"down_since"`
 	LastExit            *Exit        `json:"last_exit"`
 	StatusText          string       `json:"status_text"`
 	Inflight            *int         `json:"inflight"`
@@ -90,7 +94,7 @@ type gatewayJSON struct {
 func (g Gateway) MarshalJSON() ([]byte, error) {
 	j := gatewayJSON{State: g.State, StartedAt: optTime(g.StartedAt), ReadySince: optTime(g.ReadySince),
 		Restarts: g.Restarts, ConsecutiveFailures: g.ConsecutiveFailures, NextStartAt: optTime(g.NextStartAt),
-		LastExit: g.LastExit, StatusText: g.StatusText, Inflight: g.Inflight}
+		DownSince: optTime(g.DownSince), LastExit: g.LastExit, StatusText: g.StatusText, Inflight: g.Inflight}
 	if g.PID != 0 {
 		j.PID = &g.PID
 	}
@@ -105,7 +109,7 @@ func (g *Gateway) UnmarshalJSON(b []byte) error {
 	}
 	*g = Gateway{State: j.State, StartedAt: derefTime(j.StartedAt), ReadySince: derefTime(j.ReadySince),
 		Restarts: j.Restarts, ConsecutiveFailures: j.ConsecutiveFailures, NextStartAt: derefTime(j.NextStartAt),
-		LastExit: j.LastExit, StatusText: j.StatusText, Inflight: j.Inflight}
+		DownSince: derefTime(j.DownSince), LastExit: j.LastExit, StatusText: j.StatusText, Inflight: j.Inflight}
 	if j.PID != nil {
 		g.PID = *j.PID
 	}

@@ -36,6 +36,9 @@ type HeartbeatEnabledReply struct {
 type Heartbeat struct {
 	Enabled bool          `json:"enabled"`
 	Agents  []AgentStatus `json:"agents"`
+	// NoAgentsConfigured: heartbeat.agents is empty, and Agents holds only the default
+	// agent, which runs when heartbeat.defaults gives it a target.
+	NoAgentsConfigured bool `json:"no_agents_configured"`
 }
 
 // AgentStatus is one agent in Heartbeat, in config order.

@@ -330,6 +330,7 @@ func (k *checker) gateway() {
 	k.signal("gateway.stop.signal", g.Stop.Signal)
 	k.nonNegative("gateway.stop.timeout", g.Stop.Timeout)
 	k.exitCodes("gateway.no_restart_exit_codes", g.NoRestartExitCodes)
+	k.gatewayPorts(g.Ports)
 	switch g.Stop.Scope {
 	case StopScopeGroup:
 	case StopScopeMain:

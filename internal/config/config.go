@@ -79,6 +79,11 @@ type Gateway struct {
 	// it stays in state failed until a restart request or a config reload (OpenClaw's 78,
 	// a configuration error). Default none.
 	NoRestartExitCodes []int `yaml:"no_restart_exit_codes"`
+	// Ports are the TCP addresses the gateway binds ("127.0.0.1:18789", ":18789",
+	// "[::1]:18789"). Before each start schedd waits for them to be free. nil (unset) means
+	// the port the readiness or liveness probe names, if it is a local one; a pointer to an
+	// empty list turns the wait off.
+	Ports *[]string `yaml:"ports,omitempty"`
 }
 
 // Stop is the graceful stop: Signal to the process group (or the gateway's own pid, with

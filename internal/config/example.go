@@ -69,6 +69,10 @@ gateway:
     keep_lines: 1000            # latest lines kept in memory for "schedd logs" (1 to 100000)
   no_restart_exit_codes: []  # exit codes (1 to 255) that mean "do not restart", e.g. [78]:
                              # state failed until "schedd restart" or a config reload
+  # ports: ["127.0.0.1:18789"]  # TCP addresses the gateway binds; before each start schedd
+                             # waits up to 10s for them to be free, else the start fails as
+                             # port_in_use. Unset: the port the readiness or liveness probe
+                             # names (a local one); [] turns the wait off
 
 # Restart requests: SIGUSR1, "schedd restart", the control API, a changed gateway command.
 restart:

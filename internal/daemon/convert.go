@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"slices"
 
 	"github.com/schedd/schedd/internal/backoff"
 	"github.com/schedd/schedd/internal/config"
@@ -60,17 +61,30 @@ func SupervisorConfig(c *config.Config, environ []string) (respawn.Config, error
 			rc.Liveness.Probe = checker(*l, environ)
 		}
 	}
-	rc.Port = gatewayPort(g)
+	rc.Ports, rc.PortsFrom = gatewayPorts(g)
 	rc.SignalDownWait = c.Restart.SignalDownWait.D()
 	return rc, nil
 }
 
+// gatewayPorts is the one place that decides which addresses schedd waits for before each
+// start, and names where they came from for the log: gateway.ports when it is set (an
+// empty list: none, the wait is off), else the local port a probe names (gatewayPort).
+func gatewayPorts(g config.Gateway) ([]string, string) {
+	if g.Ports != nil {
+		return slices.Clone(*g.Ports), "gateway.ports"
+	}
+	if addr, from := gatewayPort(g); addr != "" {
+		return []string{addr}, from + " (gateway.ports is not set)"
+	}
+	return nil, ""
+}
+
 // gatewayPort is the local host:port the gateway listens on, as its readiness or liveness
-// probe names it (http URL or tcp address); "" when no probe names a local one. Only a
-// loopback or wildcard host is taken: a remote one says nothing about a port schedd's
-// gateway could collide on.
-func gatewayPort(g config.Gateway) string {
-	for _, p := range []*config.Probe{&g.Readiness, g.Liveness} {
+// probe names it (http URL or tcp address), and which probe that is; "" when no probe
+// names a local one. Only a loopback or wildcard host is taken: a remote one says nothing
+// about a port schedd's gateway could collide on.
+func gatewayPort(g config.Gateway) (string, string) {
+	for i, p := range []*config.Probe{&g.Readiness, g.Liveness} {
 		var host, port string
 		switch {
 		case p == nil:
@@ -94,10 +108,10 @@ func gatewayPort(g config.Gateway) string {
 			continue
 		}
 		if ip := net.ParseIP(host); port != "" && (host == "localhost" || ip != nil && (ip.IsLoopback() || ip.IsUnspecified())) {
-			return net.JoinHostPort(host, port)
+			return net.JoinHostPort(host, port), []string{"the readiness probe", "the liveness probe"}[i]
 		}
 	}
-	return ""
+	return "", ""
 }
 
 // checker builds the probe a config probe names (http, tcp or exec).

@@ -366,6 +366,9 @@ func (d *Daemon) keepSockets(ctx context.Context, ctl *control.KeptListener, ns 
 	}
 	var ctlFailing, nsFailing bool
 	platform.WatchRemovals(ctx, dirs, control.KeepEvery, func() {
+		if ctx.Err() != nil { // the stop closes the sockets and removes their files
+			return
+		}
 		ok, err := ctl.Check()
 		control.ReportRebind(d.log.Named("control"), "the control socket", ctl.Addr().String(), ok, err, &ctlFailing)
 		if ns != nil {

@@ -6,7 +6,8 @@ import "github.com/schedd/schedd/internal/api"
 func (s *Service) Status() api.Heartbeat {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st := api.Heartbeat{Enabled: s.enabledLocked(), Agents: make([]api.AgentStatus, 0, len(s.order))}
+	st := api.Heartbeat{Enabled: s.enabledLocked(), Agents: make([]api.AgentStatus, 0, len(s.order)),
+		NoAgentsConfigured: len(s.cfg.Agents) == 0}
 	for _, a := range s.order {
 		as := api.AgentStatus{ID: a.id, Enabled: a.runs, DisabledReason: a.why,
 			IntervalMS: a.interval.Milliseconds(), Every: FormatEvery(a.interval)}

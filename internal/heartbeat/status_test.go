@@ -58,3 +58,30 @@ func TestStatusJSONShape(t *testing.T) {
 		t.Errorf("interval_ms %s", got.Agents[0]["interval_ms"])
 	}
 }
+
+// TestStatusNoAgentsConfigured_RINPUT12 is R-INPUT-12 for the heartbeat block: with
+// heartbeat.agents empty the status says so beside the default agent it lists (which
+// runs only with a target in heartbeat.defaults); with agents configured it does not.
+func TestStatusNoAgentsConfigured_RINPUT12(t *testing.T) {
+	now := func() time.Time { return utc("2026-05-01T10:10:00Z") }
+	noTarget := Config{Seed: testSeed, Defaults: AgentConfig{Every: "1m"}}
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+		want bool
+		runs bool
+	}{
+		{"none, no target", noTarget, true, false},
+		{"none, a default target", baseConfig(), true, true},
+		{"one", baseConfig(AgentConfig{ID: "ops"}), false, true},
+	} {
+		s, err := New(tc.cfg, Deps{Run: (&fakeExec{}).run, Now: now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := s.Status()
+		if st.NoAgentsConfigured != tc.want || len(st.Agents) != 1 || st.Agents[0].Enabled != tc.runs {
+			t.Errorf("%s: status %+v, want no_agents_configured %v and one agent that runs: %v", tc.name, st, tc.want, tc.runs)
+		}
+	}
+}

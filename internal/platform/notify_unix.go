@@ -64,8 +64,11 @@ func bindNotify(path string) (*net.UnixConn, error) {
 // Rebind binds the socket again at its path if the file is gone (a runtime dir cleaned
 // while schedd runs, R-ENV-07), making its directory (0700) if needed, and reports whether
 // it did. A Recv in progress goes on with the new socket; what was sent while there was no
-// file is lost.
+// file is lost. After Close it does nothing: the file is gone because Close removed it.
 func (s *NotifySocket) Rebind() (bool, error) {
+	if s.isClosed() {
+		return false, nil
+	}
 	if _, err := os.Lstat(s.path); !errors.Is(err, fs.ErrNotExist) {
 		return false, nil
 	}
@@ -77,17 +80,23 @@ func (s *NotifySocket) Rebind() (bool, error) {
 		return false, err
 	}
 	s.mu.Lock()
-	if s.closed {
+	if s.closed { // closed while binding: take the new file away again
 		s.mu.Unlock()
 		conn.Close()
 		os.Remove(s.path)
-		return false, net.ErrClosed
+		return false, nil
 	}
 	old := s.conn
 	s.conn = conn
 	s.mu.Unlock()
 	old.Close()
 	return true, nil
+}
+
+func (s *NotifySocket) isClosed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
 }
 
 // current is the socket of the moment, and whether conn is no longer it (not closed).

@@ -181,3 +181,23 @@ func TestNotifySocketRebind_RENV07(t *testing.T) {
 		t.Fatalf("socket file left after Close: %v", err)
 	}
 }
+
+// TestNotifySocketRebindAfterClose_RINPUT10 is R-INPUT-10 for the notify socket: Close
+// removes the file, and a check for a removed file that comes after it (the watch of the
+// runtime dir sees that removal) finds nothing to do: our own stop is not a lost socket,
+// so there is no error to report and no file bound again.
+func TestNotifySocketRebindAfterClose_RINPUT10(t *testing.T) {
+	s, err := ListenNotify(filepath.Join(t.TempDir(), "notify.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := s.Rebind(); ok || err != nil {
+		t.Fatalf("Rebind after Close = %v, %v; want false, nil", ok, err)
+	}
+	if _, err := os.Lstat(s.Path()); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("Rebind after Close left a socket file: %v", err)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"syscall"
 	"time"
 
@@ -36,18 +37,29 @@ func portInUse(addr string) bool {
 	return false
 }
 
-// waitPortFree waits, before a start, until the gateway's port is free, for PortWait at
-// most (R-CHILD-18): an old gateway or an orphan of it that still listens would make the
-// new one fail to bind and crash loop, or, with SO_REUSEPORT, run beside it. Requests are
-// answered meanwhile; a restart request joins pending. It returns the outcome that ends
-// this start (stopped, or port_in_use) and end=false when the port is free.
+// busyPorts returns the addresses of cfg.Ports that are still in use.
+func (s *Supervisor) busyPorts() []string {
+	var busy []string
+	for _, addr := range s.cfg.Ports {
+		if s.portBusy(addr) {
+			busy = append(busy, addr)
+		}
+	}
+	return busy
+}
+
+// waitPortFree waits, before a start, until the addresses the gateway binds are free, for
+// PortWait at most (R-CHILD-18): an old gateway or an orphan of it that still listens
+// would make the new one fail to bind and crash loop, or, with SO_REUSEPORT, run beside
+// it. Requests are answered meanwhile; a restart request joins pending. It returns the
+// outcome that ends this start (stopped, or port_in_use) and end=false when all are free.
 func (s *Supervisor) waitPortFree(ctx context.Context, pending []request) (outcome, []request, bool) {
-	addr := s.cfg.Port
-	if addr == "" || !s.portBusy(addr) {
+	busy := s.busyPorts()
+	if len(busy) == 0 {
 		return outcome{}, pending, false
 	}
 	s.log.Warn("the gateway's port is still in use; waiting for it to be released before starting the gateway",
-		zap.String("address", addr), zap.Duration("up_to", s.cfg.PortWait))
+		zap.Strings("address", busy), zap.Duration("up_to", s.cfg.PortWait), zap.String("from", s.cfg.PortsFrom))
 	deadline := time.Now().Add(s.cfg.PortWait)
 	delay := portPollMin
 	t := time.NewTimer(delay)
@@ -63,16 +75,17 @@ func (s *Supervisor) waitPortFree(ctx context.Context, pending []request) (outco
 				pending = append(pending, r)
 			}
 		case <-t.C:
-			if !s.portBusy(addr) {
-				s.log.Info("the gateway's port is free again", zap.String("address", addr))
+			if busy = s.busyPorts(); len(busy) == 0 {
+				s.log.Info("the gateway's port is free again", zap.Strings("address", s.cfg.Ports))
 				return outcome{}, pending, false
 			}
 			left := time.Until(deadline)
 			if left <= 0 {
 				e := api.Exit{Reason: api.ExitPortInUse, At: time.Now(),
-					Error: fmt.Sprintf("%s still in use after %s", addr, s.cfg.PortWait)}
+					Error: fmt.Sprintf("%s still in use after %s", strings.Join(busy, ", "), s.cfg.PortWait)}
 				s.log.Error("the gateway's port is still in use; not starting a second gateway on it",
-					zap.String("address", addr), zap.Duration("waited", s.cfg.PortWait))
+					zap.Strings("address", busy), zap.Duration("waited", s.cfg.PortWait),
+					zap.String("from", s.cfg.PortsFrom), zap.String("hint", portHint))
 				s.recordExit(e)
 				failRestarts(pending, "port in use: "+e.Error)
 				return outcome{exit: e}, nil, true
@@ -82,3 +95,7 @@ func (s *Supervisor) waitPortFree(ctx context.Context, pending []request) (outco
 		}
 	}
 }
+
+// portHint is the way out of a wait for a port that another process serves on purpose.
+const portHint = "if another process serves this port on purpose (a proxy, a health sidecar), " +
+	"set gateway.ports to the addresses the gateway itself binds, or gateway.ports: [] to start it without waiting"

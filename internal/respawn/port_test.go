@@ -2,10 +2,17 @@ package respawn
 
 import (
 	"net"
+	"slices"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/schedd/schedd/internal/api"
 )
@@ -20,12 +27,12 @@ func TestPortStillBound_RCHILD18(t *testing.T) {
 		var checks atomic.Int32
 		busy.Store(true)
 		cfg := testConfig()
-		cfg.Port = "127.0.0.1:18789"
+		cfg.Ports = []string{"127.0.0.1:18789"}
 		fs := newFakeStarter()
 		h := start(t, cfg, fs, WithPortBusy(func(addr string) bool {
 			checks.Add(1)
-			if addr != cfg.Port {
-				t.Errorf("checked %q, want %q", addr, cfg.Port)
+			if addr != cfg.Ports[0] {
+				t.Errorf("checked %q, want %q", addr, cfg.Ports[0])
 			}
 			return busy.Load()
 		}))
@@ -68,4 +75,61 @@ func TestPortInUse(t *testing.T) {
 	if portInUse(addr) {
 		t.Fatalf("%s is free but counts as in use", addr)
 	}
+}
+
+// TestPortsWaitOnlyForListed_RINPUT07 is R-INPUT-07 in the supervisor: the wait covers
+// exactly the addresses of Ports. With none (gateway.ports: []) nothing is checked and the
+// gateway starts at once, however busy its probe's port is; with two, the start waits
+// until both are free; the port_in_use line names the setting to change.
+func TestPortsWaitOnlyForListed_RINPUT07(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := testConfig()
+		cfg.Ports = []string{}
+		fs := newFakeStarter()
+		start(t, cfg, fs, WithPortBusy(func(addr string) bool {
+			t.Errorf("checked %q with no ports to wait for", addr)
+			return true
+		}))
+		fs.next(t)
+	})
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		busy := map[string]bool{"127.0.0.1:1": true, "[::1]:2": true}
+		var checked []string
+		cfg := testConfig()
+		cfg.Ports = []string{"127.0.0.1:1", "[::1]:2"}
+		cfg.PortsFrom = "gateway.ports"
+		core, logs := observer.New(zapcore.InfoLevel)
+		fs := newFakeStarter()
+		h := start(t, cfg, fs, WithLogger(zap.New(core)), WithPortBusy(func(addr string) bool {
+			mu.Lock()
+			defer mu.Unlock()
+			checked = append(checked, addr)
+			return busy[addr]
+		}))
+		h.sleepTo(10 * time.Second)
+		fs.none(t)
+		st := h.sup.Status()
+		if st.LastExit == nil || st.LastExit.Reason != api.ExitPortInUse || !strings.Contains(st.LastExit.Error, "127.0.0.1:1, [::1]:2") {
+			t.Fatalf("after the wait: last_exit %+v, want port_in_use naming both", st.LastExit)
+		}
+		errs := logs.FilterLevelExact(zapcore.ErrorLevel).All()
+		if len(errs) != 1 || !strings.Contains(errs[0].ContextMap()["hint"].(string), "gateway.ports: []") ||
+			errs[0].ContextMap()["from"] != "gateway.ports" {
+			t.Fatalf("port_in_use log %+v, want one ERROR naming gateway.ports", errs)
+		}
+		mu.Lock()
+		busy["127.0.0.1:1"] = false
+		mu.Unlock()
+		h.sleepTo(20 * time.Second)
+		fs.none(t) // [::1]:2 is still held
+		mu.Lock()
+		busy["[::1]:2"] = false
+		if !slices.Contains(checked, "[::1]:2") || slices.ContainsFunc(checked, func(a string) bool { return !slices.Contains(cfg.Ports, a) }) {
+			t.Errorf("checked %q, want only %q", checked, cfg.Ports)
+		}
+		mu.Unlock()
+		h.sleepTo(22 * time.Second)
+		fs.next(t)
+	})
 }

@@ -287,16 +287,17 @@ func TestRealDeathBySignal(t *testing.T) {
 // TestRealNeverReady is R-CHILD-07: no READY=1 within the timeout is a failed start: the
 // gateway is stopped and started again, and readiness_timeout is recorded.
 func TestRealNeverReady(t *testing.T) {
-	pids := filepath.Join(t.TempDir(), "pids")
-	cfg := realConfig(t, "pid-file="+pids)
+	cfg := realConfig(t)
 	cfg.Readiness = Readiness{Notify: true, Timeout: 300 * time.Millisecond}
 	h := runReal(t, cfg, true)
 	st := h.waitFor("a readiness timeout", func(st api.Gateway) bool { return st.LastExit != nil })
 	if st.LastExit.Reason != api.ExitReadinessTimeout || !st.ReadySince.IsZero() {
 		t.Fatalf("status %+v last_exit %+v", st, st.LastExit)
 	}
-	first := readPIDs(t, pids)[0]
-	h.waitFor("the next start", func(api.Gateway) bool { return len(readPIDs(t, pids)) >= 2 })
+	// The pid from the exit record: on a loaded machine the process may be stopped before
+	// it has run far enough to write a pid file.
+	first := st.LastExit.PID
+	h.waitFor("the next start", func(st api.Gateway) bool { return st.PID != 0 && st.PID != first })
 	if alive(first) {
 		t.Fatalf("the gateway that never became ready (pid %d) is still alive", first)
 	}

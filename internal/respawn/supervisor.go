@@ -370,7 +370,7 @@ func (s *Supervisor) runOnce(ctx context.Context, pending []request) outcome {
 	}
 	pid := proc.PID()
 	s.recordPID(proc)
-	s.update(func(st *api.Gateway) { st.PID = pid })
+	s.update(func(st *api.Gateway) { st.PID = pid; st.DownSince = time.Time{} })
 	s.log.Info("gateway started", zap.Int("pid", pid), zap.Strings("command", s.cfg.Argv))
 
 	l := &life{s: s, proc: proc, out: output, pid: pid, prevPID: prev, pending: pending}
@@ -495,11 +495,15 @@ func (s *Supervisor) wait(ctx context.Context, d time.Duration, pending []reques
 }
 
 func (s *Supervisor) stopped() {
+	now := time.Now()
 	s.update(func(st *api.Gateway) {
 		st.State = api.GatewayStopped
 		st.PID = 0
 		st.NextStartAt = time.Time{}
 		st.ReadySince = time.Time{}
+		if st.DownSince.IsZero() {
+			st.DownSince = now
+		}
 	})
 }
 
@@ -516,8 +520,23 @@ func (s *Supervisor) update(f func(*api.Gateway)) {
 	}
 }
 
+// recordExit records how a gateway process, or an attempt to start one, ended. Nothing
+// runs now: what the process said of itself (its STATUS= text, its in-flight count) and
+// its ready time go with it, and the gateway is down since its exit, or since the first
+// attempt when no process ran since the last one.
 func (s *Supervisor) recordExit(e api.Exit) {
-	s.update(func(st *api.Gateway) { st.LastExit = &e })
+	s.update(func(st *api.Gateway) {
+		st.LastExit = &e
+		st.ReadySince = time.Time{}
+		st.StatusText = ""
+		st.Inflight = nil
+		if st.DownSince.IsZero() {
+			st.DownSince = e.At
+			if st.PID == 0 && !st.StartedAt.IsZero() { // no process: since this attempt began
+				st.DownSince = st.StartedAt
+			}
+		}
+	})
 }
 
 // healthy is called once the gateway has been ready for ResetAfter.

@@ -361,14 +361,17 @@ func TestLongDrain_RCHILD11(t *testing.T) {
 		if sigs := p.sigs(); len(sigs) != 1 || sigs[0].sig != syscall.SIGTERM {
 			t.Fatalf("signals %v during a drain within the timeout, want SIGTERM only", sigs)
 		}
+		if st := h.sup.Status(); st.StatusText != "draining" {
+			t.Fatalf("status text %q while stopping, want the gateway's STATUS=draining", st.StatusText)
+		}
 		p.exitCode(0)
 		if err := <-h.done; err != nil {
 			t.Fatal(err)
 		}
 		h.done <- nil // for the cleanup
 		st := h.sup.Status()
-		if st.LastExit == nil || st.LastExit.Reason != api.ExitStop || st.StatusText != "draining" {
-			t.Fatalf("status %+v last_exit %+v, want an accepted stop", st, st.LastExit)
+		if st.LastExit == nil || st.LastExit.Reason != api.ExitStop || st.StatusText != "" {
+			t.Fatalf("status %+v last_exit %+v, want an accepted stop, the status text gone with the process", st, st.LastExit)
 		}
 		want := []time.Duration{30*time.Second + groupCleanupTimeout, 20*time.Second + groupCleanupTimeout}
 		if !slices.Equal(waits, want) {

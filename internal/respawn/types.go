@@ -90,10 +90,13 @@ type Config struct {
 	// schedd can stop a gateway this one could not (R-SUP-01).
 	PIDFile string
 
-	// Port is the local host:port the gateway listens on ("" = unknown). Before each start
-	// schedd waits up to PortWait (default 10s) for it to be free.
-	Port     string
-	PortWait time.Duration
+	// Ports are the TCP addresses the gateway binds (host:port). Before each start schedd
+	// waits up to PortWait (default 10s) for every one of them to be free; none, no wait.
+	// PortsFrom says where the list came from, for the log line of a port that stays busy
+	// (the setting to change).
+	Ports     []string
+	PortsFrom string
+	PortWait  time.Duration
 
 	StopSignal  os.Signal     // default SIGTERM
 	StopTimeout time.Duration // then SIGKILL to the whole group; default 30s

@@ -506,10 +506,13 @@ func (s *run) finished(rr runResult) {
 	c := s.c
 	s.running = false
 	res := rr.res
-	if res.OK {
+	switch {
+	case res.OK:
 		c.log.Info("restart done", zap.String("reason", res.Reason), zap.Int("pid", res.PID),
 			zap.Int("previous_pid", res.PreviousPID), zap.Int64("duration_ms", res.DurationMs))
-	} else {
+	case s.ctx.Err() != nil: // schedd stops: the stop ended the restart, nothing failed
+		c.log.Info("restart ended by the stop", zap.String("reason", res.Reason), zap.String("detail", res.Error))
+	default:
 		c.log.Error("restart failed; the crash backoff takes over", zap.String("reason", res.Reason),
 			zap.String("error", res.Error))
 	}
