@@ -78,6 +78,11 @@ type Gateway struct {
 	// it stays in state failed until a restart request or a config reload (OpenClaw's 78,
 	// a configuration error). Default none.
 	NoRestartExitCodes []int `yaml:"no_restart_exit_codes"`
+	// Sockets are listening sockets schedd creates (or takes from its own service manager)
+	// before the first start and keeps for its whole life; every start of the gateway gets
+	// them with systemd's protocol (LISTEN_FDS, LISTEN_PID, LISTEN_FDNAMES, fds from 3).
+	// Unix only. Default none.
+	Sockets []Socket `yaml:"sockets"`
 }
 
 // Stop is the graceful stop: Signal to the process group (or the gateway's own pid, with
@@ -251,6 +256,10 @@ type Restart struct {
 	SignalDownWait Duration `yaml:"signal_down_wait"`
 	// DeferUntilIdle postpones a restart until the gateway is idle, with a ceiling.
 	DeferUntilIdle DeferUntilIdle `yaml:"defer_until_idle"`
+	// Overlap starts the new gateway on the shared gateway.sockets while the old one keeps
+	// serving, and stops the old one only once the new one is ready (respawn method, notify
+	// readiness and gateway.sockets only). Default false.
+	Overlap bool `yaml:"overlap"`
 }
 
 // DeferUntilIdle polls Idle every Poll until the gateway is idle or MaxWait has passed (then

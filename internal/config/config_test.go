@@ -289,7 +289,7 @@ deliveries:
 	}
 	// Only x- keys at the top level are ignored.
 	_, err := Parse("f.yaml", []byte("gateway: {command: [gw], x-note: 1}\n"))
-	want := "f.yaml:1:26: gateway.x-note: unknown key (known keys: command, env, workdir, readiness, liveness, stop, backoff, crash_loop, output, no_restart_exit_codes)"
+	want := "f.yaml:1:26: gateway.x-note: unknown key (known keys: command, env, workdir, readiness, liveness, stop, backoff, crash_loop, output, no_restart_exit_codes, sockets)"
 	if err == nil || err.Error() != want {
 		t.Fatalf("got %v, want %s", err, want)
 	}

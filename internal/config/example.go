@@ -65,6 +65,15 @@ gateway:
     keep_lines: 1000            # latest lines kept in memory for "schedd logs" (1 to 100000)
   no_restart_exit_codes: []  # exit codes (1 to 255) that mean "do not restart", e.g. [78]:
                              # state failed until "schedd restart" or a config reload
+  sockets:                   # listening sockets schedd holds for the gateway's whole life and
+                             # passes to every start (LISTEN_FDS, fds from 3); unix only:
+    # - name: web            # its LISTEN_FDNAMES name
+    #   listen: "127.0.0.1:8089"   # or "[::]:443", "unix:/run/gw.sock"
+    #   backlog: 4096        # 1 to 65535; default the system's maximum
+    #   mode: "0660"         # unix sockets: file mode and owner ("user" or "user:group")
+    #   owner: "gw:gw"
+    # - name: api
+    #   from: api            # pass on a socket schedd itself was started with (.socket unit)
 
 # Restart requests: SIGUSR1, "schedd restart", the control API, a changed gateway command.
 restart:
@@ -73,6 +82,8 @@ restart:
   delay: 2s                # wait before restarting (0s to 60s); requests meanwhile are merged
   method: respawn          # respawn (stop, then start a fresh process) or signal
   signal: SIGHUP           # what method signal sends to the gateway
+  overlap: false           # start the new gateway beside the old one on gateway.sockets and stop
+                           # the old one once the new one sent READY=1 (respawn, notify readiness)
   signal_down_wait: 5s     # method signal with an http/tcp/exec readiness probe: done only once
                            # the probe failed (within this) and passed again; 0 = just a pass
   defer_until_idle:        # postpone a restart until the gateway is idle

@@ -60,7 +60,12 @@ func SupervisorConfig(c *config.Config, environ []string) (respawn.Config, error
 			rc.Liveness.Probe = checker(*l, environ)
 		}
 	}
-	rc.Port = gatewayPort(g)
+	if len(g.Sockets) == 0 {
+		// schedd holds the gateway.sockets itself: their ports are always in use, and no
+		// old gateway can keep the new one from serving on them.
+		rc.Port = gatewayPort(g)
+	}
+	rc.Overlap = c.Restart.Overlap
 	rc.SignalDownWait = c.Restart.SignalDownWait.D()
 	return rc, nil
 }

@@ -393,12 +393,17 @@ func (s *Supervisor) start() (Proc, *outputLogger, error) {
 		set["WATCHDOG_USEC"] = strconv.FormatInt(s.cfg.Liveness.Watchdog.Microseconds(), 10)
 	}
 	out := newOutputLogger(s.log.Named("gateway"), s.cfg.MaxLinesPerSecond, s.ring)
-	proc, err := s.starter.Start(platform.Command{
+	cmd := platform.Command{
 		Argv:   s.cfg.Argv,
 		Env:    platform.ChildEnv(platform.WithoutKeys(s.cfg.BaseEnv, s.cfg.Unset), set),
 		Dir:    s.cfg.Dir,
 		Output: out.line,
-	})
+	}
+	for _, sock := range s.cfg.Sockets {
+		cmd.ExtraFiles = append(cmd.ExtraFiles, sock.File)
+		cmd.ListenNames = append(cmd.ListenNames, sock.Name)
+	}
+	proc, err := s.starter.Start(cmd)
 	if err != nil {
 		out.started(0)
 		return nil, nil, err

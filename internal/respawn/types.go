@@ -70,6 +70,12 @@ type Liveness struct {
 	Failures int
 }
 
+// Socket is one listening socket passed to the gateway, under its LISTEN_FDNAMES name.
+type Socket struct {
+	Name string
+	File *os.File
+}
+
 // Config is everything the supervisor needs to run one gateway.
 type Config struct {
 	Argv    []string
@@ -89,6 +95,14 @@ type Config struct {
 	// PIDFile, when set, holds the running gateway's pid and start time, so that the next
 	// schedd can stop a gateway this one could not (R-SUP-01).
 	PIDFile string
+
+	// Sockets are listening sockets every start passes on with systemd's protocol (fds
+	// from 3, LISTEN_FDS, LISTEN_FDNAMES, LISTEN_PID): the caller made them, keeps them
+	// open across starts and closes them. Unix only.
+	Sockets []Socket
+	// Overlap makes a restart start the new gateway on Sockets while the old one still
+	// serves, and stop the old one only once the new one is ready (restart.overlap).
+	Overlap bool
 
 	// Port is the local host:port the gateway listens on ("" = unknown). Before each start
 	// schedd waits up to PortWait (default 10s) for it to be free.
