@@ -293,3 +293,92 @@ func TestE2ESocketsFromOwnManager_RSOCK03(t *testing.T) {
 		t.Fatalf("gateway saw %q, want its own pid %d as LISTEN_PID", line, gwPID)
 	}
 }
+
+// TestE2EOverlapServesEverything_RSOCK04: with restart.overlap the new gateway starts on
+// the same socket while the old one serves (status names both), the old one is stopped
+// only once the new one is ready, and no request fails throughout.
+func TestE2EOverlapServesEverything_RSOCK04(t *testing.T) {
+	dir := shortDir(t)
+	addr := freeAddr(t)
+	lives := filepath.Join(dir, "lives")
+	cfg := writeConfig(t, fmt.Sprintf(`gateway:
+  readiness: {notify: {}, timeout: 10s}
+  sockets: [{name: web, listen: %q}]
+restart: {cooldown: 0s, delay: 0s, overlap: true}
+`, addr))
+	d := startDaemon(t, daemonOpts{args: []string{"--config", cfg},
+		gateway: []string{"sockets", "ready", "ready-delay=500ms", "life-file=" + lives}})
+	old := d.waitFor("ready", func(g api.Gateway) bool { return g.State == api.GatewayReady }).Gateway.PID
+	l := startLoad(addr, 8)
+	time.Sleep(200 * time.Millisecond)
+	if code, out, errOut := cli("restart", "--now", "--socket", d.socket); code != 0 {
+		t.Fatalf("restart: %d %s %s", code, out, errOut)
+	}
+	during := d.waitFor("the new gateway beside the old one", func(g api.Gateway) bool { return g.NextPID != 0 }).Gateway
+	if during.PID != old || during.State != api.GatewayReady {
+		t.Fatalf("during the overlap: %+v; want the old pid %d still ready", during, old)
+	}
+	next := d.waitFor("the new gateway", func(g api.Gateway) bool {
+		return g.PID == during.NextPID && g.State == api.GatewayReady && g.DrainingPID == 0 && g.NextPID == 0
+	}).Gateway.PID
+	time.Sleep(300 * time.Millisecond)
+	pids, fails := l.end()
+	if len(fails) > 0 {
+		t.Fatalf("%d requests failed during the overlapping restart, the first: %v", len(fails), fails[0])
+	}
+	if pids[old] == 0 || pids[next] == 0 {
+		t.Fatalf("answers by pid %v; want both %d and %d", pids, old, next)
+	}
+	var oldExit, nextStart int64
+	for _, ls := range readLives(t, lives) {
+		switch ls.pid {
+		case old:
+			oldExit = ls.exit
+		case next:
+			nextStart = ls.start
+		}
+	}
+	if oldExit == 0 || nextStart == 0 || time.Duration(oldExit-nextStart) < 500*time.Millisecond {
+		t.Fatalf("old exit %d, new start %d: the old one must be stopped only once the new one is ready (500ms)", oldExit, nextStart)
+	}
+	st, _ := d.status()
+	if st.Restart.Last == nil || !st.Restart.Last.OK || st.Restart.Last.PID != next || st.Restart.Last.PreviousPID != old {
+		t.Fatalf("restart.last = %+v", st.Restart.Last)
+	}
+}
+
+// TestE2EOverlapNewNeverReady_RSOCK05: when the new gateway of an overlapping restart is
+// not ready in time, it is stopped, the old one keeps serving (same pid, ready, answering)
+// and the restart reports failed.
+func TestE2EOverlapNewNeverReady_RSOCK05(t *testing.T) {
+	dir := shortDir(t)
+	addr := freeAddr(t)
+	noReady := filepath.Join(dir, "no-ready")
+	cfg := writeConfig(t, fmt.Sprintf(`gateway:
+  readiness: {notify: {}, timeout: 1s}
+  sockets: [{name: web, listen: %q}]
+restart: {cooldown: 0s, delay: 0s, overlap: true}
+`, addr))
+	d := startDaemon(t, daemonOpts{args: []string{"--config", cfg},
+		gateway: []string{"sockets", "ready", "no-ready-if=" + noReady}})
+	old := d.waitFor("ready", func(g api.Gateway) bool { return g.State == api.GatewayReady }).Gateway.PID
+	if err := os.WriteFile(noReady, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := cli("restart", "--now", "--wait", "--socket", d.socket)
+	if code != exitFailure || !strings.Contains(errOut, "was not ready within 1s") {
+		t.Fatalf("restart --wait: %d %q %q; want exit 1 saying the new gateway was not ready", code, out, errOut)
+	}
+	st, _ := d.status()
+	if st.Gateway.PID != old || st.Gateway.State != api.GatewayReady || st.Gateway.NextPID != 0 {
+		t.Fatalf("after the failed restart: %+v; want the old pid %d ready", st.Gateway, old)
+	}
+	if st.Restart.Last == nil || st.Restart.Last.OK {
+		t.Fatalf("restart.last = %+v, want a failure", st.Restart.Last)
+	}
+	for range 5 {
+		if pid, err := get(addr, 5*time.Second); err != nil || pid != old {
+			t.Fatalf("request after the failed restart: pid %d, %v; want the old %d", pid, err, old)
+		}
+	}
+}

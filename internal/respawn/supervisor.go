@@ -55,8 +55,9 @@ type Supervisor struct {
 	// Owned by the Run goroutine.
 	failures  []time.Time // failure times within the crash-loop window
 	crashLoop bool
-	started   int // processes started so far
-	lastPID   int // the pid of the previous gateway
+	started   int         // processes started so far
+	lastPID   int         // the pid of the previous gateway
+	successor *successor // started by an overlapping restart: the next runOnce takes it
 }
 
 // Option changes how a Supervisor is built; tests use them to inject seams.
@@ -346,6 +347,10 @@ func (s *Supervisor) runOnce(ctx context.Context, pending []request) outcome {
 	if s.started > 1 {
 		s.update(func(st *api.Gateway) { st.Restarts++ })
 	}
+	if next := s.successor; next != nil {
+		s.successor = nil
+		return s.adopt(ctx, next, prev, pending)
+	}
 	s.update(func(st *api.Gateway) {
 		st.State = api.GatewayStarting
 		st.PID = 0
@@ -374,6 +379,21 @@ func (s *Supervisor) runOnce(ctx context.Context, pending []request) outcome {
 	s.log.Info("gateway started", zap.Int("pid", pid), zap.Strings("command", s.cfg.Argv))
 
 	l := &life{s: s, proc: proc, out: output, pid: pid, prevPID: prev, pending: pending}
+	return l.run(ctx)
+}
+
+// adopt supervises the gateway an overlapping restart started, once its predecessor is
+// gone: already ready when it said so before the predecessor was stopped.
+func (s *Supervisor) adopt(ctx context.Context, next *successor, prev int, pending []request) outcome {
+	pid := next.proc.PID()
+	s.recordPID(next.proc)
+	s.update(func(st *api.Gateway) {
+		st.PID, st.DrainingPID, st.NextStartAt = pid, 0, time.Time{}
+		if !next.ready {
+			st.State, st.StartedAt, st.ReadySince, st.StatusText, st.Inflight = api.GatewayStarting, next.startedAt, time.Time{}, "", nil
+		}
+	})
+	l := &life{s: s, proc: next.proc, out: next.out, pid: pid, prevPID: prev, pending: pending, preReady: next.ready}
 	return l.run(ctx)
 }
 
