@@ -3,6 +3,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net"
@@ -165,7 +166,9 @@ func TestE2ESocketsListenPID_RSOCK01(t *testing.T) {
 	if line != want {
 		t.Fatalf("gateway saw %q, want %q", line, want)
 	}
-	c := &http.Client{Transport: &http.Transport{Dial: func(string, string) (net.Conn, error) { return net.Dial("unix", sock) }}}
+	c := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "unix", sock)
+	}}}
 	resp, err := c.Get("http://gw/")
 	if err != nil {
 		t.Fatalf("request on the unix socket: %v", err)

@@ -55,8 +55,8 @@ type Supervisor struct {
 	// Owned by the Run goroutine.
 	failures  []time.Time // failure times within the crash-loop window
 	crashLoop bool
-	started   int         // processes started so far
-	lastPID   int         // the pid of the previous gateway
+	started   int        // processes started so far
+	lastPID   int        // the pid of the previous gateway
 	successor *successor // started by an overlapping restart: the next runOnce takes it
 }
 
