@@ -39,6 +39,7 @@ const atMaxYAML = `gateway:
   crash_loop: {failures: {{CrashLoop.failures}}, window: {{CrashLoop.window}}}
   output: {max_lines_per_second: {{Output.max_lines_per_second}}, keep_lines: {{Output.keep_lines}}}
   no_restart_exit_codes: [{{Gateway.no_restart_exit_codes}}]
+  sockets: [{name: web, listen: "unix:{{sockdir}}/gw.sock", backlog: {{Socket.backlog}}}]
 restart:
   cooldown: {{Restart.cooldown}}
   delay: {{Restart.delay}}
@@ -180,7 +181,7 @@ func TestE2EEveryNumberAtItsMaximum_RINPUT02(t *testing.T) {
 		}
 	}
 	t.Run("sqlite", func(t *testing.T) {
-		d := run(t, sqlite)
+		d := run(t, strings.Replace(sqlite, "{{sockdir}}", t.TempDir(), 1))
 		if st, err := d.status(); err != nil || st.Cron == nil || st.Cron.Workers != 1000 || st.Cron.QueueSize != 1_000_000 {
 			t.Fatalf("status: %v, cron %+v", err, st.Cron)
 		}

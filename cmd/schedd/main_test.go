@@ -4,6 +4,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/schedd/schedd/internal/platform"
 	"github.com/schedd/schedd/internal/queue/pgstore/pgtest"
 )
 
@@ -11,6 +12,7 @@ import (
 const daemonEnv = "SCHEDD_TEST_AS_SCHEDD"
 
 func TestMain(m *testing.M) {
+	platform.ListenExecMain()
 	maybeRunFakeGateway()
 	if os.Getenv(daemonEnv) == "1" {
 		os.Exit(Main(os.Args[1:], os.Stdout, os.Stderr))

@@ -79,6 +79,7 @@ func (o *runOptions) run(cmd *cobra.Command, args []string) error {
 	if err := daemon.AwaitPredecessor(log); err != nil { // a successor of `schedd restart --daemon`
 		return ignorePredecessorKept(err)
 	}
+	inherited := platform.InheritedSockets() // gateway.sockets may pass them on (from:)
 	if err := platform.CloseInheritedOnExec(); err != nil {
 		log.Warn("could not mark inherited descriptors close-on-exec; the gateway may inherit them", zap.Error(err))
 	}
@@ -122,7 +123,11 @@ func (o *runOptions) run(cmd *cobra.Command, args []string) error {
 		Environ:        os.Environ(),
 		LogLevel:       level,
 		Reload:         o.reloader(args),
+		Inherited:      inherited,
 	})
+	if _, ok := errors.AsType[*config.Error](err); ok {
+		return withCode(exitConfig, err) // a gateway socket that could not be made
+	}
 	if _, ok := errors.AsType[*platform.LockedError](err); ok {
 		return withCode(exitLocked, fmt.Errorf("%w; stop it first, or give this one another --state-dir", err))
 	}

@@ -5,6 +5,9 @@
 // (POST /hooks/deliver) and the runs of a cron job's http action (POST /hooks/cron), and
 // logs each one.
 //
+// It serves on the sockets it inherits with systemd's protocol (schedd's gateway.sockets,
+// as the demo config gives them) and otherwise listens on --listen itself.
+//
 //	go build -o bin/ ./examples/gateway
 //	schedd run -- bin/gateway --listen 127.0.0.1:8089
 //	schedd run --config examples/demo.yaml   # what `make demo` runs
@@ -18,7 +21,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -63,17 +65,11 @@ func main() {
 	mux.HandleFunc("POST /hooks/heartbeat", heartbeat)
 	mux.HandleFunc("POST /hooks/deliver", hook("delivery"))
 	mux.HandleFunc("POST /hooks/cron", hook("cron run"))
-	ln, err := net.Listen("tcp", *listen)
-	if err != nil {
-		log.Fatalf("listen: %v", err)
-	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Fatalf("serve: %v", err)
-		}
-	}()
-	log.Printf("serving on http://%s", ln.Addr())
+	lns := listeners(*listen)
+	ln := lns[0]
+	srv := newServer(mux, lns)
+	srv.serve()
+	log.Printf("serving on http://%s (%d socket(s))", ln.Addr(), len(lns))
 	notify("READY=1\nSTATUS=serving on " + ln.Addr().String())
 
 	// Feed the watchdog if schedd asked for one (gateway.liveness: {notify: {}}).
@@ -103,11 +99,7 @@ func main() {
 		case <-ctx.Done():
 			log.Printf("stopping")
 			notify("STOPPING=1")
-			sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			if err := srv.Shutdown(sctx); err != nil {
-				log.Printf("shutdown: %v", err)
-			}
+			srv.drain(10 * time.Second)
 			return
 		}
 	}

@@ -73,6 +73,11 @@ type Gateway struct {
 	LastExit   *Exit     `json:"last_exit"`
 	StatusText string    `json:"status_text"` // the gateway's own STATUS=; cleared when it exits
 	Inflight   *int      `json:"inflight"`    // the gateway's X_SCHEDD_INFLIGHT; cleared when it exits
+	// NextPID is the new gateway of an overlapping restart (restart.overlap) while it
+	// starts beside the one that serves; DrainingPID the old one while it drains after
+	// the new one took over. 0 otherwise.
+	NextPID     int `json:"next_pid,omitempty"`
+	DrainingPID int `json:"draining_pid,omitempty"`
 }
 
 // gatewayJSON is Gateway as it is written: unset times and a zero pid are null.
@@ -88,13 +93,16 @@ type gatewayJSON struct {
 	LastExit            *Exit        `json:"last_exit"`
 	StatusText          string       `json:"status_text"`
 	Inflight            *int         `json:"inflight"`
+	NextPID             int          `json:"next_pid,omitempty"`
+	DrainingPID         int          `json:"draining_pid,omitempty"`
 }
 
 // MarshalJSON writes unset times and a zero pid as null.
 func (g Gateway) MarshalJSON() ([]byte, error) {
 	j := gatewayJSON{State: g.State, StartedAt: optTime(g.StartedAt), ReadySince: optTime(g.ReadySince),
 		Restarts: g.Restarts, ConsecutiveFailures: g.ConsecutiveFailures, NextStartAt: optTime(g.NextStartAt),
-		DownSince: optTime(g.DownSince), LastExit: g.LastExit, StatusText: g.StatusText, Inflight: g.Inflight}
+		DownSince: optTime(g.DownSince), LastExit: g.LastExit, StatusText: g.StatusText, Inflight: g.Inflight,
+		NextPID: g.NextPID, DrainingPID: g.DrainingPID}
 	if g.PID != 0 {
 		j.PID = &g.PID
 	}
@@ -109,7 +117,8 @@ func (g *Gateway) UnmarshalJSON(b []byte) error {
 	}
 	*g = Gateway{State: j.State, StartedAt: derefTime(j.StartedAt), ReadySince: derefTime(j.ReadySince),
 		Restarts: j.Restarts, ConsecutiveFailures: j.ConsecutiveFailures, NextStartAt: derefTime(j.NextStartAt),
-		DownSince: derefTime(j.DownSince), LastExit: j.LastExit, StatusText: j.StatusText, Inflight: j.Inflight}
+		DownSince: derefTime(j.DownSince), LastExit: j.LastExit, StatusText: j.StatusText, Inflight: j.Inflight,
+		NextPID: j.NextPID, DrainingPID: j.DrainingPID}
 	if j.PID != nil {
 		g.PID = *j.PID
 	}

@@ -72,6 +72,7 @@ func (k *checker) errf(path, format string, args ...any) {
 func (k *checker) all() {
 	k.gateway()
 	k.restart()
+	k.sockets()
 	k.heartbeat()
 	k.deliveries()
 	k.cron()

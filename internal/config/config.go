@@ -84,6 +84,11 @@ type Gateway struct {
 	// the port the readiness or liveness probe names, if it is a local one; a pointer to an
 	// empty list turns the wait off.
 	Ports *[]string `yaml:"ports,omitempty"`
+	// Sockets are listening sockets schedd creates (or takes from its own service manager)
+	// before the first start and keeps for its whole life; every start of the gateway gets
+	// them with systemd's protocol (LISTEN_FDS, LISTEN_PID, LISTEN_FDNAMES, fds from 3).
+	// Unix only. Default none.
+	Sockets []Socket `yaml:"sockets"`
 }
 
 // Stop is the graceful stop: Signal to the process group (or the gateway's own pid, with
@@ -257,6 +262,10 @@ type Restart struct {
 	SignalDownWait Duration `yaml:"signal_down_wait"`
 	// DeferUntilIdle postpones a restart until the gateway is idle, with a ceiling.
 	DeferUntilIdle DeferUntilIdle `yaml:"defer_until_idle"`
+	// Overlap starts the new gateway on the shared gateway.sockets while the old one keeps
+	// serving, and stops the old one only once the new one is ready (respawn method, notify
+	// readiness and gateway.sockets only). Default false.
+	Overlap bool `yaml:"overlap"`
 }
 
 // DeferUntilIdle polls Idle every Poll until the gateway is idle or MaxWait has passed (then

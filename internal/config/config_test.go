@@ -289,7 +289,7 @@ deliveries:
 	}
 	// Only x- keys at the top level are ignored.
 	_, err := Parse("f.yaml", []byte("gateway: {command: [gw], x-note: 1}\n"))
-	want := "f.yaml:1:26: gateway.x-note: unknown key (known keys: command, env, workdir, readiness, liveness, stop, backoff, crash_loop, output, no_restart_exit_codes, ports)"
+	want := "f.yaml:1:26: gateway.x-note: unknown key (known keys: command, env, workdir, readiness, liveness, stop, backoff, crash_loop, output, no_restart_exit_codes, ports, sockets)"
 	if err == nil || err.Error() != want {
 		t.Fatalf("got %v, want %s", err, want)
 	}

@@ -72,7 +72,17 @@ gateway:
   # ports: ["127.0.0.1:18789"]  # TCP addresses the gateway binds; before each start schedd
                              # waits up to 10s for them to be free, else the start fails as
                              # port_in_use. Unset: the port the readiness or liveness probe
-                             # names (a local one); [] turns the wait off
+                             # names (a local one), none with sockets below;
+                             # [] turns the wait off
+  sockets:                   # listening sockets schedd holds for the gateway's whole life and
+                             # passes to every start (LISTEN_FDS, fds from 3); unix only:
+    # - name: web            # its LISTEN_FDNAMES name
+    #   listen: "127.0.0.1:8089"   # or "[::]:443", "unix:/run/gw.sock"
+    #   backlog: 4096        # 1 to 65535; default the system's maximum
+    #   mode: "0660"         # unix sockets: file mode and owner ("user" or "user:group")
+    #   owner: "gw:gw"
+    # - name: api
+    #   from: api            # pass on a socket schedd itself was started with (.socket unit)
 
 # Restart requests: SIGUSR1, "schedd restart", the control API, a changed gateway command.
 restart:
@@ -81,6 +91,8 @@ restart:
   delay: 2s                # wait before restarting (up to 1m); requests meanwhile are merged
   method: respawn          # respawn (stop, then start a fresh process) or signal
   signal: SIGHUP           # what method signal sends to the gateway
+  overlap: false           # start the new gateway beside the old one on gateway.sockets and stop
+                           # the old one once the new one sent READY=1 (respawn, notify readiness)
   signal_down_wait: 5s     # method signal with an http/tcp/exec readiness probe: done only once
                            # the probe failed (within this, up to 1h) and passed again;
                            # 0 = just a pass

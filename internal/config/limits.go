@@ -58,6 +58,7 @@ var limits = map[string]limit{
 	"CrashLoop.window":              positiveDur(day),
 	"Output.keep_lines":             ints(0, MaxKeepLines), // 0 only in a Config built in code
 	"Gateway.no_restart_exit_codes": ints(1, 255),
+	"Socket.backlog":                ints(0, MaxSocketBacklog), // 0: the system's maximum
 	// 0 only in a Config built in code.
 	"Output.max_lines_per_second": ints(0, 1_000_000),
 

@@ -29,6 +29,7 @@ const rangesDoc = `gateway:
   crash_loop: {failures: 1, window: 1s}
   output: {max_lines_per_second: 1, keep_lines: 1}
   no_restart_exit_codes: [1]
+  sockets: [{name: web, listen: "127.0.0.1:1", backlog: 1}]
 restart:
   cooldown: 1s
   delay: 1s

@@ -62,6 +62,7 @@ func SupervisorConfig(c *config.Config, environ []string) (respawn.Config, error
 		}
 	}
 	rc.Ports, rc.PortsFrom = gatewayPorts(g)
+	rc.Overlap = c.Restart.Overlap
 	rc.SignalDownWait = c.Restart.SignalDownWait.D()
 	return rc, nil
 }
@@ -72,6 +73,11 @@ func SupervisorConfig(c *config.Config, environ []string) (respawn.Config, error
 func gatewayPorts(g config.Gateway) ([]string, string) {
 	if g.Ports != nil {
 		return slices.Clone(*g.Ports), "gateway.ports"
+	}
+	if len(g.Sockets) > 0 {
+		// schedd holds the gateway.sockets itself: their ports are always in use, and no
+		// old gateway can keep the new one from serving on them.
+		return nil, ""
 	}
 	if addr, from := gatewayPort(g); addr != "" {
 		return []string{addr}, from + " (gateway.ports is not set)"

@@ -57,6 +57,9 @@ type Options struct {
 	Reload func() (*config.Config, error)
 	// LogLevel, when set, follows log.level on reload.
 	LogLevel *zap.AtomicLevel
+	// Inherited are the listening sockets schedd's own service manager gave it, by their
+	// LISTEN_FDNAMES name (platform.InheritedSockets); gateway.sockets may pass them on.
+	Inherited map[string]*os.File
 }
 
 // Daemon is one running schedd.
@@ -76,6 +79,7 @@ type Daemon struct {
 	interrupted atomic.Pointer[restartRecord]
 
 	notifyPath string // the gateway's NOTIFY_SOCKET ("" when unsupported)
+	sockets    *gatewaySockets
 
 	// components are the background parts beside the supervisor (heartbeats, deliveries,
 	// cron), added by the setup functions in their own files.
@@ -174,6 +178,12 @@ func (d *Daemon) run(ctx context.Context) error {
 	if mln != nil {
 		defer mln.Close()
 	}
+
+	d.sockets, err = openSockets(o.Config, o.Inherited)
+	if err != nil {
+		return err
+	}
+	defer d.sockets.close()
 
 	d.notifyPath = notifyPath
 	scfg, err := d.supervisorConfig(o.Config)

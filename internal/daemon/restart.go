@@ -44,6 +44,12 @@ func (d *Daemon) supervisorConfig(c *config.Config) (respawn.Config, error) {
 	scfg.NotifySocket = d.notifyPath
 	scfg.ControlSocket = d.opts.Socket
 	scfg.PIDFile = filepath.Join(d.opts.StateDir, "gateway.pid")
+	if d.sockets != nil {
+		scfg.Sockets = d.sockets.socks
+		if len(d.sockets.socks) == 0 {
+			scfg.Overlap = false // restart.overlap came with a reload: no sockets to share
+		}
+	}
 	return scfg, nil
 }
 
@@ -195,6 +201,7 @@ func (d *Daemon) reload() {
 	prev := d.cfg
 	d.cfg = next
 	d.mu.Unlock()
+	d.sockets.changed(d.log, next.Gateway.Sockets)
 	d.output.Resize(next.Gateway.Output.KeepLines)
 	for _, c := range d.components {
 		if c.reload == nil {

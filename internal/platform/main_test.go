@@ -19,6 +19,7 @@ const helperEnv = "SCHEDD_PLATFORM_HELPER"
 var testExe string
 
 func TestMain(m *testing.M) {
+	ListenExecMain()
 	if os.Getenv(helperEnv) == "1" {
 		os.Exit(runHelper(os.Args[1:]))
 	}

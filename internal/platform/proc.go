@@ -29,9 +29,13 @@ type Command struct {
 	// reading, so a flooding child never blocks; a slow Output slows the drainer, not the
 	// wait for the child.
 	Output func(s Stream, line []byte, cut int64)
-	// ExtraFiles are passed as fd 3.. (unix only; for later socket handoff). May be nil.
+	// ExtraFiles are passed as fd 3.. (unix only). May be nil.
 	// The caller keeps ownership and closes them.
 	ExtraFiles []*os.File
+	// ListenNames, when not empty, makes ExtraFiles (one name each) listening sockets
+	// passed with systemd's protocol: the child finds LISTEN_FDS, LISTEN_FDNAMES and its
+	// own pid as LISTEN_PID (set by a shim that execs it, see ListenExecMain). Unix only.
+	ListenNames []string
 }
 
 // MaxLine is the longest line handed to Command.Output; the rest of a longer line is

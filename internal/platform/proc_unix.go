@@ -43,6 +43,19 @@ func Start(cmd Command) (*Process, error) {
 	if err := checkDir(cmd.Dir); err != nil {
 		return nil, err
 	}
+	argv, env := cmd.Argv, envOrDefault(cmd.Env, os.Environ)
+	if len(cmd.ListenNames) > 0 {
+		if len(cmd.ListenNames) != len(cmd.ExtraFiles) {
+			return nil, &SpawnError{Op: "exec", Path: path, Err: fmt.Errorf("%d listen names for %d files", len(cmd.ListenNames), len(cmd.ExtraFiles))}
+		}
+		if path, argv, err = listenExec(path, argv); err != nil {
+			return nil, err
+		}
+		env = WithoutKeys(env, []string{"LISTEN_FDS", "LISTEN_FDNAMES", "LISTEN_PID"})
+		for k, v := range ListenFDsEnv(cmd.ListenNames) {
+			env = append(env, k+"="+v)
+		}
+	}
 	devnull, err := os.Open(os.DevNull)
 	if err != nil {
 		return nil, &SpawnError{Op: "stdin", Path: os.DevNull, Err: underlyingErr(err)}
@@ -60,13 +73,13 @@ func Start(cmd Command) (*Process, error) {
 	}
 	attr := &os.ProcAttr{
 		Dir:   cmd.Dir,
-		Env:   envOrDefault(cmd.Env, os.Environ),
+		Env:   env,
 		Files: append([]*os.File{devnull, outW, errW}, cmd.ExtraFiles...),
 		Sys:   sysProcAttr(),
 	}
 	p := &Process{done: make(chan struct{})}
 	started := make(chan error, 1)
-	go p.supervise(path, cmd.Argv, attr, started)
+	go p.supervise(path, argv, attr, started)
 	err = <-started
 	// The child holds its own copies of the write ends; ours must go so EOF can come.
 	outW.Close()

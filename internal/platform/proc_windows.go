@@ -41,7 +41,7 @@ func Start(cmd Command) (*Process, error) {
 	if err := checkDir(cmd.Dir); err != nil {
 		return nil, err
 	}
-	if len(cmd.ExtraFiles) > 0 {
+	if len(cmd.ExtraFiles) > 0 || len(cmd.ListenNames) > 0 {
 		return nil, &SpawnError{Op: "exec", Path: path, Err: fmt.Errorf("extra files: %w", ErrNotSupported)}
 	}
 	job, err := newJob()

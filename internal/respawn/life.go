@@ -35,6 +35,8 @@ type life struct {
 	startedAt time.Time
 	ready     bool
 	reloading bool // signalled to restart in process, waiting for RELOADING=1
+	handover  int  // the pid of the ready successor this gateway is stopped for (overlap)
+	preReady  bool // a successor that sent READY=1 before its predecessor was stopped
 
 	readyTimer *time.Timer // readiness deadline
 	readyc     chan struct{}
@@ -73,7 +75,7 @@ func (l *life) run(ctx context.Context) outcome {
 	defer l.finish()
 
 	rc := s.cfg.Readiness
-	if !rc.Notify && rc.Probe == nil {
+	if l.preReady || !rc.Notify && rc.Probe == nil {
 		l.becomeReady()
 	} else {
 		l.awaitReady(pctx, 0)
@@ -152,6 +154,10 @@ func (l *life) run(ctx context.Context) outcome {
 			switch {
 			case r.kind == reqReload && l.ready:
 				l.reload(pctx, r)
+			case r.kind == reqRestart && l.canOverlap():
+				if out, end := l.overlap(ctx, r); end {
+					return out
+				}
 			case r.kind == reqRestart || r.kind == reqReload:
 				l.pending = append(l.pending, r)
 				return l.stop(api.ExitRestart, "")
@@ -294,7 +300,7 @@ func (l *life) reload(ctx context.Context, r request) {
 	}
 	l.pending = append(l.pending, r)
 	rc := s.cfg.Readiness
-	if !rc.Notify && rc.Probe == nil {
+	if l.preReady || !rc.Notify && rc.Probe == nil {
 		l.becomeReady()
 		return
 	}
@@ -488,7 +494,19 @@ func (l *life) exited() outcome {
 // pid with StopMain), SIGKILL to the whole group at the stop timeout (or at once when Kill escalates), then every straggler in the group.
 func (l *life) stop(reason api.ExitReason, detail string) outcome {
 	s := l.s
-	s.update(func(st *api.Gateway) { st.State = api.GatewayStopping })
+	if l.handover != 0 {
+		// The new gateway serves already: it is the gateway now; this one drains.
+		next, now := l.handover, time.Now()
+		s.update(func(st *api.Gateway) {
+			st.PID, st.NextPID, st.DrainingPID = next, 0, l.pid
+			st.StartedAt, st.ReadySince, st.StatusText, st.Inflight = now, now, "", nil
+		})
+		if s.onState != nil { // ready throughout, yet a new gateway: a restart ended here
+			s.onState(s.Status())
+		}
+	} else {
+		s.update(func(st *api.Gateway) { st.State = api.GatewayStopping })
+	}
 	s.log.Info("stopping gateway", zap.Int("pid", l.pid), zap.String("reason", string(reason)),
 		zap.String("signal", platform.SignalName(s.cfg.StopSignal)), zap.String("scope", l.scope()),
 		zap.Duration("timeout", s.cfg.StopTimeout))

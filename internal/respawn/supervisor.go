@@ -55,8 +55,9 @@ type Supervisor struct {
 	// Owned by the Run goroutine.
 	failures  []time.Time // failure times within the crash-loop window
 	crashLoop bool
-	started   int // processes started so far
-	lastPID   int // the pid of the previous gateway
+	started   int        // processes started so far
+	lastPID   int        // the pid of the previous gateway
+	successor *successor // started by an overlapping restart: the next runOnce takes it
 }
 
 // Option changes how a Supervisor is built; tests use them to inject seams.
@@ -346,6 +347,10 @@ func (s *Supervisor) runOnce(ctx context.Context, pending []request) outcome {
 	if s.started > 1 {
 		s.update(func(st *api.Gateway) { st.Restarts++ })
 	}
+	if next := s.successor; next != nil {
+		s.successor = nil
+		return s.adopt(ctx, next, prev, pending)
+	}
 	s.update(func(st *api.Gateway) {
 		st.State = api.GatewayStarting
 		st.PID = 0
@@ -377,6 +382,21 @@ func (s *Supervisor) runOnce(ctx context.Context, pending []request) outcome {
 	return l.run(ctx)
 }
 
+// adopt supervises the gateway an overlapping restart started, once its predecessor is
+// gone: already ready when it said so before the predecessor was stopped.
+func (s *Supervisor) adopt(ctx context.Context, next *successor, prev int, pending []request) outcome {
+	pid := next.proc.PID()
+	s.recordPID(next.proc)
+	s.update(func(st *api.Gateway) {
+		st.PID, st.DrainingPID, st.NextStartAt = pid, 0, time.Time{}
+		if !next.ready {
+			st.State, st.StartedAt, st.ReadySince, st.StatusText, st.Inflight = api.GatewayStarting, next.startedAt, time.Time{}, "", nil
+		}
+	})
+	l := &life{s: s, proc: next.proc, out: next.out, pid: pid, prevPID: prev, pending: pending, preReady: next.ready}
+	return l.run(ctx)
+}
+
 // start builds the command and starts it. Output lines are logged with the pid.
 func (s *Supervisor) start() (Proc, *outputLogger, error) {
 	set := make(map[string]string, len(s.cfg.Env)+3)
@@ -393,12 +413,17 @@ func (s *Supervisor) start() (Proc, *outputLogger, error) {
 		set["WATCHDOG_USEC"] = strconv.FormatInt(s.cfg.Liveness.Watchdog.Microseconds(), 10)
 	}
 	out := newOutputLogger(s.log.Named("gateway"), s.cfg.MaxLinesPerSecond, s.ring)
-	proc, err := s.starter.Start(platform.Command{
+	cmd := platform.Command{
 		Argv:   s.cfg.Argv,
 		Env:    platform.ChildEnv(platform.WithoutKeys(s.cfg.BaseEnv, s.cfg.Unset), set),
 		Dir:    s.cfg.Dir,
 		Output: out.line,
-	})
+	}
+	for _, sock := range s.cfg.Sockets {
+		cmd.ExtraFiles = append(cmd.ExtraFiles, sock.File)
+		cmd.ListenNames = append(cmd.ListenNames, sock.Name)
+	}
+	proc, err := s.starter.Start(cmd)
 	if err != nil {
 		out.started(0)
 		return nil, nil, err

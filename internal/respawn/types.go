@@ -70,6 +70,12 @@ type Liveness struct {
 	Failures int
 }
 
+// Socket is one listening socket passed to the gateway, under its LISTEN_FDNAMES name.
+type Socket struct {
+	Name string
+	File *os.File
+}
+
 // Config is everything the supervisor needs to run one gateway.
 type Config struct {
 	Argv    []string
@@ -97,6 +103,14 @@ type Config struct {
 	Ports     []string
 	PortsFrom string
 	PortWait  time.Duration
+	// Sockets are listening sockets every start passes on with systemd's protocol (fds
+	// from 3, LISTEN_FDS, LISTEN_FDNAMES, LISTEN_PID): the caller made them, keeps them
+	// open across starts and closes them. Unix only.
+	Sockets []Socket
+	// Overlap makes a restart start the new gateway on Sockets while the old one still
+	// serves, and stop the old one only once the new one is ready (restart.overlap).
+	Overlap bool
+
 
 	StopSignal  os.Signal     // default SIGTERM
 	StopTimeout time.Duration // then SIGKILL to the whole group; default 30s

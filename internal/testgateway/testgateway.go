@@ -51,6 +51,7 @@
 //	orphan-churn=D     every D, start a child that starts a grandchild living 20ms and
 //	                   exits at once: each grandchild dies an orphan
 //	helper-child       with sig-log=FILE: a leader with a helper it stops itself (helper.go)
+//	sockets, ...       serve on inherited sockets (sockets.go)
 //
 // Without exit/signal the fake runs until SIGTERM or SIGINT and then exits 0.
 package testgateway
@@ -199,6 +200,7 @@ func run(o options) int {
 	if f := o["grandchild"]; f != "" {
 		startGrandchild(f)
 	}
+	serveInherited(o)
 	var listener *net.TCPListener
 	if addr := o["http"]; addr != "" {
 		ln, err := net.Listen("tcp", addr)
@@ -319,6 +321,7 @@ func run(o options) int {
 	case <-sigs:
 		notify("STOPPING=1")
 		time.Sleep(o.dur("term-delay"))
+		drainInherited()
 		if f := o["life-file"]; f != "" {
 			appendLine(f, fmt.Sprintf("exit %d %d", os.Getpid(), time.Now().UnixNano()))
 		}
