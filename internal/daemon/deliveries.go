@@ -35,11 +35,11 @@ const serviceRestartDelay = 5 * time.Second
 // store as not opened.
 //
 // A store file that cannot be opened fails the start of schedd, before the gateway is
-// started, with an error that names the file: a corrupt file (ErrCorrupt), or a database
-// that is missing, emptied or replaced where a store was, is not something a restart
-// fixes, and running without the deliveries it held would hide them (storeid.ErrDamaged). A damaged
-// row is no reason to stop: the store quarantines it (a dead letter with the reason) and
-// goes on.
+// started, with an error that names the file and says what to do (storeid.ErrDamaged): a
+// corrupt file (ErrCorrupt), or a database that is missing, emptied or replaced where a
+// store was, is not something a restart fixes, and running without the deliveries it held
+// would hide them. A damaged row is no reason to stop: the store quarantines it (a dead
+// letter with the reason) and goes on.
 func (d *Daemon) setupDeliveries() (*component, error) {
 	c := d.config()
 	store, err := d.openDeliveryStore(c)
