@@ -289,8 +289,9 @@ deliveries:
 	}
 }
 
-// A corrupt delivery store stops schedd before it starts the gateway: exit 1, with the
-// file named and the way out; it does not crash-loop silently.
+// A corrupt delivery store stops schedd before it starts the gateway: exit 73, which its
+// service manager does not restart, with the file named and the way out; it does not
+// crash-loop.
 func TestE2ECorruptStore(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end test")
@@ -304,9 +305,9 @@ func TestE2ECorruptStore(t *testing.T) {
 	d := newDaemon(t, daemonOpts{dir: dir, gateway: []string{"pid-file=" + pids}})
 	d.cmd.Stdout, d.cmd.Stderr = nil, nil
 	out, err := d.cmd.CombinedOutput()
-	if code := exitCode(err); code != exitFailure || !strings.Contains(string(out), db) || !strings.Contains(string(out), "corrupt") ||
+	if code := exitCode(err); code != exitStore || !strings.Contains(string(out), db) || !strings.Contains(string(out), "corrupt") ||
 		!strings.Contains(string(out), "move it aside") {
-		t.Fatalf("exit %d, want 1 naming %s:\n%s", code, db, out)
+		t.Fatalf("exit %d, want %d naming %s:\n%s", code, exitStore, db, out)
 	}
 	if readFile(t, pids) != "" {
 		t.Fatal("the gateway was started on a corrupt store")

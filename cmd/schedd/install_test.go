@@ -140,6 +140,7 @@ var exitPaths = []exitPath{
 	{"runtime failure", exitFailure, "", true},
 	{"usage error", exitUsage, "", false},
 	{"state dir held by another schedd", exitLocked, "", false},
+	{"damaged store", exitStore, "", false},
 	{"self-restart", exitRespawn, "", true},
 	{"config error", exitConfig, "", false},
 	{"crash (SIGSEGV)", 0, "SIGSEGV", true},

@@ -26,6 +26,10 @@ const (
 	exitFailure = 1
 	exitUsage   = 2
 	exitLocked  = 73 // another schedd holds the state dir
+	// exitStore shares 73 with exitLocked: the state dir cannot be used as it is, and
+	// restarting schedd would not change that. A store in it is damaged, or missing
+	// where its files show that it was.
+	exitStore   = 73
 	exitRespawn = 75 // "start me again" for the service manager
 	exitConfig  = 78 // configuration error: do not restart
 )

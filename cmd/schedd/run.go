@@ -15,6 +15,7 @@ import (
 	"github.com/schedd/schedd/internal/control"
 	"github.com/schedd/schedd/internal/daemon"
 	"github.com/schedd/schedd/internal/platform"
+	"github.com/schedd/schedd/internal/storeid"
 )
 
 type runOptions struct {
@@ -44,7 +45,7 @@ Signals: SIGTERM/SIGINT stop (a second one kills the gateway at once),
 SIGUSR1 restarts the gateway, SIGHUP reloads the config.
 
 Exit status: 0 stopped cleanly, 1 runtime failure, 2 usage, 73 another schedd
-holds the state dir, 78 configuration error.`,
+holds the state dir or a store in it is damaged, 78 configuration error.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return o.run(cmd, args)
 		},
@@ -133,6 +134,9 @@ func (o *runOptions) run(cmd *cobra.Command, args []string) error {
 	}
 	if errors.Is(err, control.ErrInUse) {
 		return withCode(exitLocked, fmt.Errorf("%w; stop it first, or give this one another --socket", err))
+	}
+	if errors.Is(err, storeid.ErrDamaged) {
+		return withCode(exitStore, err)
 	}
 	if errors.Is(err, daemon.ErrRespawnMe) {
 		return withCode(exitRespawn, err)

@@ -13,7 +13,7 @@ import (
 // seed writes rows into the store of dir as a previous schedd left them.
 func seed(t *testing.T, dir string, jobs []*jobRow, tasks ...*task) {
 	t.Helper()
-	st, err := openStore(context.Background(), filepath.Join(dir, DBName))
+	st, err := openStore(context.Background(), filepath.Join(dir, DBName), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,7 +27,7 @@ func seed(t *testing.T, dir string, jobs []*jobRow, tasks ...*task) {
 // storedTasks reads a job's tasks, oldest first, from the store of dir.
 func storedTasks(t *testing.T, dir, job string) []api.Task {
 	t.Helper()
-	st, err := openStore(context.Background(), filepath.Join(dir, DBName))
+	st, err := openStore(context.Background(), filepath.Join(dir, DBName), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

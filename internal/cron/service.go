@@ -422,7 +422,7 @@ func (s *Service) ensureStore() error {
 		if s.path == "" {
 			return errors.New("cron: no state dir for the task store")
 		}
-		sq, err := openStore(context.Background(), s.path)
+		sq, err := openStore(context.Background(), s.path, s.log)
 		if err != nil {
 			return err
 		}

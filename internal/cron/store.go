@@ -6,11 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
-	_ "modernc.org/sqlite" // the "sqlite" database/sql driver
+	"go.uber.org/zap"
+	"modernc.org/sqlite" // the "sqlite" database/sql driver
+	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/schedd/schedd/internal/api"
+	"github.com/schedd/schedd/internal/storeid"
 )
 
 // DBName is the task store's file in the state dir.
@@ -67,6 +71,11 @@ var schema = []string{
 	) STRICT;
 	CREATE INDEX tasks_job ON tasks(job, id);
 	CREATE INDEX tasks_active ON tasks(state) WHERE state IN ('queued', 'running');`,
+	// 2: meta keeps the store's identity (store_id, see package storeid).
+	`CREATE TABLE meta (
+		key   TEXT PRIMARY KEY,
+		value INTEGER NOT NULL
+	) STRICT;`,
 }
 
 // SchemaVersion is the task store's schema version this build writes.
@@ -98,7 +107,20 @@ type store struct {
 	stmts map[string]*sql.Stmt
 }
 
-func openStore(ctx context.Context, path string) (*store, error) {
+// openStore opens the task store at path, creating it if needed. A store that cannot be
+// trusted (not a database, failing its integrity check, or missing, emptied or replaced
+// where its files show that a store was: package storeid) is an error that wraps
+// storeid.ErrDamaged and says what to do. A log of nil logs nothing.
+func openStore(ctx context.Context, path string, log *zap.Logger) (*store, error) {
+	if log == nil {
+		log = zap.NewNop()
+	}
+	// Before anything is created: a database that is missing or empty where a store was is
+	// not opened as a new one.
+	rec, err := storeid.Inspect(path)
+	if err != nil {
+		return nil, damaged(path, err)
+	}
 	// Created 0600 first, so the WAL and shared-memory files SQLite derives from it are too.
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
@@ -114,18 +136,38 @@ func openStore(ctx context.Context, path string) (*store, error) {
 	st := &store{path: path, db: db}
 	st.reads = reads{jobsTable: "jobs", tasksTable: "tasks", cols: taskCols + ", '' AS host", each: st.each,
 		ph: func(int) string { return "?" }}
-	err = st.init(ctx)
+	err = st.init(ctx, rec, log)
 	if err == nil {
 		err = st.prepare(ctx)
 	}
 	if err != nil {
 		db.Close()
+		if isCorrupt(err) || errors.Is(err, storeid.ErrDamaged) {
+			return nil, damaged(path, err)
+		}
 		return nil, fmt.Errorf("open cron store %s: %w", path, err)
 	}
 	return st, nil
 }
 
-func (st *store) init(ctx context.Context) error {
+// damaged is the error of a task store that cannot be trusted, with what to do about it.
+func damaged(path string, err error) error {
+	return storeid.Refuse(fmt.Errorf("cron store %s: %w", path, err), path,
+		"the task history, pending retries and the switches of `schedd cron enable`/`disable` are then lost, "+
+			"and runs missed while schedd was down are not caught up")
+}
+
+// isCorrupt reports an SQLite error that says the file is damaged or not a database.
+func isCorrupt(err error) bool {
+	var se *sqlite.Error
+	if !errors.As(err, &se) {
+		return false
+	}
+	code := se.Code() & 0xff
+	return code == sqlite3.SQLITE_CORRUPT || code == sqlite3.SQLITE_NOTADB
+}
+
+func (st *store) init(ctx context.Context, rec storeid.Record, log *zap.Logger) error {
 	var mode string
 	if err := st.db.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
 		return err
@@ -133,12 +175,26 @@ func (st *store) init(ctx context.Context) error {
 	if mode != "wal" {
 		return fmt.Errorf("journal mode is %q, want wal", mode)
 	}
+	if err := st.check(ctx); err != nil {
+		return err
+	}
 	var v int
 	if err := st.db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
 		return fmt.Errorf("read schema version: %w", err)
 	}
 	if v > len(schema) {
 		return fmt.Errorf("schema version %d is newer than this schedd supports (%d)", v, len(schema))
+	}
+	var held int64 // the identity the database holds: meta exists from step 2
+	if v >= 2 {
+		err := st.db.QueryRowContext(ctx, "SELECT value FROM meta WHERE key = 'store_id'").Scan(&held)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("read the store's identity: %w", err)
+		}
+	}
+	id, err := rec.Settle(held, v > 0)
+	if err != nil {
+		return err
 	}
 	for ; v < len(schema); v++ {
 		// The step and its version bump commit together (PRAGMA takes no parameters; v+1 is
@@ -148,7 +204,44 @@ func (st *store) init(ctx context.Context) error {
 			return fmt.Errorf("schema step %d: %w", v+1, err)
 		}
 	}
+	// The identity is committed before its record is written: a crash in between leaves a
+	// record to write at the next open, never a record without its store.
+	if id != held {
+		if _, err := st.db.ExecContext(ctx, `INSERT INTO meta(key, value) VALUES ('store_id', ?)
+			ON CONFLICT (key) DO UPDATE SET value = excluded.value`, id); err != nil {
+			return fmt.Errorf("write the store's identity: %w", err)
+		}
+	}
+	if err := rec.Keep(id); err != nil {
+		log.Warn("cron store: its identity record is not written; a lost database would not be noticed at the next start",
+			zap.String("path", st.path), zap.Error(err))
+	}
 	return nil
+}
+
+// check runs SQLite's quick integrity check: a damaged file is refused at open, not found
+// by the first commit that reaches its bad page.
+func (st *store) check(ctx context.Context) error {
+	rows, err := st.db.QueryContext(ctx, "PRAGMA quick_check(5)")
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var msgs []string
+	for rows.Next() {
+		var m string
+		if err := rows.Scan(&m); err != nil {
+			return err
+		}
+		msgs = append(msgs, m)
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if len(msgs) == 1 && msgs[0] == "ok" {
+		return nil
+	}
+	return &storeid.Error{Path: st.path, Reason: "integrity check: " + strings.Join(msgs, "; ")}
 }
 
 func (st *store) where() string { return st.path }

@@ -18,7 +18,7 @@ func TestStoreSchema(t *testing.T) {
 	path := filepath.Join(t.TempDir(), DBName)
 	ctx := context.Background()
 	for range 2 {
-		st, err := openStore(ctx, path)
+		st, err := openStore(ctx, path, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -35,10 +35,10 @@ func TestStoreSchema(t *testing.T) {
 	if fi, err := os.Stat(path); err != nil || runtime.GOOS != "windows" && fi.Mode().Perm() != 0o600 {
 		t.Fatalf("mode %v %v", fi.Mode(), err)
 	}
-	st, _ := openStore(ctx, path)
+	st, _ := openStore(ctx, path, nil)
 	st.db.Exec("PRAGMA user_version = 99")
 	st.close()
-	if _, err := openStore(ctx, path); err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "newer") {
+	if _, err := openStore(ctx, path, nil); err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "newer") {
 		t.Fatalf("newer schema: %v", err)
 	}
 }

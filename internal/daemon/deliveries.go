@@ -18,6 +18,7 @@ import (
 	"github.com/schedd/schedd/internal/queue"
 	"github.com/schedd/schedd/internal/queue/pgstore"
 	"github.com/schedd/schedd/internal/recovery"
+	"github.com/schedd/schedd/internal/storeid"
 )
 
 // serviceRestartDelay is the pause before the delivery service is started again after it
@@ -34,10 +35,11 @@ const serviceRestartDelay = 5 * time.Second
 // store as not opened.
 //
 // A store file that cannot be opened fails the start of schedd, before the gateway is
-// started, with an error that names the file: a corrupt file (ErrCorrupt) is not something
-// a restart fixes, and running without the deliveries it holds would hide them. A damaged
-// row is no reason to stop: the store quarantines it (a dead letter with the reason) and
-// goes on.
+// started, with an error that names the file and says what to do (storeid.ErrDamaged): a
+// corrupt file (ErrCorrupt), or a database that is missing, emptied or replaced where a
+// store was, is not something a restart fixes, and running without the deliveries it held
+// would hide them. A damaged row is no reason to stop: the store quarantines it (a dead
+// letter with the reason) and goes on.
 func (d *Daemon) setupDeliveries() (*component, error) {
 	c := d.config()
 	store, err := d.openDeliveryStore(c)
@@ -170,9 +172,7 @@ func (d *Daemon) openDeliveryStore(c *config.Config) (deliveryStore, error) {
 	})
 	switch {
 	case errors.Is(err, queue.ErrCorrupt):
-		return nil, fmt.Errorf("delivery store: %w; schedd does not start on a damaged store: restore %s from a backup, "+
-			"or move it aside (with its -wal and -shm files) to start with an empty queue (its entries are then not sent)",
-			err, path)
+		return nil, storeid.Refuse(fmt.Errorf("delivery store: %w", err), path, "its entries are then never sent")
 	case err != nil:
 		return nil, fmt.Errorf("delivery store: %w", err)
 	}

@@ -41,7 +41,9 @@ var (
 	// It comes wrapped together with ErrUnavailable and ErrStorage. Retrying an enqueue with
 	// the same idempotency key is safe: it is stored once.
 	ErrOutcomeUnknown = errors.New("delivery store commit outcome unknown")
-	// ErrCorrupt: the database file failed its integrity check or is not a database.
+	// ErrCorrupt: the database file failed its integrity check or is not a database, or it
+	// is not the store that was there: missing or empty while the store's identity record
+	// or WAL is left, or another store's (it then wraps storeid.ErrDamaged too).
 	ErrCorrupt = errors.New("delivery store corrupt")
 	// ErrClosed: the store was closed.
 	ErrClosed = errors.New("delivery store closed")

@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/schedd/schedd/internal/storeid"
 )
 
 // Lazy is a Store whose SQLite file is opened only once it is needed, so that a daemon that
@@ -30,9 +32,14 @@ type Lazy struct {
 var _ Store = (*Lazy)(nil)
 
 // OpenLazy returns the store for path: opened now if the file exists (with the errors of
-// Open, a damaged file included), or to be opened by the first enqueue.
+// Open, a damaged file included), or to be opened by the first enqueue. A missing file
+// whose identity record or WAL is left is not a store never used: it is refused as Open
+// refuses it, now.
 func OpenLazy(ctx context.Context, path string, opts Options) (*Lazy, error) {
 	l := &Lazy{path: path, opts: opts, sem: make(chan struct{}, 1), opened: make(chan struct{})}
+	if _, err := storeid.Inspect(path); err != nil {
+		return nil, (&SQLite{path: path}).openError(err)
+	}
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
 		return l, nil
 	}

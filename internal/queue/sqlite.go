@@ -15,6 +15,8 @@ import (
 	"go.uber.org/zap"
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/schedd/schedd/internal/storeid"
 )
 
 // Synchronous modes of the SQLite store.
@@ -119,17 +121,25 @@ type Stats struct {
 
 // Open opens (creating if needed) the store at path, runs the integrity check and the
 // schema migrations, and starts the writer. A file that is not a database or fails its
-// integrity check gives an error wrapping ErrCorrupt that names the file.
+// integrity check gives an error wrapping ErrCorrupt that names the file; so does a
+// database that is not the store that was there (see package storeid): missing or empty
+// while its identity record or WAL is left, or holding another store's identity.
 func Open(ctx context.Context, path string, opts Options) (*SQLite, error) {
 	if path == "" || strings.ContainsRune(path, '?') {
 		return nil, fmt.Errorf("open store: invalid path %q", path)
 	}
 	opts = withDefaults(opts)
 	s := &SQLite{path: path, opts: opts, log: opts.Log, now: opts.Now}
+	// Before anything is created: a database that is missing or empty where a store was is
+	// not opened as a new one.
+	rec, err := storeid.Inspect(path)
+	if err != nil {
+		return nil, s.openError(err)
+	}
 	if err := createPrivate(path); err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
 	}
-	if err := s.open(ctx); err != nil {
+	if err := s.open(ctx, rec); err != nil {
 		s.closeDBs()
 		return nil, err
 	}
@@ -205,7 +215,7 @@ func (s *SQLite) dsn(extra ...string) string {
 	return s.path + "?" + strings.Join(append(q, extra...), "&")
 }
 
-func (s *SQLite) open(ctx context.Context) error {
+func (s *SQLite) open(ctx context.Context, rec storeid.Record) error {
 	switch s.opts.Synchronous {
 	case SyncFull, SyncNormal:
 	default:
@@ -231,8 +241,15 @@ func (s *SQLite) open(ctx context.Context) error {
 	if err := s.check(ctx); err != nil {
 		return err
 	}
+	id, held, err := s.identity(ctx, rec)
+	if err != nil {
+		return err
+	}
 	if _, err := migrate(ctx, s.wconn, s.path); err != nil {
 		return s.openError(err)
+	}
+	if err := s.keepIdentity(ctx, rec, id, held); err != nil {
+		return err
 	}
 	var sync int
 	if err := s.wconn.QueryRowContext(ctx, "PRAGMA synchronous").Scan(&sync); err != nil {
@@ -278,7 +295,7 @@ func syncName(v int) string {
 
 // openError names the file and marks corruption.
 func (s *SQLite) openError(err error) error {
-	if isCorrupt(err) {
+	if isCorrupt(err) || errors.Is(err, storeid.ErrDamaged) {
 		return fmt.Errorf("open store %s: %w: %w", s.path, ErrCorrupt, err)
 	}
 	return fmt.Errorf("open store %s: %w", s.path, err)
