@@ -180,8 +180,8 @@ ExecReload=/bin/kill -HUP $MAINPID
 WatchdogSec=30s
 # Exit codes: 0 is a clean stop. 75 is schedd asking for a fresh process
 # (` + "`schedd restart --daemon`" + `, an upgrade): a failure, so it is restarted, like a crash.
-# 78 (invalid config), 73 (another schedd holds the state dir) and 2 (bad command line)
-# are not: restarting cannot fix them.
+# 78 (invalid config), 73 (the state dir is held by another schedd, or a store in it is
+# damaged or replaced) and 2 (bad command line) are not: restarting cannot fix them.
 Restart=on-failure
 RestartSec=2s
 RestartPreventExitStatus=2 73 78
@@ -228,8 +228,9 @@ var launchdTmpl = sync.OnceValue(func() *template.Template {
   Exit codes: KeepAlive/SuccessfulExit=false starts schedd again after any
   non-zero exit, so 75 (schedd asking for a fresh process) and crashes restart it, and a
   clean stop (0) does not. launchd cannot exempt codes: after 78 (invalid config) or 73
-  (state dir held by another schedd) it retries every ThrottleInterval seconds, and a
-  fixed config brings schedd up by itself.
+  (state dir held by another schedd, or a store in it damaged) it retries every
+  ThrottleInterval seconds, and a fixed config (or a restored store) brings schedd up by
+  itself.
   ExitTimeOut: gateway.stop.timeout ({{secs .StopTimeout}}) plus {{margin}} between SIGTERM and SIGKILL.
 -->
 <plist version="1.0">
