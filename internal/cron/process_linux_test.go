@@ -21,7 +21,9 @@ import (
 // marks it lost, retries it once as attempt 2, and the slot runs no other time.
 func TestKilledDuringExecIsLostAndRetriedOnce_P28(t *testing.T) {
 	dir := t.TempDir()
-	slot := time.Now().Add(300 * time.Millisecond).Round(0)
+	// The slot must come after the child service has started, or a new state dir takes it
+	// for one before its time: 2 s is enough even for a loaded machine under -race.
+	slot := time.Now().Add(2 * time.Second).Round(0)
 	argv := helperArgv("service", dir, strconv.FormatInt(slot.UnixNano(), 10))
 	child := exec.Command(argv[0], argv[1:]...)
 	child.Env = platform.ChildEnv(os.Environ(), helperVars)

@@ -494,10 +494,19 @@ func TestDeliveryStoreOpensOnFirstEnqueue(t *testing.T) {
 		t.Fatalf("no store after the first enqueue: %v", err)
 	}
 	dd.waitState(t, rep.ID, api.DeliveryDelivered)
-	if err := cl.Do(ctx, http.MethodGet, "/v1/status", nil, &st); err != nil {
-		t.Fatal(err)
-	}
-	if st.Deliveries.StoreState != api.StoreOpen || st.Deliveries.Delivered != 1 || st.Deliveries.LastRecovery == nil {
-		t.Fatalf("status after the first enqueue: %+v", st.Deliveries)
+	// The runtime may deliver the entry before the recovery pass of the newly opened store
+	// has recorded its summary: wait for that too.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if err := cl.Do(ctx, http.MethodGet, "/v1/status", nil, &st); err != nil {
+			t.Fatal(err)
+		}
+		if st.Deliveries.StoreState == api.StoreOpen && st.Deliveries.Delivered == 1 && st.Deliveries.LastRecovery != nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("status after the first enqueue: %+v", st.Deliveries)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
