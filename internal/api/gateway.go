@@ -70,6 +70,21 @@ type Gateway struct {
 	LastExit            *Exit        `json:"last_exit"`
 	StatusText          string       `json:"status_text"` // the gateway's own STATUS=
 	Inflight            *int         `json:"inflight"`    // the gateway's X_SCHEDD_INFLIGHT
+	// History is the gateway's last starts (at most MaxGatewayHistory), oldest first.
+	History []GatewayRun `json:"history"`
+}
+
+// MaxGatewayHistory is how many of the gateway's starts Gateway.History keeps.
+const MaxGatewayHistory = 10
+
+// GatewayRun is one start of the gateway in Gateway.History: when it started, when it was
+// ready and, once it has ended, how (an Exit without the output lines). A start that never
+// spawned a process (spawn_failed, port_in_use) has no pid.
+type GatewayRun struct {
+	StartedAt time.Time  `json:"started_at"`
+	PID       int        `json:"pid,omitempty"`
+	ReadyAt   *time.Time `json:"ready_at"`
+	Exit      *Exit      `json:"exit"` // null while it runs
 }
 
 // gatewayJSON is Gateway as it is written: unset times and a zero pid are null.
@@ -84,13 +99,17 @@ type gatewayJSON struct {
 	LastExit            *Exit        `json:"last_exit"`
 	StatusText          string       `json:"status_text"`
 	Inflight            *int         `json:"inflight"`
+	History             []GatewayRun `json:"history"`
 }
 
-// MarshalJSON writes unset times and a zero pid as null.
+// MarshalJSON writes unset times and a zero pid as null, and no history as [].
 func (g Gateway) MarshalJSON() ([]byte, error) {
 	j := gatewayJSON{State: g.State, StartedAt: optTime(g.StartedAt), ReadySince: optTime(g.ReadySince),
 		Restarts: g.Restarts, ConsecutiveFailures: g.ConsecutiveFailures, NextStartAt: optTime(g.NextStartAt),
-		LastExit: g.LastExit, StatusText: g.StatusText, Inflight: g.Inflight}
+		LastExit: g.LastExit, StatusText: g.StatusText, Inflight: g.Inflight, History: g.History}
+	if j.History == nil {
+		j.History = []GatewayRun{}
+	}
 	if g.PID != 0 {
 		j.PID = &g.PID
 	}
@@ -106,6 +125,9 @@ func (g *Gateway) UnmarshalJSON(b []byte) error {
 	*g = Gateway{State: j.State, StartedAt: derefTime(j.StartedAt), ReadySince: derefTime(j.ReadySince),
 		Restarts: j.Restarts, ConsecutiveFailures: j.ConsecutiveFailures, NextStartAt: derefTime(j.NextStartAt),
 		LastExit: j.LastExit, StatusText: j.StatusText, Inflight: j.Inflight}
+	if len(j.History) > 0 {
+		g.History = j.History
+	}
 	if j.PID != nil {
 		g.PID = *j.PID
 	}
