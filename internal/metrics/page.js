@@ -12,6 +12,7 @@
   }
   window.addEventListener("error", (e) => fail(e.message || "script error"));
   window.addEventListener("unhandledrejection", (e) => fail(String(e.reason)));
+  document.addEventListener("securitypolicyviolation", (e) => fail("blocked " + e.violatedDirective + " " + e.blockedURI));
 
   // skew is the browser's clock minus schedd's, so that ages are schedd's.
   let skew = 0;
@@ -209,7 +210,7 @@
 
   function renderLogs(lines) {
     const out = lines.map((l) => el("span", { class: "line", "data-stream": l.stream },
-      el("span", { class: "muted" }, clock(l.time) + " " + l.pid + " "), l.text + (l.truncated ? " [cut]" : "") + "\n"));
+      el("span", { class: "muted" }, clock(l.time) + " " + l.pid + " " + (l.stream === "stderr" ? "err" : "out") + " "), l.text + (l.truncated ? " [cut]" : "") + "\n"));
     if (out.length === 0) out.push(el("span", { class: "muted" }, "no output yet"));
     fill("log-lines", out);
   }
