@@ -124,7 +124,7 @@ cron:
 	for _, want := range []string{
 		`id="gw-state" class="state" data-state="ready">ready</span>`,
 		// The timeline: the first gateway ended for the restart, the second runs.
-		fmt.Sprintf(`<tr class="run-asked" data-reason="restart"><td>`),
+		`<tr class="run-asked" data-reason="restart"><td>`,
 		fmt.Sprintf(`</td><td>%d</td>`, first),
 		`data-job="ping-gateway" data-last="succeeded"><td class="name">ping-gateway</td>`,
 		`data-job="nightly-report" data-last="failed"><td class="name">nightly-report</td>`,
