@@ -15,7 +15,7 @@ func TestGatewayJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range []string{`"pid":null`, `"started_at":null`, `"ready_since":null`, `"next_start_at":null`, `"last_exit":null`, `"inflight":null`} {
+	for _, f := range []string{`"pid":null`, `"started_at":null`, `"ready_since":null`, `"next_start_at":null`, `"last_exit":null`, `"inflight":null`, `"history":[]`} {
 		if !strings.Contains(string(b), f) {
 			t.Errorf("%s lacks %s", b, f)
 		}
@@ -24,7 +24,9 @@ func TestGatewayJSON(t *testing.T) {
 	code, n := 3, 2
 	in := Gateway{State: GatewayReady, PID: 42, StartedAt: at, ReadySince: at.Add(time.Second), Restarts: 1,
 		ConsecutiveFailures: 1, NextStartAt: at.Add(time.Minute), StatusText: "ok", Inflight: &n,
-		LastExit: &Exit{Reason: ExitExited, Code: &code, At: at, PID: 41}}
+		LastExit: &Exit{Reason: ExitExited, Code: &code, At: at, PID: 41},
+		History: []GatewayRun{{StartedAt: at.Add(-time.Hour), PID: 41, Exit: &Exit{Reason: ExitExited, Code: &code, At: at, PID: 41}},
+			{StartedAt: at, PID: 42}}}
 	b, err = json.Marshal(in)
 	if err != nil {
 		t.Fatal(err)

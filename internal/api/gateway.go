@@ -78,6 +78,21 @@ type Gateway struct {
 	// the new one took over. 0 otherwise.
 	NextPID     int `json:"next_pid,omitempty"`
 	DrainingPID int `json:"draining_pid,omitempty"`
+	// History is the gateway's last starts (at most MaxGatewayHistory), oldest first.
+	History []GatewayRun `json:"history"`
+}
+
+// MaxGatewayHistory is how many of the gateway's starts Gateway.History keeps.
+const MaxGatewayHistory = 10
+
+// GatewayRun is one start of the gateway in Gateway.History: when it started, when it was
+// ready and, once it has ended, how (an Exit without the output lines). A start that never
+// spawned a process (spawn_failed, port_in_use) has no pid.
+type GatewayRun struct {
+	StartedAt time.Time  `json:"started_at"`
+	PID       int        `json:"pid,omitempty"`
+	ReadyAt   *time.Time `json:"ready_at"`
+	Exit      *Exit      `json:"exit"` // null while it runs
 }
 
 // gatewayJSON is Gateway as it is written: unset times and a zero pid are null.
@@ -95,14 +110,18 @@ type gatewayJSON struct {
 	Inflight            *int         `json:"inflight"`
 	NextPID             int          `json:"next_pid,omitempty"`
 	DrainingPID         int          `json:"draining_pid,omitempty"`
+	History             []GatewayRun `json:"history"`
 }
 
-// MarshalJSON writes unset times and a zero pid as null.
+// MarshalJSON writes unset times and a zero pid as null, and no history as [].
 func (g Gateway) MarshalJSON() ([]byte, error) {
 	j := gatewayJSON{State: g.State, StartedAt: optTime(g.StartedAt), ReadySince: optTime(g.ReadySince),
 		Restarts: g.Restarts, ConsecutiveFailures: g.ConsecutiveFailures, NextStartAt: optTime(g.NextStartAt),
 		DownSince: optTime(g.DownSince), LastExit: g.LastExit, StatusText: g.StatusText, Inflight: g.Inflight,
-		NextPID: g.NextPID, DrainingPID: g.DrainingPID}
+		NextPID: g.NextPID, DrainingPID: g.DrainingPID, History: g.History}
+	if j.History == nil {
+		j.History = []GatewayRun{}
+	}
 	if g.PID != 0 {
 		j.PID = &g.PID
 	}
@@ -119,6 +138,9 @@ func (g *Gateway) UnmarshalJSON(b []byte) error {
 		Restarts: j.Restarts, ConsecutiveFailures: j.ConsecutiveFailures, NextStartAt: derefTime(j.NextStartAt),
 		DownSince: derefTime(j.DownSince), LastExit: j.LastExit, StatusText: j.StatusText, Inflight: j.Inflight,
 		NextPID: j.NextPID, DrainingPID: j.DrainingPID}
+	if len(j.History) > 0 {
+		g.History = j.History
+	}
 	if j.PID != nil {
 		g.PID = *j.PID
 	}

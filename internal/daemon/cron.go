@@ -67,6 +67,7 @@ func (d *Daemon) setupCron() (*component, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cron: %w", err)
 	}
+	d.cron = svc
 	started := c.Cron // what the job queue was built with
 	return &component{
 		name: "cron",

@@ -87,6 +87,7 @@ type Daemon struct {
 	// heartbeats and deliveries take the work of cron's heartbeat_wake and deliver actions.
 	heartbeats *heartbeat.Service
 	deliveries *recovery.Service
+	cron       cronService // the status page reads its tasks
 	// fleetDB is the delivery store when it is a fleet's PostgreSQL database: cron shares it.
 	fleetDB *pgstore.Store
 	// output keeps the gateway's recent output lines for `schedd logs`.

@@ -31,11 +31,13 @@ func (d *Daemon) listenMetrics(c *config.Config) (net.Listener, error) {
 		return nil, fmt.Errorf("metrics.listen: cannot serve metrics on %s: %w", addr, err)
 	}
 	d.metrics = metrics.New(d.opts.Version, d.Status)
+	d.metrics.ServePage(pageViews{d})
 	d.metricsLn = ln
 	return ln, nil
 }
 
-// setupMetrics is the component that serves /metrics on the listener of listenMetrics.
+// setupMetrics is the component that serves /metrics and the status page on the listener
+// of listenMetrics.
 // The address is read once: a reload that changes it takes effect at the next start.
 func (d *Daemon) setupMetrics() (*component, error) {
 	if d.metricsLn == nil {
@@ -45,7 +47,8 @@ func (d *Daemon) setupMetrics() (*component, error) {
 	return &component{
 		name: "metrics",
 		run: func(ctx context.Context) error {
-			d.log.Info("serving metrics", zap.String("url", "http://"+ln.Addr().String()+"/metrics"))
+			d.log.Info("serving metrics and the status page", zap.String("url", "http://"+ln.Addr().String()+"/metrics"),
+				zap.String("page", "http://"+ln.Addr().String()+"/"))
 			return d.metrics.Serve(ctx, ln)
 		},
 		reload: func(next *config.Config) error {

@@ -95,6 +95,8 @@ type Metrics struct {
 	cronRuns *prometheus.CounterVec
 	cronLate *prometheus.HistogramVec
 
+	views Views // the status page's (page.go); nil: no page
+
 	mu           sync.Mutex
 	seenRestarts int       // the gateway's restart count already counted
 	seenReady    time.Time // StartedAt of the start whose time to ready was observed
@@ -144,10 +146,14 @@ func New(version string, status func(context.Context) api.Status) *Metrics {
 	return m
 }
 
-// Handler serves the registry at /metrics (GET and HEAD only); nothing is logged per request.
+// Handler serves the registry at /metrics and, after ServePage, the status page (GET and
+// HEAD only); nothing is logged per request.
 func (m *Metrics) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{}))
+	if m.views != nil {
+		m.pageRoutes(mux)
+	}
 	return mux
 }
 

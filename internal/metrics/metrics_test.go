@@ -210,7 +210,7 @@ func TestServe(t *testing.T) {
 		t.Errorf("POST /metrics = %d, want 405", code)
 	}
 	if code, _ := get("GET", "/"); code != http.StatusNotFound {
-		t.Errorf("GET / = %d, want 404", code)
+		t.Errorf("GET / without ServePage = %d, want 404", code)
 	}
 	cancel()
 	if err := <-done; err != nil {

@@ -535,12 +535,12 @@ func (s *Supervisor) stopped() {
 // update changes the status under the lock and reports a state change.
 func (s *Supervisor) update(f func(*api.Gateway)) {
 	s.mu.Lock()
-	before := s.status.State
+	prev := s.status
 	f(&s.status)
-	after := s.status.State
+	trackHistory(prev, &s.status)
 	snap := s.status
 	s.mu.Unlock()
-	if before != after && s.onState != nil {
+	if prev.State != snap.State && s.onState != nil {
 		s.onState(snap)
 	}
 }
