@@ -17,8 +17,10 @@ help: ## Show the targets
 
 .PHONY: build
 build: ## Build bin/schedd and the example gateway
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/schedd ./cmd/schedd
-	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/example-gateway ./examples/gateway
+	@echo "building bin/schedd and bin/example-gateway (the first build downloads and compiles the modules: a couple of minutes)"
+	@CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/schedd ./cmd/schedd
+	@CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/example-gateway ./examples/gateway
+	@echo "built bin/schedd ($$($(BIN)/schedd version)) and bin/example-gateway"
 
 .PHONY: test
 test: ## Run every test with the race detector (the CI test command)
