@@ -1,12 +1,10 @@
 package daemon
 
 import (
-	"bufio"
 	"context"
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"net/http"
 	"slices"
@@ -40,49 +38,37 @@ func (a *deliveriesAPI) routes(srv *control.Server) {
 
 // enqueue stores one delivery (a JSON object) or a batch of them (a JSON array).
 func (a *deliveriesAPI) enqueue(w http.ResponseWriter, r *http.Request) {
-	body := bufio.NewReaderSize(r.Body, 16) // the smallest: large reads go past it
-	r.Body = struct {
-		io.Reader
-		io.Closer
-	}{body, r.Body}
+	body, ok := readBody(w, r)
+	if !ok {
+		return
+	}
 	if firstByte(body) == '[' {
-		a.enqueueBatch(w, r)
+		a.enqueueBatch(w, r, body)
 		return
 	}
 	var req api.DeliveryRequest
 	if !control.DecodeJSON(w, r, &req) {
 		return
 	}
-	rr, msg := a.request(req)
-	if msg != "" {
-		control.WriteError(w, http.StatusBadRequest, api.CodeBadRequest, msg)
-		return
-	}
-	e, created, err := a.svc.Enqueue(r.Context(), rr)
-	if err != nil {
-		writeAPIError(w, a.enqueueError(err, req.Sink))
-		return
-	}
-	code := http.StatusOK
-	if created {
-		code = http.StatusCreated
-	}
-	control.WriteJSON(w, code, api.EnqueueReply{Created: created, Delivery: view(e, false)})
-}
-
-// firstByte returns the first byte of r that is not JSON white space, leaving it unread
-// (0 if there is none).
-func firstByte(r *bufio.Reader) byte {
-	for {
-		c, err := r.ReadByte()
-		if err != nil {
-			return 0
-		}
-		if !strings.ContainsRune(" \t\r\n", rune(c)) {
-			_ = r.UnreadByte()
-			return c
+	msg := requestText(body)
+	if msg == "" {
+		var rr recovery.Request
+		rr, msg = a.request(req)
+		if msg == "" {
+			e, created, err := a.svc.Enqueue(r.Context(), rr)
+			if err != nil {
+				writeAPIError(w, a.enqueueError(err, req.Sink))
+				return
+			}
+			code := http.StatusOK
+			if created {
+				code = http.StatusCreated
+			}
+			control.WriteJSON(w, code, api.EnqueueReply{Created: created, Delivery: view(e, false)})
+			return
 		}
 	}
+	control.WriteError(w, http.StatusBadRequest, api.CodeBadRequest, msg)
 }
 
 // enqueueBatch stores the entries of a JSON array in one commit and answers 200 with one
@@ -91,7 +77,7 @@ func firstByte(r *bufio.Reader) byte {
 // naming the entry's index) keeps out that entry only. An error that is the whole batch's
 // (the store could not commit: disk full, I/O error, stopping) is the reply of a single
 // request, and then nothing was stored.
-func (a *deliveriesAPI) enqueueBatch(w http.ResponseWriter, r *http.Request) {
+func (a *deliveriesAPI) enqueueBatch(w http.ResponseWriter, r *http.Request, body []byte) {
 	var reqs []api.DeliveryRequest
 	if !control.DecodeJSON(w, r, &reqs) {
 		return
@@ -109,8 +95,12 @@ func (a *deliveriesAPI) enqueueBatch(w http.ResponseWriter, r *http.Request) {
 	rep := api.BatchReply{Results: make([]api.BatchResult, len(reqs))}
 	rrs := make([]recovery.Request, 0, len(reqs))
 	at := make([]int, 0, len(reqs)) // the index in reqs of each request of rrs
+	bad := batchText(body)
 	for i, req := range reqs {
 		rr, msg := a.request(req)
+		if m, ok := bad[i]; ok {
+			msg = m
+		}
 		if msg != "" {
 			rep.Results[i].Error = entryError(i, &api.Error{Status: http.StatusBadRequest, Code: api.CodeBadRequest, Message: msg})
 			continue
@@ -165,6 +155,9 @@ func entryError(i int, e *api.Error) *api.Error {
 func (a *deliveriesAPI) request(req api.DeliveryRequest) (recovery.Request, string) {
 	if req.Sink == "" {
 		return recovery.Request{}, "sink: is required (a name from deliveries.sinks" + a.sinkList() + ")"
+	}
+	if p := api.KeyProblem(req.Key); p != "" {
+		return recovery.Request{}, "idempotency_key: " + p
 	}
 	var payload []byte
 	switch {
