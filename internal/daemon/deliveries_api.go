@@ -159,6 +159,12 @@ func (a *deliveriesAPI) request(req api.DeliveryRequest) (recovery.Request, stri
 	if p := api.KeyProblem(req.Key); p != "" {
 		return recovery.Request{}, "idempotency_key: " + p
 	}
+	for _, name := range slices.Sorted(maps.Keys(req.Headers)) {
+		if i := strings.IndexFunc(req.Headers[name], badHeaderRune); i >= 0 {
+			return recovery.Request{}, fmt.Sprintf("headers: the value of %q has the control character %U at byte %d: a sink cannot receive it",
+				name, req.Headers[name][i], i)
+		}
+	}
 	var payload []byte
 	switch {
 	case req.Data != nil && req.DataBase64 != nil:
@@ -182,6 +188,10 @@ func (a *deliveriesAPI) request(req api.DeliveryRequest) (recovery.Request, stri
 	}
 	return rr, ""
 }
+
+// badHeaderRune reports the characters that an HTTP header value cannot carry: the ASCII
+// control characters but tab.
+func badHeaderRune(r rune) bool { return (r < ' ' && r != '\t') || r == 0x7f }
 
 func (a *deliveriesAPI) list(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()

@@ -44,8 +44,9 @@ func (dd *deliveryDaemon) stored(t *testing.T) []api.Delivery {
 
 // R-INPUT-03: an idempotency key that a sink cannot receive as it was given (blank, over
 // 255 bytes, control characters, white space at an end) is refused with 400 naming the
-// field, alone and in a batch (with the entry's index), and nothing is stored; the keys
-// that are fine reach the sink unchanged.
+// field, alone and in a batch (with the entry's index), and nothing is stored, and so is
+// a header value with a control character; the keys that are fine reach the sink
+// unchanged.
 func TestEnqueueKeyRules_RINPUT03(t *testing.T) {
 	dd, hook := startHook(t)
 	ctx, cl := t.Context(), dd.cl
@@ -63,6 +64,8 @@ func TestEnqueueKeyRules_RINPUT03(t *testing.T) {
 	for key, msg := range bad {
 		cases = append(cases, postError{fmt.Sprintf("key %q", key), api.DeliveryRequest{Sink: "hook", Key: key, Data: ptr("x")}, 400, api.CodeBadRequest, msg})
 	}
+	cases = append(cases, postError{"header value", api.DeliveryRequest{Sink: "hook", Headers: map[string]string{"X-A": "a\x01b"}}, 400, api.CodeBadRequest,
+		`headers: the value of "X-A" has the control character U+0001 at byte 1: a sink cannot receive it`})
 	postErrors(t, cl, cases)
 
 	var rep api.BatchReply
