@@ -70,7 +70,9 @@ key that schedd already holds returns that entry and stores nothing new.
   some-command | schedd deliveries enqueue --sink script --data -
   schedd deliveries enqueue --sink webhook --header Authorization="Bearer $TOKEN" --data @msg.json
 
---data takes the payload as text, @FILE for a file, or - for standard input.
+--data takes the payload as text, @FILE for a file, or - for standard input (bytes
+that are not UTF-8 go as data_base64). A --key is text of at most 255 bytes: not blank,
+no control characters, no white space at either end.
 Header values are secrets: schedd never prints them, here or in list, show or logs.
 A lower --priority is sent first (default 0).
 
@@ -99,6 +101,9 @@ func (o *enqueueOptions) run(cmd *cobra.Command, g *globals) error {
 	}
 	if o.ttl < 0 {
 		return usageError{fmt.Errorf("--ttl %v: must be positive", o.ttl)}
+	}
+	if p := api.KeyProblem(o.key); p != "" {
+		return usageError{fmt.Errorf("--key: %s", p)}
 	}
 	payload, err := readPayload(o.data, cmd.InOrStdin())
 	if err != nil {

@@ -151,3 +151,18 @@ func runMain(args ...string) (int, string, string) {
 	code := Main(args, &stdout, &stderr)
 	return code, stdout.String(), stderr.String()
 }
+
+// R-INPUT-03: `deliveries enqueue` refuses a key that a sink could not receive before it
+// sends anything (the daemon would refuse it too), naming the flag.
+func TestEnqueueKeyCheckedByCLI_RINPUT03(t *testing.T) {
+	for key, want := range map[string]string{
+		"   ":                    "--key: is blank",
+		"a\nb":                   "--key: has the control character U+000A at byte 1",
+		strings.Repeat("k", 300): "--key: is 300 bytes long: at most 255",
+	} {
+		code, _, errOut := runMain("deliveries", "enqueue", "--sink", "hook", "--data", "x", "--key", key, "--socket", "/nonexistent")
+		if code != exitUsage || !strings.Contains(errOut, want) {
+			t.Errorf("--key %q: exit %d, %q; want 2 and %q", key, code, errOut, want)
+		}
+	}
+}

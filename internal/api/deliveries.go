@@ -1,6 +1,12 @@
 package api
 
-import "time"
+import (
+	"fmt"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+)
 
 // DeliveryState is where a delivery is in its life.
 type DeliveryState string
@@ -27,17 +33,52 @@ type DeliveryRequest struct {
 	// Sink names a key of deliveries.sinks. Required.
 	Sink string `json:"sink"`
 	// Key is the idempotency key; schedd makes one when it is empty. The same key again
-	// returns the entry that holds it (200) instead of storing a second one.
+	// returns the entry that holds it (200) instead of storing a second one. It must be
+	// text a sink receives as it is: see KeyProblem.
 	Key string `json:"idempotency_key,omitempty"`
 	// Headers are sent with the delivery (http and gateway sinks). Their values are secrets:
 	// no reply, log or status shows them.
 	Headers  map[string]string `json:"headers,omitempty"`
 	Priority int               `json:"priority,omitempty"` // lower is sent first; default 0
 	// The payload: Data as text, or DataBase64 for bytes; at most one of them (none: empty).
+	// Data must be valid UTF-8 in the request's JSON: a body whose data holds bytes that
+	// are not (or an escaped UTF-16 surrogate without its pair) is refused, never altered.
 	Data       *string `json:"data,omitempty"`
 	DataBase64 *string `json:"data_base64,omitempty"`
 	// TTL overrides deliveries.ttl for this entry (a Go duration).
 	TTL string `json:"ttl,omitempty"`
+}
+
+// MaxKeyLen is the longest idempotency key, in bytes.
+const MaxKeyLen = 255
+
+// KeyProblem says what keeps key from being an idempotency key that every sink receives
+// as it was given (in the Idempotency-Key header, in SCHEDD_IDEMPOTENCY_KEY), or "" when
+// nothing does. An empty key is fine: schedd makes one. A key is refused when it is blank,
+// longer than MaxKeyLen bytes, not UTF-8, holds a control character (NUL, CR, LF, tab,
+// ESC, DEL, U+0080 to U+009F: a header cannot carry them) or begins or ends with white
+// space (a header loses it). The message does not quote the key.
+func KeyProblem(key string) string {
+	switch {
+	case key == "":
+		return ""
+	case strings.TrimSpace(key) == "":
+		return "is blank: give a key with visible characters, or none for schedd to make one"
+	case len(key) > MaxKeyLen:
+		return fmt.Sprintf("is %d bytes long: at most %d", len(key), MaxKeyLen)
+	case !utf8.ValidString(key):
+		return "is not valid UTF-8"
+	}
+	if i := strings.IndexFunc(key, unicode.IsControl); i >= 0 {
+		r, _ := utf8.DecodeRuneInString(key[i:])
+		return fmt.Sprintf("has the control character %U at byte %d: a sink cannot receive it", r, i)
+	}
+	first, _ := utf8.DecodeRuneInString(key)
+	last, _ := utf8.DecodeLastRuneInString(key)
+	if unicode.IsSpace(first) || unicode.IsSpace(last) {
+		return "begins or ends with white space, which a sink's header loses"
+	}
+	return ""
 }
 
 // Delivery is an entry as the API shows it: header names only, never their values; the

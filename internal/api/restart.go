@@ -51,13 +51,16 @@ type SelfRespawn struct {
 	Detail string `json:"detail,omitempty"`
 }
 
-// RestartResult records one restart; it is the status's `restart.last`.
+// RestartResult records one restart; it is the status's `restart.last`. Reasons are the
+// reasons of the last requests it served (at most 5, each cut at 200 bytes, ending with
+// "…" when cut) and Sources their sources; Requests counts them all. Reason is Reasons
+// "; "-separated, with "(and N earlier requests)" for the requests whose reason is not kept.
 type RestartResult struct {
 	OK                bool            `json:"ok"`
 	PID               int             `json:"pid"`
 	PreviousPID       int             `json:"previous_pid"`
-	Reason            string          `json:"reason"`  // the merged reasons, "; "-separated
-	Reasons           []string        `json:"reasons"` // each request's reason
+	Reason            string          `json:"reason"`  // the merged reasons
+	Reasons           []string        `json:"reasons"` // the last requests' reasons
 	Sources           []RestartSource `json:"sources"`
 	Requests          int             `json:"requests"`            // how many requests this restart served
 	Mode              string          `json:"mode"`                // immediate|scheduled|deferred
@@ -74,6 +77,7 @@ type RestartResult struct {
 }
 
 // RestartPending describes the restart waiting to run; it is the status's `restart.pending`.
+// Reasons and Sources are those of its last requests, as in RestartResult.
 type RestartPending struct {
 	Reasons       []string        `json:"reasons"`
 	Sources       []RestartSource `json:"sources"`

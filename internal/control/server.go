@@ -115,6 +115,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	return err
 }
 
+// ServeHTTP serves one request as Serve would, in process (fuzz targets and tests).
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler().ServeHTTP(w, r) }
+
 // handler wraps the mux with the body cap, a per-request timeout and method/route errors.
 func (s *Server) handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

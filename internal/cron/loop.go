@@ -92,6 +92,9 @@ func (s *Service) turn(reqs []*request) error {
 	s.dispatch()
 	err := s.flush()
 	for _, r := range reqs {
+		if err == nil && r.then != nil {
+			r.then()
+		}
 		r.done <- err
 	}
 	return err

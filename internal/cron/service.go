@@ -182,17 +182,26 @@ func New(cfg Config) (*Service, error) {
 	return s, nil
 }
 
-// request is work handed to the loop; done gets its error, or the commit's.
+// request is work handed to the loop; done gets its error, or the commit's. then, when
+// set, runs in the loop once the commit succeeded, before done is answered.
 type request struct {
 	fn       func() error
 	readOnly bool
 	done     chan error
+	then     func()
 }
 
 // call runs fn on the service's state: in the loop while Run runs, else itself. fn's
 // changes are committed before call returns. Once Run has returned only read-only calls are
 // served.
 func (s *Service) call(ctx context.Context, readOnly bool, fn func() error) error {
+	return s.callThen(ctx, readOnly, fn, nil)
+}
+
+// callThen is call, and then runs where fn ran once fn's changes are committed (and what
+// they let start has started): it may read the state the caller will report, which the
+// loop changes as soon as the caller is answered.
+func (s *Service) callThen(ctx context.Context, readOnly bool, fn func() error, then func()) error {
 	s.mu.Lock()
 	if s.phase != phaseRunning {
 		defer s.mu.Unlock()
@@ -202,17 +211,22 @@ func (s *Service) call(ctx context.Context, readOnly bool, fn func() error) erro
 		if err := fn(); err != nil {
 			return err
 		}
-		if readOnly {
-			return nil
+		if !readOnly {
+			if err := s.flush(); err != nil {
+				return err
+			}
 		}
-		return s.flush()
+		if then != nil {
+			then()
+		}
+		return nil
 	}
 	s.mu.Unlock()
-	r := &request{fn: fn, readOnly: readOnly, done: make(chan error, 1)}
+	r := &request{fn: fn, readOnly: readOnly, done: make(chan error, 1), then: then}
 	select {
 	case s.reqs <- r:
 	case <-s.done:
-		return s.call(ctx, readOnly, fn) // Run has returned
+		return s.callThen(ctx, readOnly, fn, then) // Run has returned
 	case <-ctx.Done():
 		return ctx.Err()
 	}
@@ -243,8 +257,9 @@ func (s *Service) Update(ctx context.Context, jobs []Job) error {
 // ended).
 func (s *Service) RunNow(ctx context.Context, name string, wait bool) (api.Task, error) {
 	var t *task
+	var snap api.Task // taken in the loop: the task is the loop's to change
 	var ch chan api.Task
-	err := s.call(ctx, false, func() error {
+	err := s.callThen(ctx, false, func() error {
 		j := s.jobs[name]
 		if j == nil || j.removed {
 			return fmt.Errorf("%w: %q", ErrUnknownJob, name)
@@ -256,14 +271,14 @@ func (s *Service) RunNow(ctx context.Context, name string, wait bool) (api.Task,
 			ch = s.wait(t.id)
 		}
 		return nil
-	})
+	}, func() { snap = t.API() })
 	if err != nil {
 		return api.Task{}, err
 	}
 	if ch == nil {
-		return t.API(), nil
+		return snap, nil
 	}
-	return s.awaitTask(ctx, t.id, ch)
+	return s.awaitTask(ctx, snap.ID, ch)
 }
 
 // awaitTask waits for the task to end.

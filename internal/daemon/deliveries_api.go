@@ -1,12 +1,10 @@
 package daemon
 
 import (
-	"bufio"
 	"context"
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"net/http"
 	"slices"
@@ -40,49 +38,37 @@ func (a *deliveriesAPI) routes(srv *control.Server) {
 
 // enqueue stores one delivery (a JSON object) or a batch of them (a JSON array).
 func (a *deliveriesAPI) enqueue(w http.ResponseWriter, r *http.Request) {
-	body := bufio.NewReaderSize(r.Body, 16) // the smallest: large reads go past it
-	r.Body = struct {
-		io.Reader
-		io.Closer
-	}{body, r.Body}
+	body, ok := readBody(w, r)
+	if !ok {
+		return
+	}
 	if firstByte(body) == '[' {
-		a.enqueueBatch(w, r)
+		a.enqueueBatch(w, r, body)
 		return
 	}
 	var req api.DeliveryRequest
 	if !control.DecodeJSON(w, r, &req) {
 		return
 	}
-	rr, msg := a.request(req)
-	if msg != "" {
-		control.WriteError(w, http.StatusBadRequest, api.CodeBadRequest, msg)
-		return
-	}
-	e, created, err := a.svc.Enqueue(r.Context(), rr)
-	if err != nil {
-		writeAPIError(w, a.enqueueError(err, req.Sink))
-		return
-	}
-	code := http.StatusOK
-	if created {
-		code = http.StatusCreated
-	}
-	control.WriteJSON(w, code, api.EnqueueReply{Created: created, Delivery: view(e, false)})
-}
-
-// firstByte returns the first byte of r that is not JSON white space, leaving it unread
-// (0 if there is none).
-func firstByte(r *bufio.Reader) byte {
-	for {
-		c, err := r.ReadByte()
-		if err != nil {
-			return 0
-		}
-		if !strings.ContainsRune(" \t\r\n", rune(c)) {
-			_ = r.UnreadByte()
-			return c
+	msg := requestText(body)
+	if msg == "" {
+		var rr recovery.Request
+		rr, msg = a.request(req)
+		if msg == "" {
+			e, created, err := a.svc.Enqueue(r.Context(), rr)
+			if err != nil {
+				writeAPIError(w, a.enqueueError(err, req.Sink))
+				return
+			}
+			code := http.StatusOK
+			if created {
+				code = http.StatusCreated
+			}
+			control.WriteJSON(w, code, api.EnqueueReply{Created: created, Delivery: view(e, false)})
+			return
 		}
 	}
+	control.WriteError(w, http.StatusBadRequest, api.CodeBadRequest, msg)
 }
 
 // enqueueBatch stores the entries of a JSON array in one commit and answers 200 with one
@@ -91,7 +77,7 @@ func firstByte(r *bufio.Reader) byte {
 // naming the entry's index) keeps out that entry only. An error that is the whole batch's
 // (the store could not commit: disk full, I/O error, stopping) is the reply of a single
 // request, and then nothing was stored.
-func (a *deliveriesAPI) enqueueBatch(w http.ResponseWriter, r *http.Request) {
+func (a *deliveriesAPI) enqueueBatch(w http.ResponseWriter, r *http.Request, body []byte) {
 	var reqs []api.DeliveryRequest
 	if !control.DecodeJSON(w, r, &reqs) {
 		return
@@ -109,8 +95,12 @@ func (a *deliveriesAPI) enqueueBatch(w http.ResponseWriter, r *http.Request) {
 	rep := api.BatchReply{Results: make([]api.BatchResult, len(reqs))}
 	rrs := make([]recovery.Request, 0, len(reqs))
 	at := make([]int, 0, len(reqs)) // the index in reqs of each request of rrs
+	bad := batchText(body)
 	for i, req := range reqs {
 		rr, msg := a.request(req)
+		if m, ok := bad[i]; ok {
+			msg = m
+		}
 		if msg != "" {
 			rep.Results[i].Error = entryError(i, &api.Error{Status: http.StatusBadRequest, Code: api.CodeBadRequest, Message: msg})
 			continue
@@ -166,6 +156,15 @@ func (a *deliveriesAPI) request(req api.DeliveryRequest) (recovery.Request, stri
 	if req.Sink == "" {
 		return recovery.Request{}, "sink: is required (a name from deliveries.sinks" + a.sinkList() + ")"
 	}
+	if p := api.KeyProblem(req.Key); p != "" {
+		return recovery.Request{}, "idempotency_key: " + p
+	}
+	for _, name := range slices.Sorted(maps.Keys(req.Headers)) {
+		if i := strings.IndexFunc(req.Headers[name], badHeaderRune); i >= 0 {
+			return recovery.Request{}, fmt.Sprintf("headers: the value of %q has the control character %U at byte %d: a sink cannot receive it",
+				name, req.Headers[name][i], i)
+		}
+	}
 	var payload []byte
 	switch {
 	case req.Data != nil && req.DataBase64 != nil:
@@ -189,6 +188,10 @@ func (a *deliveriesAPI) request(req api.DeliveryRequest) (recovery.Request, stri
 	}
 	return rr, ""
 }
+
+// badHeaderRune reports the characters that an HTTP header value cannot carry: the ASCII
+// control characters but tab.
+func badHeaderRune(r rune) bool { return (r < ' ' && r != '\t') || r == 0x7f }
 
 func (a *deliveriesAPI) list(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()

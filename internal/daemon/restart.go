@@ -134,7 +134,7 @@ func (s supRestarter) Restart(ctx context.Context, m restart.Method) (restart.Ou
 func (d *Daemon) restartBegins(p api.RestartPending) {
 	d.restarting.Store(true)
 	d.recordRestart(p)
-	msg := "RELOADING=1\nSTATUS=restarting the gateway: " + strings.Join(p.Reasons, "; ")
+	msg := "RELOADING=1\nSTATUS=restarting the gateway: " + restart.JoinReasons(p.Reasons, p.Requests)
 	if mu := (platform.SdNotifier{}).MonotonicUsec(); mu != "" {
 		msg += "\n" + strings.TrimSuffix(mu, "\n")
 	}
@@ -148,7 +148,7 @@ func (d *Daemon) restartPending(p api.RestartPending) {
 
 // pendingLine is the STATUS= text for a pending restart.
 func pendingLine(p api.RestartPending, now time.Time) string {
-	reasons := strings.Join(p.Reasons, "; ")
+	reasons := restart.JoinReasons(p.Reasons, p.Requests)
 	switch {
 	case p.FollowUp:
 		return fmt.Sprintf("restart in progress; another is queued (%s)", reasons)

@@ -6,7 +6,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -23,7 +22,8 @@ import (
 // serves it as well.
 const restartRecordFile = "restart.json"
 
-// restartRecord is what restart.json holds.
+// restartRecord is what restart.json holds: the restart's last reasons and their sources
+// (restart.MaxReasons at most), and how many requests it serves.
 type restartRecord struct {
 	Reasons     []string            `json:"reasons"`
 	Sources     []api.RestartSource `json:"sources"`
@@ -76,8 +76,14 @@ func (d *Daemon) loadInterruptedRestart() {
 		d.forgetRestart()
 		return
 	}
+	// An older schedd kept every reason: bound them as a restart does.
+	if len(rec.Sources) > restart.MaxReasons {
+		rec.Sources = rec.Sources[len(rec.Sources)-restart.MaxReasons:]
+	}
+	rec.Reasons = restart.BoundReasons(rec.Reasons)
+	rec.Requests = max(rec.Requests, len(rec.Reasons))
 	d.log.Warn("schedd died during a restart of the gateway; the gateway it starts now completes it",
-		zap.Strings("reasons", rec.Reasons), zap.Time("began_at", rec.BeganAt), zap.Int("previous_pid", rec.PreviousPID))
+		zap.Strings("reasons", rec.Reasons), zap.Int("requests", rec.Requests), zap.Time("began_at", rec.BeganAt), zap.Int("previous_pid", rec.PreviousPID))
 	d.interrupted.Store(&rec)
 }
 
@@ -97,7 +103,7 @@ func (d *Daemon) completeInterrupted(st api.Gateway) {
 		return
 	}
 	res := api.RestartResult{OK: ok, PID: st.PID, PreviousPID: rec.PreviousPID,
-		Reason: strings.Join(rec.Reasons, "; "), Reasons: rec.Reasons, Sources: rec.Sources,
+		Reason: restart.JoinReasons(rec.Reasons, rec.Requests), Reasons: rec.Reasons, Sources: rec.Sources,
 		Requests: rec.Requests, Mode: restart.ModeRecovered, Method: string(restart.MethodRespawn),
 		At: rec.BeganAt, DurationMs: time.Since(rec.BeganAt).Milliseconds()}
 	if !ok {

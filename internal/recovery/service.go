@@ -274,6 +274,9 @@ func (p *policy) newEntry(r Request, now time.Time) (queue.NewEntry, error) {
 				queue.ErrInvalid, IdempotencyHeader)
 		}
 	}
+	if p := api.KeyProblem(r.Key); p != "" {
+		return queue.NewEntry{}, fmt.Errorf("enqueue: %w: idempotency_key: %s", queue.ErrInvalid, p)
+	}
 	key := r.Key
 	if key == "" {
 		key = newKey()

@@ -2,7 +2,6 @@ package restart
 
 import (
 	"context"
-	"strings"
 	"sync"
 	"time"
 
@@ -98,9 +97,9 @@ func (c *Coordinator) Status() api.Restart {
 
 // pending is a restart waiting to run, owned by the Run goroutine.
 type pending struct {
-	reasons     []string
-	sources     []api.RestartSource
-	requests    int
+	reasons     []string            // of the last MaxReasons requests
+	sources     []api.RestartSource // of the same requests
+	requests    int                 // every request
 	requestedAt time.Time
 	now         bool          // a request asked to skip delay, cooldown and deferral
 	method      Method        // a request's override of the configured method ("" = none)
@@ -285,8 +284,8 @@ func (s *run) request(req Request) Ticket {
 		p = &pending{requestedAt: now, delay: delay, maxWait: maxWait}
 		*target = p
 	}
-	p.reasons = append(p.reasons, reason)
-	p.sources = append(p.sources, req.Source)
+	p.reasons = keepLast(p.reasons, reason)
+	p.sources = keepLast(p.sources, req.Source)
 	p.requests++
 	p.waiters = append(p.waiters, done)
 	if coalesced && req.MaxWait > 0 {
@@ -464,7 +463,7 @@ func (s *run) execute(forced bool) {
 	}
 	res := api.RestartResult{
 		Reasons:           p.reasons,
-		Reason:            strings.Join(p.reasons, "; "),
+		Reason:            JoinReasons(p.reasons, p.requests),
 		Sources:           p.sources,
 		Requests:          p.requests,
 		Method:            string(m),
@@ -557,7 +556,7 @@ func (s *run) cancelAll() {
 		if p == nil {
 			continue
 		}
-		s.c.log.Info("pending restart cancelled by the stop", zap.Strings("reasons", p.reasons))
+		s.c.log.Info("pending restart cancelled by the stop", zap.Strings("reasons", p.reasons), zap.Int("requests", p.requests))
 		for _, w := range p.waiters {
 			w <- outcome{err: ErrStopping}
 		}

@@ -13,8 +13,11 @@ package restart
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/schedd/schedd/internal/api"
 )
@@ -28,8 +31,15 @@ const (
 	MinPoll             = 10 * time.Millisecond
 	DefaultMaxWait      = 300 * time.Second
 	DefaultProbeTimeout = 5 * time.Second
-	MaxReasonLen        = 200
 	historyLen          = 20
+)
+
+// A restart keeps the reasons of its last MaxReasons requests (and counts them all), each
+// cut at MaxReasonLen bytes: thousands of merged requests keep the status, the replies,
+// the log lines and restart.json small.
+const (
+	MaxReasons   = 5
+	MaxReasonLen = 200
 )
 
 // ErrStopping is what waiters get when schedd stops before their restart ran.
@@ -117,11 +127,62 @@ func (c Config) withDefaults() Config {
 
 func clampDelay(d time.Duration) time.Duration { return min(max(d, 0), MaxDelay) }
 
-// cleanReason trims a reason and caps its length.
+// cleanReason makes a request's reason one line of text: control characters become
+// spaces, white space at the ends goes, and a reason over MaxReasonLen bytes is cut on a
+// character boundary and ends with "…" (MaxReasonLen bytes in all).
 func cleanReason(s string) string {
-	s = strings.TrimSpace(strings.ReplaceAll(s, "\n", " "))
+	if len(s) > 4*MaxReasonLen { // no need to map what will be cut
+		s = s[:4*MaxReasonLen]
+	}
+	s = strings.TrimSpace(strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return ' '
+		}
+		return r
+	}, strings.ToValidUTF8(s, "\uFFFD")))
 	if len(s) > MaxReasonLen {
-		s = s[:MaxReasonLen]
+		cut := MaxReasonLen - len(cutMark)
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		s = strings.TrimRightFunc(s[:cut], unicode.IsSpace) + cutMark
+	}
+	return s
+}
+
+// cutMark ends a reason that was cut.
+const cutMark = "…"
+
+// keepLast appends v to s and drops the oldest elements over MaxReasons.
+func keepLast[T any](s []T, v T) []T {
+	if len(s) < MaxReasons {
+		return append(s, v)
+	}
+	copy(s, s[len(s)-MaxReasons+1:])
+	s = s[:MaxReasons]
+	s[MaxReasons-1] = v
+	return s
+}
+
+// BoundReasons bounds reasons read from elsewhere (a restart.json an older schedd wrote)
+// as a restart bounds its own: each cleaned and cut, the last MaxReasons kept.
+func BoundReasons(reasons []string) []string {
+	if len(reasons) > MaxReasons {
+		reasons = reasons[len(reasons)-MaxReasons:]
+	}
+	out := make([]string, len(reasons))
+	for i, r := range reasons {
+		out[i] = cleanReason(r)
+	}
+	return out
+}
+
+// JoinReasons is the reason of a restart that served requests requests, whose last
+// reasons are reasons: "; "-separated, saying how many earlier ones are not kept.
+func JoinReasons(reasons []string, requests int) string {
+	s := strings.Join(reasons, "; ")
+	if n := requests - len(reasons); n > 0 {
+		s += fmt.Sprintf(" (and %d earlier requests)", n)
 	}
 	return s
 }
