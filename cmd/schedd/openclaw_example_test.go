@@ -13,8 +13,8 @@ import (
 )
 
 // TestOpenClawExample: the example a new user copies is accepted by `config validate`, the
-// openclaw.json fragment says what the example relies on, and the README's walk-through
-// explains every setting the example uses.
+// openclaw.json fragment says what the example relies on, and docs/openclaw.md explains
+// every setting the example uses.
 func TestOpenClawExample(t *testing.T) {
 	t.Setenv("OPENCLAW_HOOKS_TOKEN", "a-token-for-the-test")
 	const cfg = "../../examples/openclaw/schedd.yaml"
@@ -54,13 +54,13 @@ func TestOpenClawExample(t *testing.T) {
 		t.Fatalf("openclaw.json lacks what the example needs: %+v", oc)
 	}
 
-	readme, err := os.ReadFile("../../README.md")
+	page, err := os.ReadFile("../../docs/openclaw.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	section := markdownSection(string(readme), "## Supervising OpenClaw")
+	section := markdownSection("\n"+string(page), "# Supervising OpenClaw")
 	if section == "" {
-		t.Fatal(`README.md has no "## Supervising OpenClaw" section`)
+		t.Fatal(`docs/openclaw.md has no "# Supervising OpenClaw" title`)
 	}
 	y, err := os.ReadFile(cfg)
 	if err != nil {
@@ -72,12 +72,12 @@ func TestOpenClawExample(t *testing.T) {
 	}
 	for _, key := range yamlKeys(&doc) {
 		if !regexp.MustCompile(`\b` + regexp.QuoteMeta(key) + `\b`).MatchString(section) {
-			t.Errorf("README's OpenClaw section does not explain %q, which the example sets", key)
+			t.Errorf("docs/openclaw.md does not explain %q, which the example sets", key)
 		}
 	}
 	for _, why := range []string{"330", "scope: main", "OPENCLAW_NO_RESPAWN", `"none"`, "npm install", "schedd status"} {
 		if !strings.Contains(section, why) {
-			t.Errorf("README's OpenClaw section does not mention %s", why)
+			t.Errorf("docs/openclaw.md does not mention %s", why)
 		}
 	}
 }
