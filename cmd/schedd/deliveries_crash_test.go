@@ -27,7 +27,7 @@ import (
 )
 
 // crashCycles is how many times TestE2EDeliveriesCrash kills schedd; SCHEDD_CRASH_CYCLES
-// raises it for a longer run (QUEUES.md asks for 1,000 in a nightly job).
+// raises it for a longer run (1,000 makes a good nightly job).
 func crashCycles(t *testing.T) int { return envCount(t, "SCHEDD_CRASH_CYCLES", 200) }
 
 // envCount is the positive number in the environment variable name, or def when it is unset.

@@ -50,7 +50,7 @@ const modulePath = "github.com/schedd/schedd/"
 var features = []string{"internal/daemon", "internal/respawn", "internal/restart", "internal/heartbeat",
 	"internal/recovery", "internal/queue", "internal/cron"}
 
-// TestLayout enforces the package rules of DESIGN.md with the real import graph:
+// TestLayout enforces the package rules (docs/architecture.md) with the real import graph:
 //   - os/exec, os/signal and go-systemd only in internal/platform and cmd (plus the test-only
 //     fake gateway and PostgreSQL cluster, the examples and the bench programs, which are
 //     separate programs);

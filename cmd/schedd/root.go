@@ -20,7 +20,7 @@ import (
 // version is set at build time with -ldflags "-X main.version=...".
 var version = "dev"
 
-// Exit codes (the contract in DESIGN.md and README.md).
+// Exit codes (the contract in docs/service.md, "Exit codes").
 const (
 	exitOK      = 0
 	exitFailure = 1

@@ -49,7 +49,7 @@
 // low priority still runs under a steady high-priority load. A task that finds the queue
 // full is recorded as skipped (queue_full) and counted in the status.
 //
-// Where this differs from upstream (UPSTREAM.md section 7): retries are tasks of their own
+// Where this differs from the cron of the gateways it replaces: retries are tasks of their own
 // and do not push the job's next slot back; a slot is never run twice (upstream's run log is
 // not a unique key); lost tasks are retried once per the policy instead of a five-minute
 // grace; a schedule that cannot compute its next slot does not exist here (schedules are

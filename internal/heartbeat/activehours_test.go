@@ -15,8 +15,8 @@ func utc(s string) time.Time {
 	return t
 }
 
-// TestWithinTable is the hand-computed window table of P19: DST days in the zones QUEUES.md
-// section 5.3 names, windows crossing midnight, 24:00, start == end and invalid input.
+// TestWithinTable is the hand-computed window table of P19: DST days in zones whose shifts
+// are unusual (a half-hour shift, midnight skipped), windows crossing midnight, 24:00, start == end and invalid input.
 // Every instant is UTC; the comment gives the local wall time it maps to.
 func TestWithinTable(t *testing.T) {
 	type row struct {

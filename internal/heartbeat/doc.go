@@ -17,7 +17,8 @@
 // small interfaces (Gateway, StateStore, RunFunc) so the daemon wires it without this
 // package knowing about config files, processes or sockets.
 //
-// Where this package deliberately differs from upstream (UPSTREAM.md section 2):
+// Where this package deliberately differs from the heartbeat runner of the gateways it
+// replaces:
 //
 //   - Pulses run on a worker pool, one at a time per agent: a slow target delays no other
 //     agent, and a slot that comes while the agent's previous pulse still runs is skipped

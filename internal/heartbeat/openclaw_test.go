@@ -18,7 +18,7 @@ import (
 
 const testToken = "hook-s3cret-token"
 
-// openclawAnswer is one reply as the real gateway gives it (OPENCLAW.md).
+// openclawAnswer is one reply as the real OpenClaw gateway gives it (docs/openclaw.md).
 type openclawAnswer struct {
 	code   int
 	ctype  string

@@ -8,7 +8,7 @@ import (
 	"github.com/schedd/schedd/internal/api"
 )
 
-// TestStatusJSONShape pins the heartbeat block of DESIGN.md's status:
+// TestStatusJSONShape pins the heartbeat block of the status (docs/status.md):
 // enabled, agents[] {id, enabled, interval_ms, next_due_at, last {status, reason, duration_ms, at}}.
 func TestStatusJSONShape(t *testing.T) {
 	off := false

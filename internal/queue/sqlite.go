@@ -24,7 +24,7 @@ const (
 	// SyncFull syncs the WAL on every commit: an acknowledged entry survives power loss.
 	SyncFull = "full"
 	// SyncNormal syncs only at checkpoints: acknowledged entries survive a process crash,
-	// but the newest commits may roll back after a power loss (QUEUES.md §3.3.1).
+	// but the newest commits may roll back after a power loss (P10 in docs/scenarios.md).
 	SyncNormal = "normal"
 )
 

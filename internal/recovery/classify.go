@@ -74,8 +74,8 @@ func NotReadyError(err error) error {
 	return &SendError{Class: NotReady, Err: err}
 }
 
-// UpstreamPermanentPatterns are upstream's permanent delivery errors (isPermanentDeliveryError,
-// UPSTREAM.md §4.4), each case-insensitive, in upstream's order. An error whose text matches
+// UpstreamPermanentPatterns are the permanent delivery errors of the delivery queue schedd
+// replaces (its isPermanentDeliveryError), each case-insensitive, in its order. An error whose text matches
 // one is dead-lettered at once.
 var UpstreamPermanentPatterns = []string{
 	`(?i)no conversation reference found`,

@@ -2,7 +2,7 @@
 // exec, gateway), permanent and transient errors, the retry table, the recovery pass at
 // startup with its summary, and the runtime that arms every pending entry at its due time.
 //
-// Life of an entry (see DESIGN.md "How a delivery flows"):
+// Life of an entry (docs/architecture.md draws it through the packages):
 //
 //	Enqueue (durable before it returns) → armed at next_attempt_at → MarkSending (durable,
 //	with the boot epoch) → Sink.Send → delivered | dead (permanent, max_retries, expired)

@@ -32,7 +32,7 @@ type modelResult struct {
 	gapLo, gapHi []time.Duration
 }
 
-// model is the reference model of an entry's life (QUEUES.md §2.1, P4, P6): outcomes[i]
+// model is the reference model of an entry's life (P4, P6 in docs/scenarios.md): outcomes[i]
 // answers attempt i+1 (success once they run out).
 func model(maxRetries int, schedule []time.Duration, jitter float64, outcomes []string) modelResult {
 	var r modelResult

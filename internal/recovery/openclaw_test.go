@@ -11,7 +11,7 @@ import (
 
 const ocToken = "hook-s3cret-token"
 
-// Each reply class of an OpenClaw hook, answered as the real gateway answers (OPENCLAW.md):
+// Each reply class of an OpenClaw hook, answered as the real gateway answers (docs/openclaw.md):
 // what is sent (the payload as body, the token, the idempotency key) and how the reply is
 // classified, with the dead-letter reason quoting the gateway and never the token.
 func TestOpenClawSinkReplyClasses(t *testing.T) {

@@ -12,7 +12,7 @@ func TestNextAttemptAtGolden_P6(t *testing.T) {
 	wait := func(sched []time.Duration, failures int) time.Duration {
 		return NextAttemptAt(sched, failures, last, last, 0, 0, 0, 0).Sub(last)
 	}
-	upstream := func(rc int) time.Duration { // computeBackoffMs(retryCount + 1), UPSTREAM.md §4.4
+	upstream := func(rc int) time.Duration { // computeBackoffMs(retryCount + 1) of the queue schedd replaces
 		n := rc + 1
 		ms := []time.Duration{5 * time.Second, 25 * time.Second, 2 * time.Minute, 10 * time.Minute}
 		return ms[min(n-1, 3)]

@@ -282,7 +282,7 @@ func TestCrashRecoverySQLite_RDLV01(t *testing.T) {
 	}
 }
 
-// The status block has DESIGN.md's field names.
+// The status block has the field names docs/status.md documents.
 func TestStatusJSON(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := queuetest.NewMemory()
