@@ -111,7 +111,6 @@ type Config struct {
 	// serves, and stop the old one only once the new one is ready (restart.overlap).
 	Overlap bool
 
-
 	StopSignal  os.Signal     // default SIGTERM
 	StopTimeout time.Duration // then SIGKILL to the whole group; default 30s
 	// StopMain sends the stop signal, and the signal of a restart in process, to the
