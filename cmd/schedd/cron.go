@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
-	"net/url"
 	"os"
 	"os/signal"
 	"strconv"
@@ -17,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/schedd/schedd/internal/api"
+	"github.com/schedd/schedd/internal/control"
 )
 
 func newCronCmd(g *globals) *cobra.Command {
@@ -70,7 +69,9 @@ disable_after failures in a row. The job queue's load is on the last line.
   schedd cron list --json   # the cron block of schedd status --json`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return show(cmd, g, "/v1/cron", asJSON, printCronList)
+			return show(cmd, g, func(ctx context.Context, cl *control.Client) (api.Cron, error) {
+				return cl.Cron(ctx)
+			}, asJSON, printCronList)
 		},
 	}
 	c.Flags().BoolVar(&asJSON, "json", false, "print the list as JSON")
@@ -171,7 +172,9 @@ next five run instants (in its zone and in UTC) and its tasks, newest first.
 			if err != nil {
 				return err
 			}
-			return show(cmd, g, "/v1/cron/"+url.PathEscape(name), asJSON, printCronJob)
+			return show(cmd, g, func(ctx context.Context, cl *control.Client) (api.CronJobDetail, error) {
+				return cl.CronJob(ctx, name)
+			}, asJSON, printCronJob)
 		},
 	}
 	c.Flags().BoolVar(&asJSON, "json", false, "print the job as JSON")
@@ -289,15 +292,16 @@ in real time. For a job at 02:30 in New York, on the spring-forward day:
 			if count < 1 || count > 1000 {
 				return usageError{fmt.Errorf("--count %d: want 1 to 1000", count)}
 			}
-			q := url.Values{"count": {strconv.Itoa(count)}}
+			var at time.Time
 			if from != "" {
-				if _, err := time.Parse(time.RFC3339, from); err != nil {
+				if at, err = time.Parse(time.RFC3339, from); err != nil {
 					return usageError{fmt.Errorf("--from %q: want an RFC 3339 time like 2027-03-14T00:00:00-05:00", from)}
 				}
-				q.Set("from", from)
 			}
-			var reply api.CronNextReply
-			if err := g.call(cmd, 30*time.Second, http.MethodGet, "/v1/cron/"+url.PathEscape(name)+"/next?"+q.Encode(), nil, &reply); err != nil {
+			reply, err := call(cmd, g, 30*time.Second, func(ctx context.Context, cl *control.Client) (api.CronNextReply, error) {
+				return cl.CronNext(ctx, name, count, at)
+			})
+			if err != nil {
 				return err
 			}
 			out := cmd.OutOrStdout()
@@ -352,8 +356,7 @@ cancelled, 2 usage.`,
 			}
 			cl := g.client()
 			defer cl.Close()
-			var reply api.CronRunReply
-			err = cl.Do(ctx, http.MethodPost, "/v1/cron/"+url.PathEscape(name)+"/run", api.CronRunRequest{Wait: wait}, &reply)
+			reply, err := cl.CronRun(ctx, name, api.CronRunRequest{Wait: wait})
 			if errors.Is(err, context.Canceled) {
 				return errors.New("stopped waiting; the run goes on (see `schedd tasks list --job " + name + "`)")
 			}
@@ -404,9 +407,10 @@ the command returns and wins over the config's enabled.
 			if err != nil {
 				return err
 			}
-			var reply api.CronEnabledReply
-			if err := g.call(cmd, 30*time.Second, http.MethodPut, "/v1/cron/"+url.PathEscape(name)+"/enabled",
-				api.CronEnabledRequest{Enabled: &on}, &reply); err != nil {
+			reply, err := call(cmd, g, 30*time.Second, func(ctx context.Context, cl *control.Client) (api.CronEnabledReply, error) {
+				return cl.SetCronEnabled(ctx, name, on)
+			})
+			if err != nil {
 				return err
 			}
 			state := map[bool]string{true: "enabled", false: "disabled"}[reply.Enabled]

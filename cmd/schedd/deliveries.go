@@ -1,13 +1,12 @@
 package main
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
-	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -18,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/schedd/schedd/internal/api"
+	"github.com/schedd/schedd/internal/control"
 )
 
 func newDeliveriesCmd(g *globals) *cobra.Command {
@@ -118,8 +118,10 @@ func (o *enqueueOptions) run(cmd *cobra.Command, g *globals) error {
 	if o.ttl > 0 {
 		req.TTL = o.ttl.String()
 	}
-	var reply api.EnqueueReply
-	if err := g.call(cmd, 30*time.Second, http.MethodPost, "/v1/deliveries", req, &reply); err != nil {
+	reply, err := call(cmd, g, 30*time.Second, func(ctx context.Context, cl *control.Client) (api.EnqueueReply, error) {
+		return cl.Enqueue(ctx, req)
+	})
+	if err != nil {
 		return err
 	}
 	out := cmd.OutOrStdout()
@@ -244,19 +246,11 @@ func (o *listOptions) run(cmd *cobra.Command, g *globals) error {
 	if o.limit < 1 || o.limit > 1000 {
 		return usageError{fmt.Errorf("--limit %d: want 1 to 1000", o.limit)}
 	}
-	q := url.Values{}
-	if o.state != "" {
-		q.Set("state", o.state)
-	}
-	if o.sink != "" {
-		q.Set("sink", o.sink)
-	}
-	q.Set("limit", strconv.Itoa(o.limit))
-	if o.after > 0 {
-		q.Set("cursor", strconv.FormatInt(o.after, 10))
-	}
-	var list api.DeliveryList
-	if err := g.call(cmd, 30*time.Second, http.MethodGet, "/v1/deliveries?"+q.Encode(), nil, &list); err != nil {
+	q := control.DeliveryQuery{State: api.DeliveryState(o.state), Sink: o.sink, Limit: o.limit, Cursor: o.after}
+	list, err := call(cmd, g, 30*time.Second, func(ctx context.Context, cl *control.Client) (api.DeliveryList, error) {
+		return cl.Deliveries(ctx, q)
+	})
+	if err != nil {
 		return err
 	}
 	out := cmd.OutOrStdout()
@@ -344,8 +338,10 @@ when it finished), its last error and dead-letter reason, the names of its heade
 			if err != nil {
 				return err
 			}
-			var d api.Delivery
-			if err := g.call(cmd, 30*time.Second, http.MethodGet, fmt.Sprintf("/v1/deliveries/%d", id), nil, &d); err != nil {
+			d, err := call(cmd, g, 30*time.Second, func(ctx context.Context, cl *control.Client) (api.Delivery, error) {
+				return cl.Delivery(ctx, id)
+			})
+			if err != nil {
 				return err
 			}
 			if asJSON {

@@ -1,10 +1,10 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/schedd/schedd/internal/api"
+	"github.com/schedd/schedd/internal/control"
 )
 
 func newDeliveriesRetryCmd(g *globals) *cobra.Command {
@@ -28,8 +29,10 @@ show ID). Only dead letters can be retried: a delivered entry is never sent agai
 			if err != nil {
 				return err
 			}
-			var d api.Delivery
-			if err := g.call(cmd, 30*time.Second, http.MethodPost, fmt.Sprintf("/v1/deliveries/%d/retry", id), nil, &d); err != nil {
+			d, err := call(cmd, g, 30*time.Second, func(ctx context.Context, cl *control.Client) (api.Delivery, error) {
+				return cl.RetryDelivery(ctx, id)
+			})
+			if err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "delivery %d is pending again and due now (sink %s)\n", d.ID, safe(d.Sink))
@@ -52,7 +55,9 @@ until its retention ends, so that its idempotency key keeps working.
 			if err != nil {
 				return err
 			}
-			if err := g.call(cmd, 30*time.Second, http.MethodDelete, fmt.Sprintf("/v1/deliveries/%d", id), nil, nil); err != nil {
+			if _, err := call(cmd, g, 30*time.Second, func(ctx context.Context, cl *control.Client) (api.DropReply, error) {
+				return cl.DropDelivery(ctx, id)
+			}); err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "delivery %d dropped\n", id)
@@ -98,8 +103,9 @@ are gone after each batch.`,
 			}
 			n, err := purgeBatches(progress, what, func(limit int) (int, error) {
 				req.Limit = limit
-				var reply api.PurgeReply
-				err := g.call(cmd, 30*time.Second, http.MethodPost, "/v1/deliveries/purge", req, &reply)
+				reply, err := call(cmd, g, 30*time.Second, func(ctx context.Context, cl *control.Client) (api.PurgeReply, error) {
+					return cl.Purge(ctx, req)
+				})
 				return reply.Purged, err
 			})
 			if err != nil {
@@ -137,8 +143,10 @@ writing anything.
 			if !dry {
 				return usageError{errors.New("only --dry-run is supported: the recovery pass runs at every start of schedd")}
 			}
-			var rep api.RecoveryReport
-			if err := g.call(cmd, time.Minute, http.MethodPost, "/v1/recover", api.RecoverRequest{DryRun: true}, &rep); err != nil {
+			rep, err := call(cmd, g, time.Minute, func(ctx context.Context, cl *control.Client) (api.RecoveryReport, error) {
+				return cl.Recover(ctx, api.RecoverRequest{DryRun: true})
+			})
+			if err != nil {
 				return err
 			}
 			if asJSON {

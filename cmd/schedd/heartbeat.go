@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -14,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/schedd/schedd/internal/api"
+	"github.com/schedd/schedd/internal/control"
 )
 
 func newHeartbeatCmd(g *globals) *cobra.Command {
@@ -98,9 +98,9 @@ before the command returns, so a daemon restart keeps heartbeats off.`
 		Long:  long,
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var reply api.HeartbeatEnabledReply
-			err := g.call(cmd, 10*time.Second, http.MethodPut, "/v1/heartbeat/enabled",
-				api.HeartbeatEnabledRequest{Enabled: &on}, &reply)
+			reply, err := call(cmd, g, 10*time.Second, func(ctx context.Context, cl *control.Client) (api.HeartbeatEnabledReply, error) {
+				return cl.SetHeartbeatEnabled(ctx, on)
+			})
 			if err != nil {
 				return err
 			}
@@ -137,8 +137,10 @@ exec-event, hook:*, cron:*, wake; anything else is "other".
   schedd heartbeat wake --reason hook:deploy     # subject to the cooldown gate`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var reply api.HeartbeatWakeReply
-			if err := g.call(cmd, 10*time.Second, http.MethodPost, "/v1/heartbeat/wake", req, &reply); err != nil {
+			reply, err := call(cmd, g, 10*time.Second, func(ctx context.Context, cl *control.Client) (api.HeartbeatWakeReply, error) {
+				return cl.HeartbeatWake(ctx, req)
+			})
+			if err != nil {
 				return err
 			}
 			who := "every agent"

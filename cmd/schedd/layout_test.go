@@ -130,6 +130,55 @@ func TestCLIIsAClient(t *testing.T) {
 	}
 }
 
+// apiPathsAllowed are the packages that may write a path of the control API ("/v1/..."):
+// its types and route table, the typed client, the server and its handlers, and the
+// metrics that name the routes. Everyone else, the CLI first, calls a method of
+// control.Client. The bench programs are separate load generators that write the wire
+// themselves.
+var apiPathsAllowed = []string{"internal/api", "internal/control", "internal/daemon", "internal/metrics", "bench/"}
+
+// TestLayoutAPIPaths: no string in a non-test file outside apiPathsAllowed contains "/v1/",
+// so the CLI speaks to the daemon only through control.Client's methods, and a path
+// changes in one place.
+func TestLayoutAPIPaths(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go list")
+	}
+	fset := token.NewFileSet()
+	checked := 0
+	for _, pkg := range listPackages(t) {
+		p := strings.TrimPrefix(pkg.ImportPath, modulePath)
+		if slices.ContainsFunc(apiPathsAllowed, func(a string) bool { return p == a || strings.HasSuffix(a, "/") && strings.HasPrefix(p, a) }) {
+			continue
+		}
+		names, err := filepath.Glob(filepath.Join(pkg.Dir, "*.go")) // every build tag's files
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, path := range names {
+			name := filepath.Base(path)
+			if strings.HasSuffix(name, "_test.go") {
+				continue
+			}
+			f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checked++
+			ast.Inspect(f, func(n ast.Node) bool {
+				if lit, ok := n.(*ast.BasicLit); ok && lit.Kind == token.STRING && strings.Contains(lit.Value, "/v1/") {
+					t.Errorf("%s/%s:%d: %s: call a method of control.Client instead of writing an API path",
+						p, name, fset.Position(lit.Pos()).Line, lit.Value)
+				}
+				return true
+			})
+		}
+	}
+	if checked < 50 {
+		t.Fatalf("checked only %d files", checked)
+	}
+}
+
 // TestNoInit: no package of schedd has an init function, so nothing runs before main
 // and every command starts the same way (no I/O, no request, no listener at start-up).
 func TestNoInit(t *testing.T) {

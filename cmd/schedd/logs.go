@@ -6,16 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
-	"net/url"
 	"os"
 	"os/signal"
-	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/schedd/schedd/internal/api"
+	"github.com/schedd/schedd/internal/control"
 )
 
 // logTime is how `schedd logs` prints a line's time: local, to the millisecond.
@@ -53,11 +51,12 @@ says how many on stderr. -f ends with exit 0 on ^C or when schedd stops.`,
 			if n < 0 {
 				return usageError{fmt.Errorf("-n %d: want a number of lines, 0 or more", n)}
 			}
-			q := url.Values{"n": {strconv.Itoa(n)}}
 			p := &logPrinter{out: cmd.OutOrStdout(), json: asJSON}
 			if !follow {
-				var logs api.Logs
-				if err := g.call(cmd, 30*time.Second, http.MethodGet, "/v1/logs?"+q.Encode(), nil, &logs); err != nil {
+				logs, err := call(cmd, g, 30*time.Second, func(ctx context.Context, cl *control.Client) (api.Logs, error) {
+					return cl.Logs(ctx, n)
+				})
+				if err != nil {
 					return err
 				}
 				for _, l := range logs.Lines {
@@ -67,17 +66,12 @@ says how many on stderr. -f ends with exit 0 on ^C or when schedd stops.`,
 				}
 				return nil
 			}
-			q.Set("follow", "1")
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
 			defer stop()
 			cl := g.client()
 			defer cl.Close()
 			stderr := cmd.ErrOrStderr()
-			err := cl.Stream(ctx, "/v1/logs?"+q.Encode(), func(b []byte) error {
-				var e api.LogEvent
-				if err := json.Unmarshal(b, &e); err != nil {
-					return fmt.Errorf("a line from schedd that is not a log event: %w", err)
-				}
+			err := cl.FollowLogs(ctx, n, func(e api.LogEvent) error {
 				if e.Missed > 0 {
 					fmt.Fprintf(stderr, "schedd logs: %d lines missed (this reader fell behind)\n", e.Missed)
 				}

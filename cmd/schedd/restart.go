@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"os/signal"
 	"strings"
@@ -100,7 +99,6 @@ func (o *restartOptions) run(cmd *cobra.Command) error {
 		ctx, cancel = context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
 	}
-	var reply api.RestartReply
 	cl := o.client()
 	defer cl.Close()
 	stopWatch := func() {}
@@ -112,7 +110,7 @@ func (o *restartOptions) run(cmd *cobra.Command) error {
 		go func() { defer close(watched); watchRestart(watchCtx, cmd.ErrOrStderr(), cl.Status) }()
 		stopWatch = func() { cancel(); <-watched }
 	}
-	err := cl.Do(ctx, http.MethodPost, "/v1/restart", req, &reply)
+	reply, err := cl.Restart(ctx, req)
 	stopWatch()
 	if err != nil {
 		if errors.Is(err, context.Canceled) {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"runtime"
 	"time"
@@ -55,20 +54,20 @@ type globals struct {
 	socket string
 }
 
-// call makes one request to the daemon on the control socket, bounded by timeout (see
-// control.Client.Do for body and out).
-func (g *globals) call(cmd *cobra.Command, timeout time.Duration, method, path string, body, out any) error {
+// call asks the daemon for a T with do, on a client of the control socket, bounded by
+// timeout.
+func call[T any](cmd *cobra.Command, g *globals, timeout time.Duration, do func(context.Context, *control.Client) (T, error)) (T, error) {
 	ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
 	defer cancel()
 	cl := g.client()
 	defer cl.Close()
-	return cl.Do(ctx, method, path, body, out)
+	return do(ctx, cl)
 }
 
-// show gets path from the daemon as a T and prints it: as JSON with asJSON, else with print.
-func show[T any](cmd *cobra.Command, g *globals, path string, asJSON bool, print func(io.Writer, T, time.Time)) error {
-	var v T
-	if err := g.call(cmd, 30*time.Second, http.MethodGet, path, nil, &v); err != nil {
+// show gets a T from the daemon with get and prints it: as JSON with asJSON, else with print.
+func show[T any](cmd *cobra.Command, g *globals, get func(context.Context, *control.Client) (T, error), asJSON bool, print func(io.Writer, T, time.Time)) error {
+	v, err := call(cmd, g, 30*time.Second, get)
+	if err != nil {
 		return err
 	}
 	if asJSON {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -29,7 +28,7 @@ restarts schedd on failure, a clean stop is not restarted.
 			defer cl.Close()
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
-			if err := cl.Do(ctx, http.MethodPost, "/v1/stop", nil, nil); err != nil {
+			if _, err := cl.Stop(ctx); err != nil {
 				return err
 			}
 			fmt.Fprintln(cmd.OutOrStdout(), "schedd is stopping")

@@ -1,10 +1,9 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
-	"net/http"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -14,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/schedd/schedd/internal/api"
+	"github.com/schedd/schedd/internal/control"
 )
 
 func newTasksCmd(g *globals) *cobra.Command {
@@ -63,17 +63,11 @@ A job no longer configured keeps its history until it returns.
 			if limit < 1 || limit > 1000 {
 				return usageError{fmt.Errorf("--limit %d: want 1 to 1000", limit)}
 			}
-			q := url.Values{"limit": {strconv.Itoa(limit)}}
-			for k, v := range map[string]string{"job": job, "state": state} {
-				if v != "" {
-					q.Set(k, v)
-				}
-			}
-			if before > 0 {
-				q.Set("before", strconv.FormatInt(before, 10))
-			}
-			var list api.TaskList
-			if err := g.call(cmd, 30*time.Second, http.MethodGet, "/v1/tasks?"+q.Encode(), nil, &list); err != nil {
+			q := control.TaskQuery{Job: job, State: api.TaskState(state), Limit: limit, Before: before}
+			list, err := call(cmd, g, 30*time.Second, func(ctx context.Context, cl *control.Client) (api.TaskList, error) {
+				return cl.Tasks(ctx, q)
+			})
+			if err != nil {
 				return err
 			}
 			out := cmd.OutOrStdout()
@@ -180,7 +174,9 @@ signal or HTTP status; transient or permanent), its error and the start of its o
 			if err != nil {
 				return err
 			}
-			return show(cmd, g, fmt.Sprintf("/v1/tasks/%d", id), asJSON, printTask)
+			return show(cmd, g, func(ctx context.Context, cl *control.Client) (api.Task, error) {
+				return cl.Task(ctx, id)
+			}, asJSON, printTask)
 		},
 	}
 	c.Flags().BoolVar(&asJSON, "json", false, "print the task as JSON")
@@ -255,8 +251,10 @@ had already ended is shown as it ended.
 			if err != nil {
 				return err
 			}
-			var reply api.TaskCancelReply
-			if err := g.call(cmd, 2*time.Minute, http.MethodPost, fmt.Sprintf("/v1/tasks/%d/cancel", id), nil, &reply); err != nil {
+			reply, err := call(cmd, g, 2*time.Minute, func(ctx context.Context, cl *control.Client) (api.TaskCancelReply, error) {
+				return cl.CancelTask(ctx, id)
+			})
+			if err != nil {
 				return err
 			}
 			out := cmd.OutOrStdout()
