@@ -207,11 +207,11 @@ func (d *Daemon) openPostgresStore(dc config.Deliveries, pg *config.PostgresStor
 }
 
 // DeliveryConfig turns the deliveries section of the config file into the delivery
-// service's policy. The config's zero values that mean "none" or "forever" become the
-// service's negative ones.
+// service's policy: the config's values as they are (defaulted and checked by
+// internal/config; a zero means the same in both).
 func DeliveryConfig(dc config.Deliveries) recovery.Config {
 	rc := recovery.Config{
-		MaxRetries:         max(dc.MaxRetries, 1), // 0 retries: one attempt, as 1
+		MaxRetries:         dc.MaxRetries,
 		Jitter:             dc.Jitter,
 		PermanentPatterns:  slices.Clone(dc.PermanentErrors),
 		RetryAfterMax:      dc.MaxRetryAfter.D(),
@@ -224,12 +224,6 @@ func DeliveryConfig(dc config.Deliveries) recovery.Config {
 	}
 	for _, s := range dc.Schedule {
 		rc.Schedule = append(rc.Schedule, s.D())
-	}
-	if rc.ReplaySpacing == 0 {
-		rc.ReplaySpacing = -1
-	}
-	if rc.DeliveredRetention == 0 {
-		rc.DeliveredRetention = -1
 	}
 	return rc
 }

@@ -21,7 +21,6 @@ import (
 	"github.com/schedd/schedd/internal/config"
 	"github.com/schedd/schedd/internal/control"
 	"github.com/schedd/schedd/internal/queue"
-	"github.com/schedd/schedd/internal/recovery"
 )
 
 // hookServer is an HTTP sink destination that records what it receives and answers with
@@ -410,20 +409,19 @@ func TestDeliveryErrorReplies(t *testing.T) {
 	}
 }
 
-// The config's "none" and "forever" zeros become the service's negative values; max_retries
-// 0 is one attempt.
+// The config's values pass as they are: its "none" and "forever" zeros and max_retries 0
+// (one attempt) mean the same to the service.
 func TestDeliveryConfig(t *testing.T) {
 	c := config.Default().Deliveries
 	rc := DeliveryConfig(c)
-	def := recovery.DefaultConfig()
-	if rc.MaxRetries != 5 || rc.Jitter != 0.2 || len(rc.Schedule) != 4 || rc.Schedule[3] != def.Schedule[3] ||
-		rc.ReplaySpacing != def.ReplaySpacing || rc.RecoveryBudget != def.RecoveryBudget || rc.Workers != 16 ||
-		rc.RetryAfterMax != time.Hour || rc.DeliveredRetention != def.DeliveredRetention || rc.DeadRetention != 0 || rc.TTL != 0 {
+	if rc.MaxRetries != 5 || rc.Jitter != 0.2 || len(rc.Schedule) != 4 || rc.Schedule[3] != 10*time.Minute ||
+		rc.ReplaySpacing != 250*time.Millisecond || rc.RecoveryBudget != time.Minute || rc.Workers != 16 ||
+		rc.RetryAfterMax != time.Hour || rc.DeliveredRetention != config.DefaultDeliveredRetention || rc.DeadRetention != 0 || rc.TTL != 0 {
 		t.Fatalf("defaults: %+v", rc)
 	}
 	c.ReplaySpacing, c.DeliveredRetention, c.MaxRetries = 0, 0, 0
 	rc = DeliveryConfig(c)
-	if rc.ReplaySpacing >= 0 || rc.DeliveredRetention >= 0 || rc.MaxRetries != 1 {
+	if rc.ReplaySpacing != 0 || rc.DeliveredRetention != 0 || rc.MaxRetries != 0 {
 		t.Fatalf("zeros: %+v", rc)
 	}
 }

@@ -139,9 +139,6 @@ func (d *Daemon) heartbeatIdleProbe(c *config.Config) (restart.Counter, time.Dur
 	if err != nil || rc.Idle == nil {
 		return nil, 0
 	}
-	if rc.ProbeTimeout <= 0 {
-		rc.ProbeTimeout = restart.DefaultProbeTimeout
-	}
 	return rc.Idle, rc.ProbeTimeout
 }
 
