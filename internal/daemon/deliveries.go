@@ -91,28 +91,29 @@ func (d *Daemon) setupDeliveries() (*component, error) {
 				}
 			}
 		},
-		status: func(st *api.Status) {
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		status: func(ctx context.Context, st *api.Status) {
+			ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 			defer cancel()
 			// A store that cannot be read still shows, with read_error (logged by svc).
 			ds, _ := svc.Status(ctx)
 			st.Deliveries = &ds
 		},
 		routes: endpoints.routes,
-		reload: func(next *config.Config) error {
+		prepare: func(next *config.Config) (func(), error) {
 			sinks, err := d.deliverySinks(next)
 			if err != nil {
-				return err
+				return nil, err
 			}
-			restart, err := svc.Reconfigure(DeliveryConfig(next.Deliveries), sinks)
+			apply, err := svc.PrepareReconfigure(DeliveryConfig(next.Deliveries), sinks)
 			if err != nil {
-				return err
+				return nil, err
 			}
-			if later := append(restart, storeChanges(opened, next.Deliveries)...); len(later) > 0 {
-				d.log.Warn("delivery settings changed that apply only when schedd starts again",
-					zap.Strings("settings", later))
-			}
-			return nil
+			return func() {
+				if later := append(apply(), storeChanges(opened, next.Deliveries)...); len(later) > 0 {
+					d.log.Warn("delivery settings changed that apply only when schedd starts again",
+						zap.Strings("settings", later))
+				}
+			}, nil
 		},
 	}, nil
 }

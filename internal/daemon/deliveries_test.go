@@ -65,9 +65,9 @@ type deliveryDaemon struct {
 	cl   *control.Client
 }
 
-func (dd *deliveryDaemon) Status(context.Context) api.Status {
+func (dd *deliveryDaemon) Status(ctx context.Context) api.Status {
 	var st api.Status
-	dd.comp.status(&st)
+	dd.comp.status(ctx, &st)
 	return st
 }
 
@@ -360,7 +360,7 @@ func TestDeliveriesReload(t *testing.T) {
 	next := deliveryConfig(t, hook.URL)
 	next.Deliveries.Sinks["late"] = config.Sink{HTTP: &config.HTTPSink{URL: hook.URL + "/ok", Method: "POST", Timeout: config.Duration(time.Second)}}
 	next.Deliveries.MaxEntries = 10
-	if err := dd.comp.reload(next); err != nil {
+	if err := reloadComponent(dd.comp, next); err != nil {
 		t.Fatal(err)
 	}
 	var e api.EnqueueReply
@@ -373,7 +373,7 @@ func TestDeliveriesReload(t *testing.T) {
 	}
 	bad := deliveryConfig(t, hook.URL)
 	bad.Deliveries.Sinks["x"] = config.Sink{HTTP: &config.HTTPSink{URL: "ftp://nope"}}
-	if err := dd.comp.reload(bad); err == nil || !strings.Contains(err.Error(), "deliveries.sinks.x") {
+	if err := reloadComponent(dd.comp, bad); err == nil || !strings.Contains(err.Error(), "deliveries.sinks.x") {
 		t.Fatalf("a bad sink: %v", err)
 	}
 }

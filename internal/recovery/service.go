@@ -103,9 +103,20 @@ func New(cfg Config, store queue.Store, sinks map[string]Sink, deps Deps) (*Serv
 
 // Reconfigure replaces the retry policy and the sinks while the service runs: attempts that
 // start from now on use them. Workers keeps its value until the service is started
-// again; restart names it when it changed. Entries of a sink that is no
-// longer configured are dead-lettered (unknown_sink) when they are next due, as at a start.
+// again; restart names it when it changed. Entries of a sink that is no longer configured
+// are dead-lettered (unknown_sink) when they are next due, as at a start.
 func (s *Service) Reconfigure(cfg Config, sinks map[string]Sink) (restart []string, err error) {
+	apply, err := s.PrepareReconfigure(cfg, sinks)
+	if err != nil {
+		return nil, err
+	}
+	return apply(), nil
+}
+
+// PrepareReconfigure checks cfg and sinks as Reconfigure does, and changes nothing: apply
+// makes the change (it cannot fail), so a caller can prepare several parts before it
+// changes any.
+func (s *Service) PrepareReconfigure(cfg Config, sinks map[string]Sink) (apply func() (restart []string), err error) {
 	cfg, err = cfg.check()
 	if err != nil {
 		return nil, err
@@ -114,18 +125,21 @@ func (s *Service) Reconfigure(cfg Config, sinks map[string]Sink) (restart []stri
 	if err != nil {
 		return nil, err
 	}
-	if cfg.Workers != s.cfg.Workers {
-		restart = append(restart, "workers")
-	}
-	old := s.pol.Swap(pol)
-	for _, name := range slices.Sorted(maps.Keys(old.sinks)) {
-		if _, ok := pol.sinks[name]; !ok {
-			s.log.Warn("delivery sink removed: its entries are dead-lettered when next due", zap.String("sink", name))
+	return func() []string {
+		var restart []string
+		if cfg.Workers != s.cfg.Workers {
+			restart = append(restart, "workers")
 		}
-	}
-	s.log.Info("delivery policy reconfigured", zap.Int("max_retries", cfg.MaxRetries),
-		zap.Durations("schedule", cfg.Schedule), zap.Strings("sinks", slices.Sorted(maps.Keys(pol.sinks))))
-	return restart, nil
+		old := s.pol.Swap(pol)
+		for _, name := range slices.Sorted(maps.Keys(old.sinks)) {
+			if _, ok := pol.sinks[name]; !ok {
+				s.log.Warn("delivery sink removed: its entries are dead-lettered when next due", zap.String("sink", name))
+			}
+		}
+		s.log.Info("delivery policy reconfigured", zap.Int("max_retries", cfg.MaxRetries),
+			zap.Durations("schedule", cfg.Schedule), zap.Strings("sinks", slices.Sorted(maps.Keys(pol.sinks))))
+		return restart
+	}, nil
 }
 
 // Sinks returns the names of the configured sinks, sorted.

@@ -102,7 +102,7 @@ func New(cfg Config, opts ...Option) (*Supervisor, error) {
 	if len(cfg.Argv) == 0 {
 		return nil, errors.New("gateway command is empty")
 	}
-	if err := cfg.check(); err != nil {
+	if err := cfg.Check(); err != nil {
 		return nil, err
 	}
 	s := &Supervisor{
@@ -124,8 +124,8 @@ func New(cfg Config, opts ...Option) (*Supervisor, error) {
 	return s, nil
 }
 
-// check refuses a config the supervisor cannot run with.
-func (cfg Config) check() error {
+// Check refuses a config the supervisor cannot run with (New and Reconfigure call it).
+func (cfg Config) Check() error {
 	var errs []error
 	if cfg.StopSignal == nil {
 		errs = append(errs, errors.New("gateway stop signal is not set"))
