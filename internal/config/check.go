@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"math"
@@ -14,6 +15,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/schedd/schedd/internal/heartbeat"
 )
 
 // Validate checks the whole configuration: every value's range and form, references between
@@ -457,15 +460,17 @@ func (k *checker) restart() {
 }
 
 var (
-	// everyRE is the upstream interval grammar: one token whose unit may be missing
-	// (minutes), or several tokens that all have units.
-	everyRE = sync.OnceValue(func() *regexp.Regexp {
-		return regexp.MustCompile(`^(?:\d+(?:\.\d+)?(?:ms|s|m|h|d)?|(?:\d+(?:\.\d+)?(?:ms|s|m|h|d))+)$`)
-	})
 	hhmmRE     = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(?:[01]\d|2[0-3]):[0-5]\d$`) })
 	knownTZs   = []string{"user", "local"}
 	targetKind = []string{"http", "exec", "openclaw"}
 )
+
+// everyGrammar reports whether s is written in the heartbeat interval grammar (whatever
+// its value): heartbeat.ParseEvery is the one reader of it.
+func everyGrammar(s string) bool {
+	_, err := heartbeat.ParseEvery(s)
+	return err == nil || errors.Is(err, heartbeat.ErrEveryOutOfRange)
+}
 
 func (k *checker) heartbeat() {
 	h := &k.c.Heartbeat
@@ -508,7 +513,7 @@ func (k *checker) heartbeat() {
 }
 
 func (k *checker) agent(path string, a *HeartbeatAgent) {
-	if a.Every != "" && !everyRE().MatchString(strings.ToLower(strings.TrimSpace(a.Every))) {
+	if a.Every != "" && !everyGrammar(a.Every) {
 		k.errf(path+".every", "invalid interval %s (use 30m, 1h30m or a bare number of minutes; 0 disables)", quote(a.Every))
 	}
 	if ah := a.ActiveHours; ah != nil {

@@ -286,7 +286,7 @@ func (k *checker) inRange(path, key string, l limit, kind int, v reflect.Value, 
 		}
 	case kindInterval:
 		s := v.String()
-		if s == "" || !everyRE().MatchString(strings.ToLower(strings.TrimSpace(s))) {
+		if s == "" || !everyGrammar(s) {
 			return // empty, or reported by agent
 		}
 		d, err := heartbeat.ParseEvery(s)

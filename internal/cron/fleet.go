@@ -278,26 +278,37 @@ func (f *Fleet) role() string {
 // Update replaces the jobs (SIGHUP); the leader applies them at once, a standby when it
 // takes over.
 func (f *Fleet) Update(ctx context.Context, jobs []Job) error {
+	apply, err := f.PrepareUpdate(jobs)
+	if err != nil {
+		return err
+	}
+	return apply(ctx)
+}
+
+// PrepareUpdate checks jobs as Update does, and changes nothing: apply replaces them.
+func (f *Fleet) PrepareUpdate(jobs []Job) (apply func(ctx context.Context) error, err error) {
 	deps := f.cfg.Deps
 	if _, err := prepare(jobs, &deps); err != nil {
-		return err
+		return nil, err
 	}
-	f.mu.Lock()
-	f.jobs, f.view = jobs, nil
-	f.gen++
-	svc := f.svc
-	f.mu.Unlock()
-	select {
-	case f.wake <- struct{}{}:
-	default:
-	}
-	if svc == nil {
+	return func(ctx context.Context) error {
+		f.mu.Lock()
+		f.jobs, f.view = jobs, nil
+		f.gen++
+		svc := f.svc
+		f.mu.Unlock()
+		select {
+		case f.wake <- struct{}{}:
+		default:
+		}
+		if svc == nil {
+			return nil
+		}
+		if err := svc.Update(ctx, jobs); err != nil && !errors.Is(err, ErrStopped) {
+			return err
+		}
 		return nil
-	}
-	if err := svc.Update(ctx, jobs); err != nil && !errors.Is(err, ErrStopped) {
-		return err
-	}
-	return nil
+	}, nil
 }
 
 // current is the leader's running service, or a standby's read-only view of the fleet's

@@ -244,11 +244,24 @@ func (s *Service) callThen(ctx context.Context, readOnly bool, fn func() error, 
 // whose schedule changed starts from now, without catching up. An invalid set of jobs is
 // refused whole and the old one stays.
 func (s *Service) Update(ctx context.Context, jobs []Job) error {
-	prepared, err := prepare(jobs, &s.deps)
+	apply, err := s.PrepareUpdate(jobs)
 	if err != nil {
 		return err
 	}
-	return s.call(ctx, false, func() error { return s.apply(prepared) })
+	return apply(ctx)
+}
+
+// PrepareUpdate checks jobs as Update does, and changes nothing: apply replaces the jobs,
+// so a caller can check several parts before it changes any. apply fails only when the
+// service stopped, ctx ended, or the task store could not be opened.
+func (s *Service) PrepareUpdate(jobs []Job) (apply func(ctx context.Context) error, err error) {
+	prepared, err := prepare(jobs, &s.deps)
+	if err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context) error {
+		return s.call(ctx, false, func() error { return s.apply(prepared) })
+	}, nil
 }
 
 // RunNow queues a manual run of the job, enabled or not, under its concurrency policy, and

@@ -55,7 +55,10 @@ func SupervisorConfig(c *config.Config, environ []string) (respawn.Config, error
 		rc.Liveness = respawn.Liveness{Every: l.Every.D(), Timeout: l.Timeout.D(), Failures: l.Failures}
 		switch l.Kind() {
 		case "notify":
+			// The file sets no failures for a watchdog (it is refused there): missed
+			// periods before the kill are the probes' default.
 			rc.Liveness.Watchdog = l.Timeout.D()
+			rc.Liveness.Failures = config.DefaultLivenessFailures
 		case "none", "":
 		default:
 			rc.Liveness.Probe = checker(*l, environ)

@@ -25,7 +25,7 @@ const cronUpdateTimeout = time.Minute
 // shared PostgreSQL database.
 type cronService interface {
 	Run(ctx context.Context) error
-	Update(ctx context.Context, jobs []cron.Job) error
+	PrepareUpdate(jobs []cron.Job) (apply func(ctx context.Context) error, err error)
 	Status() api.Cron
 	Job(ctx context.Context, name string) (api.CronJobDetail, error)
 	Next(ctx context.Context, name string, from time.Time, n int) (api.CronNextReply, error)
@@ -72,32 +72,37 @@ func (d *Daemon) setupCron() (*component, error) {
 	return &component{
 		name: "cron",
 		run:  svc.Run,
-		status: func(st *api.Status) {
+		status: func(_ context.Context, st *api.Status) {
 			cs := svc.Status()
 			st.Cron = &cs
 		},
 		routes: cronAPI{svc: svc}.routes,
-		reload: func(next *config.Config) error {
+		prepare: func(next *config.Config) (func(), error) {
 			jobs, err := CronJobs(next.Cron)
 			if err != nil {
-				return err
+				return nil, err
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), cronUpdateTimeout)
-			defer cancel()
-			if err := svc.Update(ctx, jobs); err != nil {
-				return err
+			apply, err := svc.PrepareUpdate(jobs)
+			if err != nil {
+				return nil, err
 			}
-			var later []string
-			if next.Cron.Workers != started.Workers {
-				later = append(later, "cron.workers")
-			}
-			if next.Cron.QueueSize != started.QueueSize {
-				later = append(later, "cron.queue_size")
-			}
-			if len(later) > 0 {
-				d.log.Warn("cron settings changed that apply only when schedd starts again", zap.Strings("settings", later))
-			}
-			return nil
+			return func() {
+				ctx, cancel := context.WithTimeout(context.Background(), cronUpdateTimeout)
+				defer cancel()
+				if err := apply(ctx); err != nil {
+					d.log.Error("config reload: cron kept its old jobs", zap.Error(err))
+				}
+				var later []string
+				if next.Cron.Workers != started.Workers {
+					later = append(later, "cron.workers")
+				}
+				if next.Cron.QueueSize != started.QueueSize {
+					later = append(later, "cron.queue_size")
+				}
+				if len(later) > 0 {
+					d.log.Warn("cron settings changed that apply only when schedd starts again", zap.Strings("settings", later))
+				}
+			}, nil
 		},
 	}, nil
 }

@@ -135,10 +135,10 @@ type cronDaemon struct {
 	dir   string
 }
 
-func (cd *cronDaemon) Status(context.Context) api.Status {
+func (cd *cronDaemon) Status(ctx context.Context) api.Status {
 	var st api.Status
 	for _, c := range cd.comps {
-		c.status(&st)
+		c.status(ctx, &st)
 	}
 	return st
 }
@@ -355,7 +355,7 @@ func TestCronReloadKeepsHistory(t *testing.T) {
 	var run api.CronRunReply
 	cd.do(t, http.MethodPost, "/v1/cron/quick/run", api.CronRunRequest{Wait: true}, &run)
 
-	if err := cd.comps[1].reload(cronConfig(t, hook.URL, added)); err != nil {
+	if err := reloadComponent(cd.comps[1], cronConfig(t, hook.URL, added)); err != nil {
 		t.Fatal(err)
 	}
 	if jobs := cd.Status(t.Context()).Cron.Jobs; len(jobs) != 1 || jobs[0].Name != "added" {
@@ -370,7 +370,7 @@ func TestCronReloadKeepsHistory(t *testing.T) {
 		t.Errorf("the removed job's history: %+v", list)
 	}
 
-	if err := cd.comps[1].reload(cronConfig(t, hook.URL, quick, added)); err != nil {
+	if err := reloadComponent(cd.comps[1], cronConfig(t, hook.URL, quick, added)); err != nil {
 		t.Fatal(err)
 	}
 	var detail api.CronJobDetail
@@ -398,7 +398,7 @@ func TestCronIdleDaemonHasNoStore(t *testing.T) {
 	if len(list.Tasks) != 0 {
 		t.Errorf("tasks without a store: %+v", list)
 	}
-	if err := cd.comps[1].reload(cronConfig(t, "http://127.0.0.1:1", "{name: a, every: 1h, action: {heartbeat_wake: {}}}")); err != nil {
+	if err := reloadComponent(cd.comps[1], cronConfig(t, "http://127.0.0.1:1", "{name: a, every: 1h, action: {heartbeat_wake: {}}}")); err != nil {
 		t.Fatal(err)
 	}
 	if st := cd.Status(t.Context()).Cron; st.StoreState != api.StoreOpen || st.Store != db {

@@ -103,13 +103,15 @@ type Daemon struct {
 
 // component is a background part of the daemon with its own lifecycle. run blocks until
 // ctx ends (at the daemon's stop); the optional hooks add its status block, its control
-// endpoints and what it does with a reloaded config.
+// endpoints and what it does with a reloaded config: prepare builds and checks the
+// component's new settings without applying them, and the commit it returns applies them
+// (called only once every part of the reload prepared without an error).
 type component struct {
-	name   string
-	run    func(ctx context.Context) error
-	status func(*api.Status)
-	routes func(*control.Server)
-	reload func(*config.Config) error
+	name    string
+	run     func(ctx context.Context) error
+	status  func(context.Context, *api.Status)
+	routes  func(*control.Server)
+	prepare func(*config.Config) (commit func(), err error)
 }
 
 // handoff is the last act of a daemon that replaces itself: after the gateway has been
@@ -484,7 +486,7 @@ func statusLine(st api.Gateway) string {
 }
 
 // Status implements control.Backend.
-func (d *Daemon) Status(context.Context) api.Status {
+func (d *Daemon) Status(ctx context.Context) api.Status {
 	o := d.opts
 	rs := d.coord.Status()
 	st := api.Status{
@@ -503,7 +505,7 @@ func (d *Daemon) Status(context.Context) api.Status {
 	}
 	for _, c := range d.components {
 		if c.status != nil {
-			c.status(&st)
+			c.status(ctx, &st)
 		}
 	}
 	return st

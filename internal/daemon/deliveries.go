@@ -91,28 +91,29 @@ func (d *Daemon) setupDeliveries() (*component, error) {
 				}
 			}
 		},
-		status: func(st *api.Status) {
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		status: func(ctx context.Context, st *api.Status) {
+			ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 			defer cancel()
 			// A store that cannot be read still shows, with read_error (logged by svc).
 			ds, _ := svc.Status(ctx)
 			st.Deliveries = &ds
 		},
 		routes: endpoints.routes,
-		reload: func(next *config.Config) error {
+		prepare: func(next *config.Config) (func(), error) {
 			sinks, err := d.deliverySinks(next)
 			if err != nil {
-				return err
+				return nil, err
 			}
-			restart, err := svc.Reconfigure(DeliveryConfig(next.Deliveries), sinks)
+			apply, err := svc.PrepareReconfigure(DeliveryConfig(next.Deliveries), sinks)
 			if err != nil {
-				return err
+				return nil, err
 			}
-			if later := append(restart, storeChanges(opened, next.Deliveries)...); len(later) > 0 {
-				d.log.Warn("delivery settings changed that apply only when schedd starts again",
-					zap.Strings("settings", later))
-			}
-			return nil
+			return func() {
+				if later := append(apply(), storeChanges(opened, next.Deliveries)...); len(later) > 0 {
+					d.log.Warn("delivery settings changed that apply only when schedd starts again",
+						zap.Strings("settings", later))
+				}
+			}, nil
 		},
 	}, nil
 }
@@ -207,11 +208,11 @@ func (d *Daemon) openPostgresStore(dc config.Deliveries, pg *config.PostgresStor
 }
 
 // DeliveryConfig turns the deliveries section of the config file into the delivery
-// service's policy. The config's zero values that mean "none" or "forever" become the
-// service's negative ones.
+// service's policy: the config's values as they are (defaulted and checked by
+// internal/config; a zero means the same in both).
 func DeliveryConfig(dc config.Deliveries) recovery.Config {
 	rc := recovery.Config{
-		MaxRetries:         max(dc.MaxRetries, 1), // 0 retries: one attempt, as 1
+		MaxRetries:         dc.MaxRetries,
 		Jitter:             dc.Jitter,
 		PermanentPatterns:  slices.Clone(dc.PermanentErrors),
 		RetryAfterMax:      dc.MaxRetryAfter.D(),
@@ -224,12 +225,6 @@ func DeliveryConfig(dc config.Deliveries) recovery.Config {
 	}
 	for _, s := range dc.Schedule {
 		rc.Schedule = append(rc.Schedule, s.D())
-	}
-	if rc.ReplaySpacing == 0 {
-		rc.ReplaySpacing = -1
-	}
-	if rc.DeliveredRetention == 0 {
-		rc.DeliveredRetention = -1
 	}
 	return rc
 }

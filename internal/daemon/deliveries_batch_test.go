@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/schedd/schedd/internal/api"
+	"github.com/schedd/schedd/internal/config"
 	"github.com/schedd/schedd/internal/control"
 	"github.com/schedd/schedd/internal/queue"
 	"github.com/schedd/schedd/internal/recovery"
@@ -30,7 +31,7 @@ func serveEnqueue(tb testing.TB, store queue.Store, maxBody int64, run bool) str
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { os.RemoveAll(dir) })
-	svc, err := recovery.New(recovery.DefaultConfig(), store, map[string]recovery.Sink{"hook": waitingSink{}}, recovery.Deps{Log: zap.NewNop()})
+	svc, err := recovery.New(DeliveryConfig(config.Default().Deliveries), store, map[string]recovery.Sink{"hook": waitingSink{}}, recovery.Deps{Log: zap.NewNop()})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -21,7 +21,6 @@ import (
 	"github.com/schedd/schedd/internal/config"
 	"github.com/schedd/schedd/internal/control"
 	"github.com/schedd/schedd/internal/queue"
-	"github.com/schedd/schedd/internal/recovery"
 )
 
 // hookServer is an HTTP sink destination that records what it receives and answers with
@@ -66,9 +65,9 @@ type deliveryDaemon struct {
 	cl   *control.Client
 }
 
-func (dd *deliveryDaemon) Status(context.Context) api.Status {
+func (dd *deliveryDaemon) Status(ctx context.Context) api.Status {
 	var st api.Status
-	dd.comp.status(&st)
+	dd.comp.status(ctx, &st)
 	return st
 }
 
@@ -361,7 +360,7 @@ func TestDeliveriesReload(t *testing.T) {
 	next := deliveryConfig(t, hook.URL)
 	next.Deliveries.Sinks["late"] = config.Sink{HTTP: &config.HTTPSink{URL: hook.URL + "/ok", Method: "POST", Timeout: config.Duration(time.Second)}}
 	next.Deliveries.MaxEntries = 10
-	if err := dd.comp.reload(next); err != nil {
+	if err := reloadComponent(dd.comp, next); err != nil {
 		t.Fatal(err)
 	}
 	var e api.EnqueueReply
@@ -374,7 +373,7 @@ func TestDeliveriesReload(t *testing.T) {
 	}
 	bad := deliveryConfig(t, hook.URL)
 	bad.Deliveries.Sinks["x"] = config.Sink{HTTP: &config.HTTPSink{URL: "ftp://nope"}}
-	if err := dd.comp.reload(bad); err == nil || !strings.Contains(err.Error(), "deliveries.sinks.x") {
+	if err := reloadComponent(dd.comp, bad); err == nil || !strings.Contains(err.Error(), "deliveries.sinks.x") {
 		t.Fatalf("a bad sink: %v", err)
 	}
 }
@@ -410,20 +409,19 @@ func TestDeliveryErrorReplies(t *testing.T) {
 	}
 }
 
-// The config's "none" and "forever" zeros become the service's negative values; max_retries
-// 0 is one attempt.
+// The config's values pass as they are: its "none" and "forever" zeros and max_retries 0
+// (one attempt) mean the same to the service.
 func TestDeliveryConfig(t *testing.T) {
 	c := config.Default().Deliveries
 	rc := DeliveryConfig(c)
-	def := recovery.DefaultConfig()
-	if rc.MaxRetries != 5 || rc.Jitter != 0.2 || len(rc.Schedule) != 4 || rc.Schedule[3] != def.Schedule[3] ||
-		rc.ReplaySpacing != def.ReplaySpacing || rc.RecoveryBudget != def.RecoveryBudget || rc.Workers != 16 ||
-		rc.RetryAfterMax != time.Hour || rc.DeliveredRetention != def.DeliveredRetention || rc.DeadRetention != 0 || rc.TTL != 0 {
+	if rc.MaxRetries != 5 || rc.Jitter != 0.2 || len(rc.Schedule) != 4 || rc.Schedule[3] != 10*time.Minute ||
+		rc.ReplaySpacing != 250*time.Millisecond || rc.RecoveryBudget != time.Minute || rc.Workers != 16 ||
+		rc.RetryAfterMax != time.Hour || rc.DeliveredRetention != config.DefaultDeliveredRetention || rc.DeadRetention != 0 || rc.TTL != 0 {
 		t.Fatalf("defaults: %+v", rc)
 	}
 	c.ReplaySpacing, c.DeliveredRetention, c.MaxRetries = 0, 0, 0
 	rc = DeliveryConfig(c)
-	if rc.ReplaySpacing >= 0 || rc.DeliveredRetention >= 0 || rc.MaxRetries != 1 {
+	if rc.ReplaySpacing != 0 || rc.DeliveredRetention != 0 || rc.MaxRetries != 0 {
 		t.Fatalf("zeros: %+v", rc)
 	}
 }

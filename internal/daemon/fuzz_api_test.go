@@ -115,7 +115,7 @@ func FuzzDeliveryEnqueue_RINPUT16(f *testing.F) {
 	} {
 		f.Add([]byte(s))
 	}
-	svc, err := recovery.New(recovery.DefaultConfig(), queuetest.NewMemory(), map[string]recovery.Sink{"hook": waitingSink{}},
+	svc, err := recovery.New(DeliveryConfig(config.Default().Deliveries), queuetest.NewMemory(), map[string]recovery.Sink{"hook": waitingSink{}},
 		recovery.Deps{Log: zap.NewNop()})
 	if err != nil {
 		f.Fatal(err)

@@ -45,17 +45,21 @@ func (d *Daemon) setupHeartbeat() (*component, error) {
 	return &component{
 		name: "heartbeat",
 		run:  svc.Run,
-		status: func(st *api.Status) {
+		status: func(_ context.Context, st *api.Status) {
 			hs := svc.Status()
 			st.Heartbeat = &hs
 		},
 		routes: endpoints.routes,
-		reload: func(next *config.Config) error {
-			if err := svc.UpdateConfig(HeartbeatConfig(next.Heartbeat)); err != nil {
-				return err
+		prepare: func(next *config.Config) (func(), error) {
+			apply, err := svc.PrepareUpdate(HeartbeatConfig(next.Heartbeat))
+			if err != nil {
+				return nil, err
 			}
-			gw.setProbe(d.heartbeatIdleProbe(next))
-			return nil
+			idle, timeout := d.heartbeatIdleProbe(next)
+			return func() {
+				apply()
+				gw.setProbe(idle, timeout)
+			}, nil
 		},
 	}, nil
 }
@@ -138,9 +142,6 @@ func (d *Daemon) heartbeatIdleProbe(c *config.Config) (restart.Counter, time.Dur
 	rc, err := d.restartConfig(&cc)
 	if err != nil || rc.Idle == nil {
 		return nil, 0
-	}
-	if rc.ProbeTimeout <= 0 {
-		rc.ProbeTimeout = restart.DefaultProbeTimeout
 	}
 	return rc.Idle, rc.ProbeTimeout
 }

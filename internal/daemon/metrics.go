@@ -51,12 +51,13 @@ func (d *Daemon) setupMetrics() (*component, error) {
 				zap.String("page", "http://"+ln.Addr().String()+"/"))
 			return d.metrics.Serve(ctx, ln)
 		},
-		reload: func(next *config.Config) error {
-			if next.Metrics != started {
-				d.log.Warn("metrics settings changed; they take effect when schedd next starts",
-					zap.String("listen", started.Listen), zap.String("new_listen", next.Metrics.Listen))
-			}
-			return nil
+		prepare: func(next *config.Config) (func(), error) {
+			return func() {
+				if next.Metrics != started {
+					d.log.Warn("metrics settings changed; they take effect when schedd next starts",
+						zap.String("listen", started.Listen), zap.String("new_listen", next.Metrics.Listen))
+				}
+			}, nil
 		},
 	}, nil
 }

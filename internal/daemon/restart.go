@@ -183,18 +183,12 @@ func (d *Daemon) reload() {
 		d.notify("STATUS=config reload failed: " + firstLine(err.Error()))
 		return
 	}
-	scfg, err := d.supervisorConfig(next)
-	if err == nil {
-		var rcfg restart.Config
-		if rcfg, err = d.restartConfig(next); err == nil {
-			err = d.sup.Reconfigure(scfg)
-			if err == nil {
-				err = d.coord.Reconfigure(rcfg)
-			}
-		}
-	}
+	// Prepare every part first; only when all of them took the new config is it applied,
+	// so a part that refuses it never leaves the others (and the status) half reloaded.
+	commits, err := d.prepareReload(next)
 	if err != nil {
 		d.log.Error("config reload failed; keeping the config in effect", zap.Error(err))
+		d.notify("STATUS=config reload failed: " + firstLine(err.Error()))
 		return
 	}
 	d.mu.Lock()
@@ -203,13 +197,8 @@ func (d *Daemon) reload() {
 	d.mu.Unlock()
 	d.sockets.changed(d.log, next.Gateway.Sockets)
 	d.output.Resize(next.Gateway.Output.KeepLines)
-	for _, c := range d.components {
-		if c.reload == nil {
-			continue
-		}
-		if err := c.reload(next); err != nil {
-			d.log.Error("config reload: a part kept its old settings", zap.String("component", c.name), zap.Error(err))
-		}
+	for _, commit := range commits {
+		commit()
 	}
 	if d.opts.LogLevel != nil {
 		if lvl, err := zap.ParseAtomicLevel(next.Log.Level); err == nil {
@@ -225,6 +214,46 @@ func (d *Daemon) reload() {
 	if len(changed) > 0 {
 		d.coord.Request(restart.Request{Reason: "config changed: " + strings.Join(changed, ", "), Source: api.SourceConfig})
 	}
+}
+
+// prepareReload builds every part's settings from next without applying any, and returns
+// what applies them, in order: the supervisor's, the restart coordinator's, then each
+// component's.
+func (d *Daemon) prepareReload(next *config.Config) ([]func(), error) {
+	scfg, err := d.supervisorConfig(next)
+	if err == nil {
+		err = scfg.Check()
+	}
+	if err != nil {
+		return nil, err
+	}
+	rcfg, err := d.restartConfig(next)
+	if err != nil {
+		return nil, err
+	}
+	commits := []func(){
+		func() {
+			if err := d.sup.Reconfigure(scfg); err != nil {
+				d.log.Error("config reload: the supervisor kept its old settings", zap.Error(err))
+			}
+		},
+		func() {
+			if err := d.coord.Reconfigure(rcfg); err != nil {
+				d.log.Error("config reload: restarts keep their old settings", zap.Error(err))
+			}
+		},
+	}
+	for _, c := range d.components {
+		if c.prepare == nil {
+			continue
+		}
+		commit, err := c.prepare(next)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", c.name, err)
+		}
+		commits = append(commits, commit)
+	}
+	return commits, nil
 }
 
 // startOnlyChanges names the settings outside the components (which name their own) that

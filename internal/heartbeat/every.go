@@ -15,6 +15,10 @@ const DefaultEvery = "30m"
 // ErrInvalidEvery is wrapped by ParseEvery for input outside the grammar.
 var ErrInvalidEvery = errors.New("invalid interval")
 
+// ErrEveryOutOfRange is wrapped by ParseEvery, with ErrInvalidEvery, for an interval in the
+// grammar that is too large.
+var ErrEveryOutOfRange = errors.New("out of range")
+
 // maxEveryMs bounds an interval so it fits a time.Duration with room to spare.
 const maxEveryMs = float64(math.MaxInt64/int64(time.Millisecond)) / 2
 
@@ -89,7 +93,7 @@ func parseDurationMs(raw, defaultUnit string) (int64, error) {
 	}
 	ms := math.Round(total)
 	if math.IsInf(ms, 0) || math.IsNaN(ms) || ms > maxEveryMs {
-		return 0, fmt.Errorf("%w %q: out of range", ErrInvalidEvery, raw)
+		return 0, fmt.Errorf("%w %q: %w", ErrInvalidEvery, raw, ErrEveryOutOfRange)
 	}
 	return int64(ms), nil
 }

@@ -183,17 +183,41 @@ func New(cfg Config, deps Deps) (*Service, error) {
 // are unchanged keeps its future due time; history is kept per agent id. An invalid
 // config is rejected and the old one stays.
 func (s *Service) UpdateConfig(cfg Config) error {
-	if err := s.apply(cfg); err != nil {
+	apply, err := s.PrepareUpdate(cfg)
+	if err != nil {
 		return err
 	}
-	s.poke()
+	apply()
 	return nil
 }
 
+// PrepareUpdate checks cfg as UpdateConfig does, and changes nothing: apply makes the change
+// (it cannot fail), so a caller can prepare several parts before it changes any.
+func (s *Service) PrepareUpdate(cfg Config) (apply func(), err error) {
+	commit, err := s.prepare(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return func() {
+		commit()
+		s.poke()
+	}, nil
+}
+
 func (s *Service) apply(cfg Config) error {
-	plans, err := cfg.plan(s.host)
+	commit, err := s.prepare(cfg)
 	if err != nil {
 		return err
+	}
+	commit()
+	return nil
+}
+
+// prepare builds what cfg needs (plans, targets); commit puts it in place.
+func (s *Service) prepare(cfg Config) (commit func(), err error) {
+	plans, err := cfg.plan(s.host)
+	if err != nil {
+		return nil, err
 	}
 	pulsers := make([]pulser, len(plans))
 	keys := make([]string, len(plans))
@@ -207,80 +231,81 @@ func (s *Service) apply(cfg Config) error {
 		keys[i] = key
 		if pulsers[i] = shared[key]; pulsers[i] == nil {
 			if pulsers[i], err = newPulser(p.cfg.Target, s.httpc, s.run); err != nil {
-				return fmt.Errorf("heartbeat agent %s: %w", p.cfg.ID, err)
+				return nil, fmt.Errorf("heartbeat agent %s: %w", p.cfg.ID, err)
 			}
 			shared[key] = pulsers[i]
 		}
 	}
-	now := s.wall()
-	var warns []configWarning
-	s.mu.Lock()
-	s.cfg = cfg
-	old := s.agents
-	s.agents = make(map[string]*agent, len(plans))
-	s.order = make([]*agent, 0, len(plans))
-	running, minInterval := 0, time.Duration(0)
-	for i, p := range plans {
-		id := p.cfg.ID
-		a, existed := old[id]
-		var prev *Slot
-		switch {
-		case existed && a.runs:
-			prev = &Slot{Interval: a.interval, Phase: a.phase, NextDue: a.nextDue}
-		case !existed:
-			a = &agent{id: id, dueIdx: -1, deferIdx: -1}
-			if ps, ok := s.persisted[id]; ok {
-				prev = &Slot{Interval: time.Duration(ps.IntervalMS) * time.Millisecond,
-					Phase: time.Duration(ps.PhaseMS) * time.Millisecond, NextDue: ps.NextDueAt}
-				a.last, a.event, a.starts = ps.Last, ps.Event, ps.Starts
+	return func() {
+		now := s.wall()
+		var warns []configWarning
+		s.mu.Lock()
+		s.cfg = cfg
+		old := s.agents
+		s.agents = make(map[string]*agent, len(plans))
+		s.order = make([]*agent, 0, len(plans))
+		running, minInterval := 0, time.Duration(0)
+		for i, p := range plans {
+			id := p.cfg.ID
+			a, existed := old[id]
+			var prev *Slot
+			switch {
+			case existed && a.runs:
+				prev = &Slot{Interval: a.interval, Phase: a.phase, NextDue: a.nextDue}
+			case !existed:
+				a = &agent{id: id, dueIdx: -1, deferIdx: -1}
+				if ps, ok := s.persisted[id]; ok {
+					prev = &Slot{Interval: time.Duration(ps.IntervalMS) * time.Millisecond,
+						Phase: time.Duration(ps.PhaseMS) * time.Millisecond, NextDue: ps.NextDueAt}
+					a.last, a.event, a.starts = ps.Last, ps.Event, ps.Starts
+				}
 			}
-		}
-		delete(old, id)
-		a.runs, a.why = p.runs, p.why
-		a.interval, a.window, a.vis = p.interval, p.window, p.vis
-		a.target, a.session = pulsers[i], p.cfg.Session
-		if a.targetKey != keys[i] {
-			// A new target: what the old one refused or asked for no longer holds.
-			a.targetKey, a.configErr, a.notBefore = keys[i], "", time.Time{}
-		}
-		if p.everyErr != nil {
-			warns = append(warns, configWarning{id, "every: " + p.everyErr.Error() + "; heartbeat disabled"})
-		}
-		if !p.cfg.ActiveHours.Valid() {
-			warns = append(warns, configWarning{id, "active_hours: invalid start or end; always active"})
-		}
-		if a.runs {
-			a.phase = Phase(s.seed, id, a.interval)
-			s.setDue(a, SeekActive(ResolveNextDue(now, a.interval, a.phase, prev), a.interval, a.window.Within))
-			running++
-			if minInterval == 0 || a.interval < minInterval {
-				minInterval = a.interval
+			delete(old, id)
+			a.runs, a.why = p.runs, p.why
+			a.interval, a.window, a.vis = p.interval, p.window, p.vis
+			a.target, a.session = pulsers[i], p.cfg.Session
+			if a.targetKey != keys[i] {
+				// A new target: what the old one refused or asked for no longer holds.
+				a.targetKey, a.configErr, a.notBefore = keys[i], "", time.Time{}
 			}
-		} else {
+			if p.everyErr != nil {
+				warns = append(warns, configWarning{id, "every: " + p.everyErr.Error() + "; heartbeat disabled"})
+			}
+			if !p.cfg.ActiveHours.Valid() {
+				warns = append(warns, configWarning{id, "active_hours: invalid start or end; always active"})
+			}
+			if a.runs {
+				a.phase = Phase(s.seed, id, a.interval)
+				s.setDue(a, SeekActive(ResolveNextDue(now, a.interval, a.phase, prev), a.interval, a.window.Within))
+				running++
+				if minInterval == 0 || a.interval < minInterval {
+					minInterval = a.interval
+				}
+			} else {
+				s.unschedule(a)
+			}
+			s.agents[id] = a
+			s.order = append(s.order, a)
+		}
+		for _, a := range old {
 			s.unschedule(a)
 		}
-		s.agents[id] = a
-		s.order = append(s.order, a)
-	}
-	for _, a := range old {
-		s.unschedule(a)
-	}
-	// The state file changes when an agent runs or a persisted one goes; with neither
-	// there is nothing to write, and an idle daemon is not woken to write it.
-	if running > 0 || len(s.persisted) > 0 {
-		s.dirty = true
-	}
-	s.persisted = nil
-	s.mu.Unlock()
-	for _, w := range warns {
-		s.log.Warn("heartbeat agent config problem", zap.String("agent", w.agent), zap.String("problem", w.problem))
-	}
-	if running == 0 {
-		s.log.Info("heartbeat schedule: no agent runs")
-	} else {
-		s.log.Info("heartbeat schedule", zap.Int("agents", running), zap.Duration("min_interval", minInterval))
-	}
-	return nil
+		// The state file changes when an agent runs or a persisted one goes; with neither
+		// there is nothing to write, and an idle daemon is not woken to write it.
+		if running > 0 || len(s.persisted) > 0 {
+			s.dirty = true
+		}
+		s.persisted = nil
+		s.mu.Unlock()
+		for _, w := range warns {
+			s.log.Warn("heartbeat agent config problem", zap.String("agent", w.agent), zap.String("problem", w.problem))
+		}
+		if running == 0 {
+			s.log.Info("heartbeat schedule: no agent runs")
+		} else {
+			s.log.Info("heartbeat schedule", zap.Int("agents", running), zap.Duration("min_interval", minInterval))
+		}
+	}, nil
 }
 
 type configWarning struct{ agent, problem string }

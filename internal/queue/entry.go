@@ -173,14 +173,6 @@ type Failure struct {
 	DeadReason string
 }
 
-// Claim asks ClaimDue for due entries.
-type Claim struct {
-	Now   time.Time
-	Epoch int64
-	Lease time.Duration
-	Limit int
-}
-
 // ClaimableBy reports whether epoch may claim e at now: e is pending, or sending under
 // another (dead) epoch, or sending under an expired lease.
 func (e Entry) ClaimableBy(epoch int64, now time.Time) bool {

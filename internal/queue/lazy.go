@@ -164,30 +164,6 @@ func (l *Lazy) Live(ctx context.Context, afterID int64, limit int) ([]Ref, error
 	return nil, nil
 }
 
-// Due returns due entries; none while the store is not open.
-func (l *Lazy) Due(ctx context.Context, now time.Time, limit int) ([]Entry, error) {
-	if s := l.s.Load(); s != nil {
-		return s.Due(ctx, now, limit)
-	}
-	return nil, nil
-}
-
-// NextDue returns the earliest due time; none while the store is not open.
-func (l *Lazy) NextDue(ctx context.Context) (time.Time, bool, error) {
-	if s := l.s.Load(); s != nil {
-		return s.NextDue(ctx)
-	}
-	return time.Time{}, false, nil
-}
-
-// ListInterrupted returns interrupted entries; none while the store is not open.
-func (l *Lazy) ListInterrupted(ctx context.Context, epoch int64, limit int) ([]Entry, error) {
-	if s := l.s.Load(); s != nil {
-		return s.ListInterrupted(ctx, epoch, limit)
-	}
-	return nil, nil
-}
-
 // Counts counts entries; all zero while the store is not open.
 func (l *Lazy) Counts(ctx context.Context) (Counts, error) {
 	if s := l.s.Load(); s != nil {
@@ -210,14 +186,6 @@ func (l *Lazy) ClaimIfDue(ctx context.Context, id, epoch int64, lease time.Durat
 		return s.ClaimIfDue(ctx, id, epoch, lease, maxFailures)
 	}
 	return Entry{}, fmt.Errorf("claim delivery %d: %w", id, ErrNotFound)
-}
-
-// ClaimDue claims due entries; none while the store is not open.
-func (l *Lazy) ClaimDue(ctx context.Context, c Claim) ([]Entry, error) {
-	if s := l.s.Load(); s != nil {
-		return s.ClaimDue(ctx, c)
-	}
-	return nil, nil
 }
 
 // Complete records a delivery; ErrNotFound while the store is not open.

@@ -284,41 +284,6 @@ func listQuery(f Filter) (string, []any) {
 	return q, append(args, limit)
 }
 
-// Due returns due pending entries in dispatch order.
-func (s *SQLite) Due(ctx context.Context, now time.Time, limit int) ([]Entry, error) {
-	out, err := s.queryEntries(ctx, "SELECT "+entryCols+` FROM deliveries
-		WHERE state = 'pending' AND next_attempt_at <= ? ORDER BY priority, next_attempt_at, id LIMIT ?`,
-		now.UnixMilli(), max(limit, 1))
-	if err != nil {
-		return nil, fmt.Errorf("due deliveries: %w", err)
-	}
-	return out, nil
-}
-
-// ListInterrupted returns entries left sending by another epoch.
-func (s *SQLite) ListInterrupted(ctx context.Context, epoch int64, limit int) ([]Entry, error) {
-	out, err := s.queryEntries(ctx, "SELECT "+entryCols+` FROM deliveries
-		WHERE state = 'sending' AND owner_epoch IS NOT ? ORDER BY id LIMIT ?`, epoch, max(limit, 1))
-	if err != nil {
-		return nil, fmt.Errorf("interrupted deliveries: %w", err)
-	}
-	return out, nil
-}
-
-// NextDue returns the earliest due time of a pending entry.
-func (s *SQLite) NextDue(ctx context.Context) (time.Time, bool, error) {
-	var v sql.NullInt64
-	err := s.rdb.QueryRowContext(ctx,
-		"SELECT min(next_attempt_at) FROM deliveries WHERE state = 'pending'").Scan(&v)
-	if err != nil {
-		return time.Time{}, false, fmt.Errorf("next due delivery: %w", err)
-	}
-	if !v.Valid {
-		return time.Time{}, false, nil
-	}
-	return time.UnixMilli(v.Int64).UTC(), true, nil
-}
-
 // Live returns refs of pending and sending entries in id order.
 func (s *SQLite) Live(ctx context.Context, afterID int64, limit int) ([]Ref, error) {
 	rows, err := s.rdb.QueryContext(ctx, `SELECT id, sink, priority, state, failures, next_attempt_at,

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"sort"
 	"time"
 
 	"go.uber.org/zap"
@@ -362,65 +361,6 @@ func (s *SQLite) claimOne(ctx context.Context, id, epoch int64, lease time.Durat
 		return err
 	})
 	return out, err
-}
-
-// ClaimDue claims due pending entries in dispatch order.
-func (s *SQLite) ClaimDue(ctx context.Context, c Claim) ([]Entry, error) {
-	var out []Entry
-	err := s.submit(ctx, "claim_due", func(tx wtx, b *batch) error {
-		out = out[:0]
-		now := s.now()
-		ms := now.UnixMilli()
-		rows, err := tx.Query(`UPDATE deliveries SET state = 'sending', owner_epoch = ?, lease_until = ?,
-			attempts = attempts + 1, last_attempt_at = ?, updated_at = ?
-			WHERE id IN (SELECT id FROM deliveries WHERE state = 'pending' AND next_attempt_at <= ?
-				ORDER BY priority, next_attempt_at, id LIMIT ?)
-			RETURNING `+entryCols+", payload",
-			c.Epoch, now.Add(c.Lease).UnixMilli(), ms, ms, c.Now.UnixMilli(), max(c.Limit, 1))
-		if err != nil {
-			return err
-		}
-		var damaged []*damagedError
-		for rows.Next() {
-			var r rawRow
-			if err := rows.Scan(r.dest(true)...); err != nil {
-				rows.Close()
-				return err
-			}
-			e, err := r.decode()
-			var d *damagedError
-			if errors.As(err, &d) {
-				damaged = append(damaged, d)
-				continue
-			}
-			out = append(out, e)
-		}
-		err = rows.Err()
-		rows.Close()
-		if err != nil {
-			return err
-		}
-		for _, d := range damaged {
-			if err := quarantineTx(context.Background(), tx, b, d.id, ReasonQuarantined+": "+d.reason, now); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("claim due deliveries: %w", err)
-	}
-	sort.Slice(out, func(i, j int) bool {
-		a, b := out[i], out[j]
-		if a.Priority != b.Priority {
-			return a.Priority < b.Priority
-		}
-		if !a.NextAttemptAt.Equal(b.NextAttemptAt) {
-			return a.NextAttemptAt.Before(b.NextAttemptAt)
-		}
-		return a.ID < b.ID
-	})
-	return out, nil
 }
 
 // ownedUpdate runs an UPDATE on an entry sending under epoch, telling apart a missing entry

@@ -21,19 +21,14 @@ import (
 // never reports a mutation acknowledged when its commit failed.
 //
 // Claims. A sending entry carries the boot epoch of its owner and a lease deadline. A claim
-// (MarkSending, ClaimDue) succeeds on a pending entry, or on a sending entry whose owner
+// (MarkSending, ClaimIfDue) succeeds on a pending entry, or on a sending entry whose owner
 // epoch differs from the claimer's or whose lease has expired. The embedded SQLite store is
 // owned by one process at a time (the daemon holds a single-instance lock), so any other
-// epoch belongs to a dead process and its leases are void at once. A Postgres store shared by
-// several nodes would keep a table of live epochs (heartbeated) and treat a sending row as
-// claimable only when its epoch is not live or its lease expired; ClaimDue maps to
-//
-//	UPDATE deliveries SET state='sending', owner_epoch=$epoch, lease_until=$now+$lease, ...
-//	WHERE id IN (SELECT id FROM deliveries WHERE state='pending' AND next_attempt_at <= $now
-//	             ORDER BY priority, next_attempt_at, id LIMIT $n FOR UPDATE SKIP LOCKED)
-//	RETURNING *
-//
-// so concurrent claimers never wait on, nor double-claim, the same rows.
+// epoch belongs to a dead process and its leases are void at once. The Postgres store
+// (internal/queue/pgstore), shared by several hosts, keeps a table of live epochs
+// (heartbeated) and treats a sending entry as claimable only when its epoch is not alive on
+// another host or its lease expired. A claim is one conditional update of the entry, so two
+// claimers never both hold it.
 //
 // Fencing. Complete, Fail and Release on a sending entry succeed only for the epoch that
 // holds the claim (ErrNotOwner otherwise), so a process that lost its claim cannot overwrite
@@ -62,13 +57,6 @@ type Store interface {
 	List(ctx context.Context, f Filter) ([]Entry, error)
 	// Live returns pending and sending entries with id > afterID, in id order, at most limit.
 	Live(ctx context.Context, afterID int64, limit int) ([]Ref, error)
-	// Due returns pending entries with next_attempt_at <= now, in dispatch order (priority,
-	// next_attempt_at, id), at most limit, without payloads.
-	Due(ctx context.Context, now time.Time, limit int) ([]Entry, error)
-	// NextDue returns the earliest next_attempt_at of a pending entry; ok=false if none.
-	NextDue(ctx context.Context) (at time.Time, ok bool, err error)
-	// ListInterrupted returns entries left sending by an epoch other than epoch.
-	ListInterrupted(ctx context.Context, epoch int64, limit int) ([]Entry, error)
 	// Counts returns the number of entries per state and the oldest pending one.
 	Counts(ctx context.Context) (Counts, error)
 
@@ -83,8 +71,6 @@ type Store interface {
 	// checks it would read the entry for made in the same statement. ErrNotClaimable (and
 	// nothing written) otherwise, ErrNotFound if it does not exist.
 	ClaimIfDue(ctx context.Context, id, epoch int64, lease time.Duration, maxFailures int) (Entry, error)
-	// ClaimDue claims up to c.Limit due pending entries at once (SKIP LOCKED semantics).
-	ClaimDue(ctx context.Context, c Claim) ([]Entry, error)
 	// Complete records a delivery: the entry becomes a delivered tombstone.
 	Complete(ctx context.Context, id, epoch int64) error
 	// Fail records a failed attempt: failures+1, last_error, and back to pending due at

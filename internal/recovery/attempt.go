@@ -118,7 +118,7 @@ func (s *Service) attempt(ctx context.Context, epoch, id int64, o attemptOpts) a
 			return r
 		}
 	}
-	claimed, err := s.store.MarkSending(ctx, id, epoch, p.cfg.Lease)
+	claimed, err := s.store.MarkSending(ctx, id, epoch, ClaimLease)
 	if errors.Is(err, queue.ErrNotClaimable) || errors.Is(err, queue.ErrNotFound) {
 		r.out = outGone
 		return r
@@ -144,7 +144,7 @@ func (s *Service) attemptDue(ctx context.Context, epoch, id int64, sinkName stri
 	if !ok || isNotReady(sink) || o.beforeSend != nil {
 		return s.attempt(ctx, epoch, id, o)
 	}
-	claimed, err := s.store.ClaimIfDue(ctx, id, epoch, p.cfg.Lease, p.cfg.MaxRetries)
+	claimed, err := s.store.ClaimIfDue(ctx, id, epoch, ClaimLease, p.cfg.MaxRetries)
 	switch {
 	case errors.Is(err, queue.ErrNotClaimable), errors.Is(err, queue.ErrNotFound):
 		return s.attempt(ctx, epoch, id, o)

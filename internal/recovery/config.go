@@ -20,63 +20,53 @@
 package recovery
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
 	"go.uber.org/zap"
 )
 
-// Config is the delivery policy. Zero fields take their defaults, except Jitter, which is
-// taken as given (start from DefaultConfig for the production value).
+// Config is the delivery policy. Every field is taken as given: the daemon passes the
+// config file's values, which internal/config has defaulted and checked, and a zero means
+// what it means there. New refuses a value the service cannot run with.
 type Config struct {
-	// MaxRetries is the number of failed attempts after which an entry is dead-lettered (5).
+	// MaxRetries is the number of failed attempts after which an entry is dead-lettered;
+	// 0 counts as 1 (one attempt).
 	MaxRetries int
-	// Schedule is the retry table (5s, 25s, 2m, 10m); the last value repeats.
+	// Schedule is the retry table, at least one delay; the last value repeats.
 	Schedule []time.Duration
 	// Jitter in [0, 1] shortens each retry delay by up to that fraction (downward jitter, so
 	// the table stays an upper bound). 0 disables it (parity tests).
 	Jitter float64
 	// PermanentPatterns are regexps added to upstream's permanent-error patterns.
 	PermanentPatterns []string
-	// RetryAfterMax clamps a destination's Retry-After (1 h).
+	// RetryAfterMax (> 0) clamps a destination's Retry-After.
 	RetryAfterMax time.Duration
-	// RecoveryBudget bounds the startup recovery pass (60 s); entries it does not reach are
+	// RecoveryBudget (> 0) bounds the startup recovery pass; entries it does not reach are
 	// deferred to the runtime without charging a retry.
 	RecoveryBudget time.Duration
 	// ReplaySpacing is the minimum time between two replay starts to the same sink during the
-	// recovery pass (250 ms; negative: none).
+	// recovery pass; 0: none.
 	ReplaySpacing time.Duration
-	// Workers bounds concurrent sends of the runtime (16).
+	// Workers (>= 1) bounds concurrent sends of the runtime.
 	Workers int
-	// Lease is how long a sending claim is valid (5 m); it matters to stores shared by
-	// several processes.
-	Lease time.Duration
 	// TTL, when positive, is the default lifetime of an entry: one not delivered by then is
 	// dead-lettered with reason "expired" instead of being sent (R-DLV-03). 0: no expiry.
 	TTL time.Duration
-	// DeliveredRetention is how long delivered tombstones are kept for idempotency (30 days;
-	// negative keeps them forever). DeadRetention does the same for dead letters (0: forever).
+	// DeliveredRetention is how long delivered tombstones are kept for idempotency, and
+	// DeadRetention how long dead letters are kept; 0 keeps them forever.
 	DeliveredRetention time.Duration
 	DeadRetention      time.Duration
-	// PurgeEvery is the period of the retention purge (1 h).
-	PurgeEvery time.Duration
 }
 
-// Defaults.
+// The engine's own timing, not settings.
 const (
-	DefaultMaxRetries         = 5
-	DefaultJitter             = 0.2
-	DefaultRetryAfterMax      = time.Hour
-	DefaultRecoveryBudget     = 60 * time.Second
-	DefaultReplaySpacing      = 250 * time.Millisecond
-	DefaultWorkers            = 16
-	DefaultLease              = 5 * time.Minute
-	DefaultDeliveredRetention = 30 * 24 * time.Hour
-	DefaultPurgeEvery         = time.Hour
-)
-
-// Runtime timing from the upstream runtime scheduler (session-delivery-queue-runtime).
-const (
+	// ClaimLease is how long a sending claim is valid; it matters to stores shared by
+	// several processes.
+	ClaimLease = 5 * time.Minute
+	// PurgeEvery is the period of the retention purge.
+	PurgeEvery = time.Hour
 	// RearmFloor is the least delay before an entry that is still pending after its attempt
 	// is armed again, so an unchanged due row is never polled at timer speed.
 	RearmFloor = time.Second
@@ -84,59 +74,44 @@ const (
 	StoreRetry = time.Second
 )
 
-// DefaultConfig returns the production policy.
-func DefaultConfig() Config {
-	return Config{
-		MaxRetries:         DefaultMaxRetries,
-		Schedule:           DefaultSchedule(),
-		Jitter:             DefaultJitter,
-		RetryAfterMax:      DefaultRetryAfterMax,
-		RecoveryBudget:     DefaultRecoveryBudget,
-		ReplaySpacing:      DefaultReplaySpacing,
-		Workers:            DefaultWorkers,
-		Lease:              DefaultLease,
-		DeliveredRetention: DefaultDeliveredRetention,
-		PurgeEvery:         DefaultPurgeEvery,
+// check refuses a policy the service cannot run with, and gives MaxRetries 0 its meaning.
+func (c Config) check() (Config, error) {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf("delivery config: "+format, args...)) }
+	if c.MaxRetries < 0 {
+		bad("max retries %d is negative", c.MaxRetries)
 	}
-}
-
-func (c Config) withDefaults() (Config, error) {
-	if c.MaxRetries <= 0 {
-		c.MaxRetries = DefaultMaxRetries
-	}
+	c.MaxRetries = max(c.MaxRetries, 1)
 	if len(c.Schedule) == 0 {
-		c.Schedule = DefaultSchedule()
+		bad("the retry schedule is empty")
 	}
 	for _, d := range c.Schedule {
 		if d < 0 {
-			return c, fmt.Errorf("delivery config: negative retry delay %v", d)
+			bad("negative retry delay %v", d)
 		}
 	}
 	if c.Jitter < 0 || c.Jitter > 1 {
-		return c, fmt.Errorf("delivery config: jitter %v is not in [0, 1]", c.Jitter)
+		bad("jitter %v is not in [0, 1]", c.Jitter)
 	}
 	if c.RetryAfterMax <= 0 {
-		c.RetryAfterMax = DefaultRetryAfterMax
+		bad("max retry-after %v is not positive", c.RetryAfterMax)
 	}
 	if c.RecoveryBudget <= 0 {
-		c.RecoveryBudget = DefaultRecoveryBudget
+		bad("recovery budget %v is not positive", c.RecoveryBudget)
 	}
-	if c.ReplaySpacing == 0 {
-		c.ReplaySpacing = DefaultReplaySpacing
+	if c.Workers < 1 {
+		bad("workers %d is less than 1", c.Workers)
 	}
-	if c.Workers <= 0 {
-		c.Workers = DefaultWorkers
+	for _, f := range []struct {
+		name string
+		d    time.Duration
+	}{{"replay spacing", c.ReplaySpacing}, {"ttl", c.TTL}, {"delivered retention", c.DeliveredRetention},
+		{"dead retention", c.DeadRetention}} {
+		if f.d < 0 {
+			bad("%s %v is negative", f.name, f.d)
+		}
 	}
-	if c.Lease <= 0 {
-		c.Lease = DefaultLease
-	}
-	if c.DeliveredRetention == 0 {
-		c.DeliveredRetention = DefaultDeliveredRetention
-	}
-	if c.PurgeEvery <= 0 {
-		c.PurgeEvery = DefaultPurgeEvery
-	}
-	return c, nil
+	return c, errors.Join(errs...)
 }
 
 // Deps are the service's collaborators.

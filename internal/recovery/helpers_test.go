@@ -82,9 +82,28 @@ func (r *readySink) Checks() []time.Time {
 	return append([]time.Time(nil), r.checks...)
 }
 
+// upstreamSchedule is upstream's retry table (BACKOFF_MS), schedd's default.
+func upstreamSchedule() []time.Duration {
+	return []time.Duration{5 * time.Second, 25 * time.Second, 2 * time.Minute, 10 * time.Minute}
+}
+
+// productionConfig is the policy the daemon passes with the config's defaults.
+func productionConfig() Config {
+	return Config{
+		MaxRetries:         5,
+		Schedule:           upstreamSchedule(),
+		Jitter:             0.2,
+		RetryAfterMax:      time.Hour,
+		RecoveryBudget:     60 * time.Second,
+		ReplaySpacing:      250 * time.Millisecond,
+		Workers:            16,
+		DeliveredRetention: 30 * 24 * time.Hour,
+	}
+}
+
 // parityConfig is the upstream policy with jitter off.
 func parityConfig() Config {
-	c := DefaultConfig()
+	c := productionConfig()
 	c.Jitter = 0
 	return c
 }

@@ -108,7 +108,8 @@ func TestDeliveryModel_P4_P6(t *testing.T) {
 				}
 				return nil
 			}}
-			cfg := Config{MaxRetries: maxRetries, Schedule: schedule, Jitter: jitter}
+			cfg := productionConfig()
+			cfg.MaxRetries, cfg.Schedule, cfg.Jitter = maxRetries, schedule, jitter
 			s, err := New(cfg, store, map[string]Sink{"hook": sink}, Deps{Rand: func() float64 { return seed }})
 			if err != nil {
 				t.Fatal(err)

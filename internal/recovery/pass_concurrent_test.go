@@ -25,7 +25,7 @@ func TestRecoveryReplaysConcurrently(t *testing.T) {
 		spaced := &fakeSink{}
 		cfg := parityConfig()
 		cfg.Workers = 4
-		cfg.ReplaySpacing = -1
+		cfg.ReplaySpacing = 0
 		s := newService(t, cfg, m, map[string]Sink{"slow": slow, "spaced": spaced})
 		t0 := time.Now()
 		stop := start(t, s)

@@ -67,7 +67,7 @@ func TestReconfigureLive(t *testing.T) {
 	})
 }
 
-// A negative replay spacing sends the replays of one sink back to back.
+// A zero replay spacing sends the replays of one sink back to back.
 func TestRecoveryNoReplaySpacing(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		m := queuetest.NewMemory()
@@ -76,7 +76,7 @@ func TestRecoveryNoReplaySpacing(t *testing.T) {
 		}
 		a := &fakeSink{}
 		cfg := parityConfig()
-		cfg.ReplaySpacing = -1
+		cfg.ReplaySpacing = 0
 		s := newService(t, cfg, m, map[string]Sink{"a": a})
 		t0 := time.Now()
 		stop := start(t, s)
@@ -167,4 +167,39 @@ func TestStatusStoreUnreadable(t *testing.T) {
 			t.Fatalf("status once readable = %+v, %v", st, err)
 		}
 	})
+}
+
+// The policy is taken as given: max_retries 0 is one attempt (as in the config file), and
+// a value the service cannot run with is refused, not replaced by a default.
+func TestConfigTakenAsGiven(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := queuetest.NewMemory()
+		failing := &fakeSink{script: func(Delivery) error { return TransientError(errBoom) }}
+		cfg := parityConfig()
+		cfg.MaxRetries = 0
+		s := newService(t, cfg, m, map[string]Sink{"hook": failing})
+		stop := start(t, s)
+		defer stop()
+		e := enqueueReq(t, s, Request{Sink: "hook", Payload: []byte("x")})
+		synctest.Wait()
+		if g := mustGet(t, m, e.ID); g.State != queue.StateDead || g.Failures != 1 || g.DeadReason != ReasonMaxRetries {
+			t.Fatalf("with max_retries 0: %+v", g)
+		}
+	})
+	for name, mod := range map[string]func(*Config){
+		"max retries":    func(c *Config) { c.MaxRetries = -1 },
+		"schedule":       func(c *Config) { c.Schedule = nil },
+		"retry-after":    func(c *Config) { c.RetryAfterMax = 0 },
+		"budget":         func(c *Config) { c.RecoveryBudget = 0 },
+		"workers":        func(c *Config) { c.Workers = 0 },
+		"spacing":        func(c *Config) { c.ReplaySpacing = -1 },
+		"retention":      func(c *Config) { c.DeliveredRetention = -1 },
+		"dead retention": func(c *Config) { c.DeadRetention = -1 },
+	} {
+		cfg := parityConfig()
+		mod(&cfg)
+		if _, err := New(cfg, queuetest.NewMemory(), nil, Deps{}); err == nil || !strings.Contains(err.Error(), name) {
+			t.Errorf("%s: New = %v, want an error naming it", name, err)
+		}
+	}
 }

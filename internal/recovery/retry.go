@@ -6,11 +6,6 @@ import (
 	"github.com/schedd/schedd/internal/backoff"
 )
 
-// DefaultSchedule is upstream's retry table (BACKOFF_MS); the last value repeats.
-func DefaultSchedule() []time.Duration {
-	return []time.Duration{5 * time.Second, 25 * time.Second, 2 * time.Minute, 10 * time.Minute}
-}
-
 // NextAttemptAt is when an entry may be attempted again after a transient failure that
 // brought it to failures (≥ 1) recorded failures, its last attempt having started at
 // lastAttempt: lastAttempt plus the table's wait, jittered down, and never before now +

@@ -19,11 +19,11 @@ func TestNextAttemptAtGolden_P6(t *testing.T) {
 	}
 	want := []time.Duration{1: 25 * time.Second, 2: 2 * time.Minute, 3: 10 * time.Minute, 4: 10 * time.Minute, 5: 10 * time.Minute}
 	for k := 1; k < len(want); k++ {
-		if got := wait(DefaultSchedule(), k); got != want[k] || got != upstream(k) {
+		if got := wait(upstreamSchedule(), k); got != want[k] || got != upstream(k) {
 			t.Errorf("wait after %d failures = %v, want %v (upstream %v)", k, got, want[k], upstream(k))
 		}
 	}
-	if got := wait(DefaultSchedule(), 1_000_000); got != 10*time.Minute {
+	if got := wait(upstreamSchedule(), 1_000_000); got != 10*time.Minute {
 		t.Errorf("wait after 1e6 failures = %v", got)
 	}
 	if got := wait(nil, 3); got != 0 {
@@ -36,7 +36,7 @@ func TestNextAttemptAtGolden_P6(t *testing.T) {
 
 // P8: next_attempt_at >= now + Retry-After (clamped), whatever the jitter.
 func TestNextAttemptAtRetryAfterFloor_P8(t *testing.T) {
-	sched := DefaultSchedule()
+	sched := upstreamSchedule()
 	last := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	now := last.Add(2 * time.Second)
 	for _, tc := range []struct {

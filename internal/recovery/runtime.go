@@ -323,12 +323,12 @@ func (r *scheduler) run(ctx context.Context, epoch int64) {
 	timer := time.NewTimer(time.Hour)
 	// The retention purge is a one-shot timer, armed only while finished entries may be
 	// waiting for it: an idle runtime (nothing pending, nothing kept) arms no timer at all.
-	purge := time.NewTimer(r.s.cfg.PurgeEvery)
+	purge := time.NewTimer(PurgeEvery)
 	purge.Stop()
 	var purgeC <-chan time.Time // nil while the purge is not armed
 	armPurge := func() {
 		if purgeC == nil && r.s.retains() {
-			purge.Reset(r.s.cfg.PurgeEvery)
+			purge.Reset(PurgeEvery)
 			purgeC = purge.C
 		}
 	}

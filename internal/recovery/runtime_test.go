@@ -395,7 +395,7 @@ func TestRuntimeRetryAfterFloor(t *testing.T) {
 					}
 					return nil
 				}}
-				cfg := DefaultConfig() // jitter on: the floor holds whatever the jitter
+				cfg := productionConfig() // jitter on: the floor holds whatever the jitter
 				s, err := New(cfg, store, map[string]Sink{"hook": sink}, Deps{Rand: func() float64 { return 0.999 }})
 				if err != nil {
 					t.Fatal(err)
@@ -520,7 +520,6 @@ func TestRuntimePurgesTombstones(t *testing.T) {
 		store := queuetest.NewMemory()
 		cfg := parityConfig()
 		cfg.DeliveredRetention = 2 * time.Hour
-		cfg.PurgeEvery = time.Hour
 		s := newService(t, cfg, store, map[string]Sink{"hook": &fakeSink{}})
 		stop := start(t, s)
 		defer stop()
@@ -558,7 +557,6 @@ func TestRuntimeIdleArmsNoTimer(t *testing.T) {
 		store := &purgeCounter{Memory: queuetest.NewMemory()}
 		cfg := parityConfig()
 		cfg.DeliveredRetention = 30 * time.Minute
-		cfg.PurgeEvery = time.Hour
 		s := newService(t, cfg, store, map[string]Sink{"hook": &fakeSink{}})
 		stop := start(t, s)
 		defer stop()

@@ -31,7 +31,7 @@ var (
 // Service runs deliveries: it accepts enqueues, runs the recovery pass at start, then keeps
 // every pending entry armed at its due time and sends it through its sink.
 type Service struct {
-	cfg   Config // as started: Workers and PurgeEvery apply from here
+	cfg   Config // as started: Workers applies from here
 	pol   atomic.Pointer[policy]
 	store queue.Store
 	log   *zap.Logger
@@ -57,7 +57,7 @@ type policy struct {
 	cls   *Classifier
 }
 
-// newPolicy checks cfg (with defaults applied) and sinks.
+// newPolicy checks cfg (checked) and sinks.
 func newPolicy(cfg Config, sinks map[string]Sink) (*policy, error) {
 	cls, err := NewClassifier(cfg.PermanentPatterns)
 	if err != nil {
@@ -77,7 +77,7 @@ func (s *Service) policy() *policy { return s.pol.Load() }
 
 // New builds the service. sinks maps sink names (as entries name them) to sinks.
 func New(cfg Config, store queue.Store, sinks map[string]Sink, deps Deps) (*Service, error) {
-	cfg, err := cfg.withDefaults()
+	cfg, err := cfg.check()
 	if err != nil {
 		return nil, err
 	}
@@ -102,11 +102,22 @@ func New(cfg Config, store queue.Store, sinks map[string]Sink, deps Deps) (*Serv
 }
 
 // Reconfigure replaces the retry policy and the sinks while the service runs: attempts that
-// start from now on use them. Workers and PurgeEvery keep their values until the service
-// is started again; restart names those of them that changed. Entries of a sink that is no
-// longer configured are dead-lettered (unknown_sink) when they are next due, as at a start.
+// start from now on use them. Workers keeps its value until the service is started
+// again; restart names it when it changed. Entries of a sink that is no longer configured
+// are dead-lettered (unknown_sink) when they are next due, as at a start.
 func (s *Service) Reconfigure(cfg Config, sinks map[string]Sink) (restart []string, err error) {
-	cfg, err = cfg.withDefaults()
+	apply, err := s.PrepareReconfigure(cfg, sinks)
+	if err != nil {
+		return nil, err
+	}
+	return apply(), nil
+}
+
+// PrepareReconfigure checks cfg and sinks as Reconfigure does, and changes nothing: apply
+// makes the change (it cannot fail), so a caller can prepare several parts before it
+// changes any.
+func (s *Service) PrepareReconfigure(cfg Config, sinks map[string]Sink) (apply func() (restart []string), err error) {
+	cfg, err = cfg.check()
 	if err != nil {
 		return nil, err
 	}
@@ -114,21 +125,21 @@ func (s *Service) Reconfigure(cfg Config, sinks map[string]Sink) (restart []stri
 	if err != nil {
 		return nil, err
 	}
-	if cfg.Workers != s.cfg.Workers {
-		restart = append(restart, "workers")
-	}
-	if cfg.PurgeEvery != s.cfg.PurgeEvery {
-		restart = append(restart, "purge_every")
-	}
-	old := s.pol.Swap(pol)
-	for _, name := range slices.Sorted(maps.Keys(old.sinks)) {
-		if _, ok := pol.sinks[name]; !ok {
-			s.log.Warn("delivery sink removed: its entries are dead-lettered when next due", zap.String("sink", name))
+	return func() []string {
+		var restart []string
+		if cfg.Workers != s.cfg.Workers {
+			restart = append(restart, "workers")
 		}
-	}
-	s.log.Info("delivery policy reconfigured", zap.Int("max_retries", cfg.MaxRetries),
-		zap.Durations("schedule", cfg.Schedule), zap.Strings("sinks", slices.Sorted(maps.Keys(pol.sinks))))
-	return restart, nil
+		old := s.pol.Swap(pol)
+		for _, name := range slices.Sorted(maps.Keys(old.sinks)) {
+			if _, ok := pol.sinks[name]; !ok {
+				s.log.Warn("delivery sink removed: its entries are dead-lettered when next due", zap.String("sink", name))
+			}
+		}
+		s.log.Info("delivery policy reconfigured", zap.Int("max_retries", cfg.MaxRetries),
+			zap.Durations("schedule", cfg.Schedule), zap.Strings("sinks", slices.Sorted(maps.Keys(pol.sinks))))
+		return restart
+	}, nil
 }
 
 // Sinks returns the names of the configured sinks, sorted.

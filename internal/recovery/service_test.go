@@ -74,10 +74,14 @@ func TestEnqueueValidation(t *testing.T) {
 		if err != nil || !created || !strings.HasPrefix(e.Key, "schedd-") || len(e.Key) != len("schedd-")+32 {
 			t.Fatalf("generated key: %+v, %v", e, err)
 		}
-		if _, err := New(Config{PermanentPatterns: []string{"("}}, store, nil, Deps{}); err == nil {
+		badPattern := productionConfig()
+		badPattern.PermanentPatterns = []string{"("}
+		if _, err := New(badPattern, store, nil, Deps{}); err == nil {
 			t.Fatal("bad pattern accepted")
 		}
-		if _, err := New(Config{Jitter: 2}, store, nil, Deps{}); err == nil {
+		badJitter := productionConfig()
+		badJitter.Jitter = 2
+		if _, err := New(badJitter, store, nil, Deps{}); err == nil {
 			t.Fatal("jitter 2 accepted")
 		}
 	})

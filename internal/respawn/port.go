@@ -59,8 +59,8 @@ func (s *Supervisor) waitPortFree(ctx context.Context, pending []request) (outco
 		return outcome{}, pending, false
 	}
 	s.log.Warn("the gateway's port is still in use; waiting for it to be released before starting the gateway",
-		zap.Strings("address", busy), zap.Duration("up_to", s.cfg.PortWait), zap.String("from", s.cfg.PortsFrom))
-	deadline := time.Now().Add(s.cfg.PortWait)
+		zap.Strings("address", busy), zap.Duration("up_to", PortWait), zap.String("from", s.cfg.PortsFrom))
+	deadline := time.Now().Add(PortWait)
 	delay := portPollMin
 	t := time.NewTimer(delay)
 	defer t.Stop()
@@ -82,9 +82,9 @@ func (s *Supervisor) waitPortFree(ctx context.Context, pending []request) (outco
 			left := time.Until(deadline)
 			if left <= 0 {
 				e := api.Exit{Reason: api.ExitPortInUse, At: time.Now(),
-					Error: fmt.Sprintf("%s still in use after %s", strings.Join(busy, ", "), s.cfg.PortWait)}
+					Error: fmt.Sprintf("%s still in use after %s", strings.Join(busy, ", "), PortWait)}
 				s.log.Error("the gateway's port is still in use; not starting a second gateway on it",
-					zap.Strings("address", busy), zap.Duration("waited", s.cfg.PortWait),
+					zap.Strings("address", busy), zap.Duration("waited", PortWait),
 					zap.String("from", s.cfg.PortsFrom), zap.String("hint", portHint))
 				s.recordExit(e)
 				failRestarts(pending, "port in use: "+e.Error)

@@ -44,6 +44,8 @@ func realConfig(t *testing.T, opts ...string) Config {
 		ResetAfter:        time.Minute,
 		CrashLoopFailures: 3,
 		CrashLoopWindow:   time.Minute,
+		StopSignal:        syscall.SIGTERM,
+		MaxLinesPerSecond: 1000,
 	}
 }
 

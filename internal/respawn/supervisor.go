@@ -16,7 +16,6 @@ import (
 	"os"
 	"strconv"
 	"sync"
-	"syscall"
 	"time"
 
 	"go.uber.org/zap"
@@ -27,6 +26,9 @@ import (
 
 // groupCleanupTimeout bounds the wait for a process group's stragglers after SIGKILL.
 const groupCleanupTimeout = 5 * time.Second
+
+// PortWait is how long a start waits for the gateway's ports (Config.Ports) to be free.
+const PortWait = 10 * time.Second
 
 // ErrNotRunning is returned by requests made after Run has returned.
 var ErrNotRunning = errors.New("supervisor is not running")
@@ -94,40 +96,14 @@ func WithOutputRing(r *OutputRing) Option { return func(sv *Supervisor) { sv.rin
 // f must not block.
 func OnStopWait(f func(time.Duration)) Option { return func(sv *Supervisor) { sv.onDrain = f } }
 
-// New returns a supervisor for cfg with defaults filled in.
+// New returns a supervisor for cfg. The config is taken as given (the daemon passes the
+// config file's values, defaulted by internal/config); one it cannot run with is refused.
 func New(cfg Config, opts ...Option) (*Supervisor, error) {
 	if len(cfg.Argv) == 0 {
 		return nil, errors.New("gateway command is empty")
 	}
-	if cfg.StopSignal == nil {
-		cfg.StopSignal = syscall.SIGTERM
-	}
-	if cfg.StopTimeout <= 0 {
-		cfg.StopTimeout = 30 * time.Second
-	}
-	if cfg.ResetAfter <= 0 {
-		cfg.ResetAfter = 60 * time.Second
-	}
-	if cfg.CrashLoopFailures <= 0 {
-		cfg.CrashLoopFailures = 5
-	}
-	if cfg.CrashLoopWindow <= 0 {
-		cfg.CrashLoopWindow = 2 * time.Minute
-	}
-	if cfg.Liveness.Failures <= 0 {
-		cfg.Liveness.Failures = 3
-	}
-	if cfg.Liveness.Probe != nil && cfg.Liveness.Every <= 0 {
-		cfg.Liveness.Every = 10 * time.Second
-	}
-	if cfg.Liveness.Timeout <= 0 {
-		cfg.Liveness.Timeout = 5 * time.Second
-	}
-	if cfg.MaxLinesPerSecond <= 0 {
-		cfg.MaxLinesPerSecond = 1000
-	}
-	if cfg.PortWait <= 0 {
-		cfg.PortWait = 10 * time.Second
+	if err := cfg.Check(); err != nil {
+		return nil, err
 	}
 	s := &Supervisor{
 		cfg:      cfg,
@@ -146,6 +122,30 @@ func New(cfg Config, opts ...Option) (*Supervisor, error) {
 		o(s)
 	}
 	return s, nil
+}
+
+// Check refuses a config the supervisor cannot run with (New and Reconfigure call it).
+func (cfg Config) Check() error {
+	var errs []error
+	if cfg.StopSignal == nil {
+		errs = append(errs, errors.New("gateway stop signal is not set"))
+	}
+	if cfg.StopTimeout < 0 || cfg.ResetAfter < 0 {
+		errs = append(errs, fmt.Errorf("gateway stop timeout %v or reset after %v is negative", cfg.StopTimeout, cfg.ResetAfter))
+	}
+	if cfg.CrashLoopFailures < 1 || cfg.CrashLoopWindow <= 0 {
+		errs = append(errs, fmt.Errorf("gateway crash loop: %d failures in %v", cfg.CrashLoopFailures, cfg.CrashLoopWindow))
+	}
+	if cfg.MaxLinesPerSecond < 1 {
+		errs = append(errs, fmt.Errorf("gateway output: %d lines per second", cfg.MaxLinesPerSecond))
+	}
+	if l := cfg.Liveness; l.Probe != nil && (l.Every <= 0 || l.Timeout <= 0) {
+		errs = append(errs, fmt.Errorf("gateway liveness probe: every %v, timeout %v", l.Every, l.Timeout))
+	}
+	if l := cfg.Liveness; (l.Probe != nil || l.Watchdog > 0) && l.Failures < 1 {
+		errs = append(errs, fmt.Errorf("gateway liveness: %d failures", l.Failures))
+	}
+	return errors.Join(errs...)
 }
 
 // Status returns a snapshot of the gateway's state.

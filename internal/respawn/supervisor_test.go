@@ -23,6 +23,8 @@ func testConfig() Config {
 		ResetAfter:        60 * time.Second,
 		CrashLoopFailures: 5,
 		CrashLoopWindow:   2 * time.Minute,
+		StopSignal:        syscall.SIGTERM,
+		MaxLinesPerSecond: 1000,
 	}
 }
 

@@ -97,12 +97,11 @@ type Config struct {
 	PIDFile string
 
 	// Ports are the TCP addresses the gateway binds (host:port). Before each start schedd
-	// waits up to PortWait (default 10s) for every one of them to be free; none, no wait.
+	// waits up to PortWait for every one of them to be free; none, no wait.
 	// PortsFrom says where the list came from, for the log line of a port that stays busy
 	// (the setting to change).
 	Ports     []string
 	PortsFrom string
-	PortWait  time.Duration
 	// Sockets are listening sockets every start passes on with systemd's protocol (fds
 	// from 3, LISTEN_FDS, LISTEN_FDNAMES, LISTEN_PID): the caller made them, keeps them
 	// open across starts and closes them. Unix only.
@@ -111,8 +110,8 @@ type Config struct {
 	// serves, and stop the old one only once the new one is ready (restart.overlap).
 	Overlap bool
 
-	StopSignal  os.Signal     // default SIGTERM
-	StopTimeout time.Duration // then SIGKILL to the whole group; default 30s
+	StopSignal  os.Signal     // required
+	StopTimeout time.Duration // then SIGKILL to the whole group; 0: at once
 	// StopMain sends the stop signal, and the signal of a restart in process, to the
 	// gateway's own pid alone (gateway.stop.scope: main): its children are its own to stop.
 	// The whole group still gets SIGKILL at the stop timeout, and what is left of it once
@@ -130,12 +129,12 @@ type Config struct {
 	NoRestartExitCodes []int
 
 	Backoff    backoff.Policy
-	ResetAfter time.Duration // ready this long resets the failure count; default 60s
+	ResetAfter time.Duration // ready this long resets the failure count
 
-	CrashLoopFailures int           // failures within CrashLoopWindow that mean crash_looping; default 5
-	CrashLoopWindow   time.Duration // default 2m
+	CrashLoopFailures int           // failures within CrashLoopWindow that mean crash_looping (>= 1)
+	CrashLoopWindow   time.Duration // > 0
 
 	// MaxLinesPerSecond caps how many lines of gateway output are logged; the rest are
-	// counted and reported as dropped. Default 1000.
+	// counted and reported as dropped (>= 1).
 	MaxLinesPerSecond int
 }

@@ -43,9 +43,6 @@ func TestLeaseRescueAcrossHosts(t *testing.T) {
 		if _, err := b.MarkSending(ctx, e.ID, epB, time.Minute); !errors.Is(err, queue.ErrNotClaimable) {
 			t.Fatalf("host-b claimed a live host's entry: %v", err)
 		}
-		if in, err := b.ListInterrupted(ctx, epB, 10); err != nil || len(in) != 0 {
-			t.Fatalf("a live host's claim listed as interrupted: %+v %v", in, err)
-		}
 	}
 	// host-a stops renewing (as a dead host does): host-b rescues the entry after the lease.
 	stopped := time.Now()

@@ -9,8 +9,8 @@
 // stopped renewing is a dead host. So a host that dies loses its claims one HostLease later,
 // and a restarted host takes its own back at once, as with SQLite.
 //
-// Due entries are claimed with FOR UPDATE SKIP LOCKED, so claimers never wait on, nor
-// double-claim, the same rows. Times are the hosts' wall clocks in milliseconds, as in the
+// A claim is one conditional UPDATE of the entry's row, so two claimers never both hold
+// it. Times are the hosts' wall clocks in milliseconds, as in the
 // SQLite store: the fleet's clocks must agree to well under a lease (NTP does).
 package pgstore
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -109,44 +108,6 @@ func (s *Store) Live(ctx context.Context, afterID int64, limit int) ([]queue.Ref
 			NextAttemptAt: e.NextAttemptAt, ExpiresAt: e.ExpiresAt, Epoch: e.Epoch}
 	}
 	return refs, nil
-}
-
-// Due returns pending entries due at now, in dispatch order.
-func (s *Store) Due(ctx context.Context, now time.Time, limit int) ([]queue.Entry, error) {
-	es, err := s.query(ctx, false, "SELECT "+cols+` FROM schedd_deliveries
-		WHERE state = 'pending' AND next_attempt_at <= $1 ORDER BY priority, next_attempt_at, id LIMIT $2`,
-		now.UnixMilli(), limit)
-	if err != nil {
-		return nil, fmt.Errorf("due: %w", err)
-	}
-	return es, nil
-}
-
-// NextDue returns the earliest next_attempt_at of a pending entry.
-func (s *Store) NextDue(ctx context.Context) (time.Time, bool, error) {
-	if err := s.ready(); err != nil {
-		return time.Time{}, false, fmt.Errorf("next due: %w", err)
-	}
-	var at *int64
-	err := s.pool.QueryRow(ctx, `SELECT MIN(next_attempt_at) FROM schedd_deliveries WHERE state = 'pending'`).Scan(&at)
-	if err != nil {
-		return time.Time{}, false, fmt.Errorf("next due: %w", s.fail(err))
-	}
-	if at == nil {
-		return time.Time{}, false, nil
-	}
-	return ms(*at), true, nil
-}
-
-// ListInterrupted returns entries sending under another epoch that epoch may claim now: of
-// this host's earlier epochs, of hosts that stopped renewing, or past their lease.
-func (s *Store) ListInterrupted(ctx context.Context, epoch int64, limit int) ([]queue.Entry, error) {
-	es, err := s.query(ctx, false, "SELECT "+cols+" FROM schedd_deliveries d WHERE d.state = 'sending' AND d.owner_epoch <> @epoch AND "+
-		claimable+" ORDER BY id LIMIT @limit", s.claimArgs(epoch, s.now(), pgx.NamedArgs{"limit": limit}))
-	if err != nil {
-		return nil, fmt.Errorf("list interrupted: %w", err)
-	}
-	return es, nil
 }
 
 // Counts returns the number of entries per state and the oldest pending one.

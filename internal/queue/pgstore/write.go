@@ -1,12 +1,10 @@
 package pgstore
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"maps"
-	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -91,26 +89,6 @@ func (s *Store) ClaimIfDue(ctx context.Context, id, epoch int64, lease time.Dura
 		return queue.Entry{}, fmt.Errorf("claim %d: %w", id, err)
 	}
 	return e, nil
-}
-
-// ClaimDue claims up to c.Limit due pending entries, skipping rows other claimers hold.
-func (s *Store) ClaimDue(ctx context.Context, c queue.Claim) ([]queue.Entry, error) {
-	now := c.Now.UnixMilli()
-	es, err := s.query(ctx, true, `WITH c AS (SELECT id AS cid FROM schedd_deliveries
-			WHERE state = 'pending' AND next_attempt_at <= @now
-			ORDER BY priority, next_attempt_at, id LIMIT @limit FOR UPDATE SKIP LOCKED)
-		UPDATE schedd_deliveries d SET state = 'sending', attempts = attempts + 1, last_attempt_at = @now,
-			owner_epoch = @epoch, lease_until = @until, updated_at = @now
-		FROM c WHERE d.id = c.cid RETURNING `+colsPayload,
-		pgx.NamedArgs{"now": now, "limit": c.Limit, "epoch": c.Epoch, "until": now + c.Lease.Milliseconds()})
-	if err != nil {
-		return nil, fmt.Errorf("claim due: %w", err)
-	}
-	// RETURNING keeps no order: put them back in dispatch order.
-	slices.SortFunc(es, func(a, b queue.Entry) int {
-		return cmp.Or(cmp.Compare(a.Priority, b.Priority), a.NextAttemptAt.Compare(b.NextAttemptAt), cmp.Compare(a.ID, b.ID))
-	})
-	return es, nil
 }
 
 // owned runs an update of a sending entry held by epoch; ErrNotOwner when it matched none.

@@ -53,8 +53,7 @@ func NewMemory() *Memory {
 	}
 }
 
-// SetReadFault makes read operations ("get", "list", "live", "due", "next_due",
-// "interrupted", "counts") fail when f returns an error; nil clears it.
+// SetReadFault makes read operations ("get", "list", "live", "counts") fail when f returns an error; nil clears it.
 func (m *Memory) SetReadFault(f func(op string) error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -288,60 +287,6 @@ func (m *Memory) Live(ctx context.Context, afterID int64, limit int) ([]queue.Re
 	return out, nil
 }
 
-func dispatchOrder(es []queue.Entry) {
-	sort.Slice(es, func(i, j int) bool {
-		a, b := es[i], es[j]
-		if a.Priority != b.Priority {
-			return a.Priority < b.Priority
-		}
-		if !a.NextAttemptAt.Equal(b.NextAttemptAt) {
-			return a.NextAttemptAt.Before(b.NextAttemptAt)
-		}
-		return a.ID < b.ID
-	})
-}
-
-// Due returns due pending entries in dispatch order.
-func (m *Memory) Due(ctx context.Context, at time.Time, limit int) ([]queue.Entry, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if err := m.read("due"); err != nil {
-		return nil, err
-	}
-	at = ms(at)
-	out := m.sorted(func(e *queue.Entry) bool { return e.State == queue.StatePending && !e.NextAttemptAt.After(at) })
-	dispatchOrder(out)
-	return out[:min(len(out), max(limit, 1))], nil
-}
-
-// NextDue returns the earliest due time of a pending entry.
-func (m *Memory) NextDue(ctx context.Context) (time.Time, bool, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if err := m.read("next_due"); err != nil {
-		return time.Time{}, false, err
-	}
-	var at time.Time
-	ok := false
-	for _, x := range m.entries {
-		if x.e.State == queue.StatePending && (!ok || x.e.NextAttemptAt.Before(at)) {
-			at, ok = x.e.NextAttemptAt, true
-		}
-	}
-	return at, ok, nil
-}
-
-// ListInterrupted returns entries left sending by another epoch.
-func (m *Memory) ListInterrupted(ctx context.Context, epoch int64, limit int) ([]queue.Entry, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if err := m.read("interrupted"); err != nil {
-		return nil, err
-	}
-	out := m.sorted(func(e *queue.Entry) bool { return e.Interrupted(epoch) })
-	return out[:min(len(out), max(limit, 1))], nil
-}
-
 // Counts returns entries per state.
 func (m *Memory) Counts(ctx context.Context) (queue.Counts, error) {
 	m.mu.Lock()
@@ -421,25 +366,6 @@ func (m *Memory) claimIf(id, epoch int64, lease time.Duration, ok func(queue.Ent
 		return queue.Entry{}, queue.ErrNotClaimable
 	}
 	return m.claim(x, epoch, lease, t), nil
-}
-
-// ClaimDue claims due pending entries in dispatch order.
-func (m *Memory) ClaimDue(ctx context.Context, c queue.Claim) ([]queue.Entry, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if err := m.write("claim_due"); err != nil {
-		return nil, err
-	}
-	at := ms(c.Now)
-	due := m.sorted(func(e *queue.Entry) bool { return e.State == queue.StatePending && !e.NextAttemptAt.After(at) })
-	dispatchOrder(due)
-	due = due[:min(len(due), max(c.Limit, 1))]
-	t := now()
-	out := make([]queue.Entry, len(due))
-	for i, e := range due {
-		out[i] = m.claim(m.entries[e.ID], c.Epoch, c.Lease, t)
-	}
-	return out, nil
 }
 
 func (m *Memory) owned(op string, id, epoch int64) (*memEntry, error) {
