@@ -79,6 +79,7 @@ run_case() {
 	local name=$1 port=$2
 	shift 2
 	local stop=$WORK/$name.stop
+	cut -d' ' -f1 /proc/loadavg >"$RESULTS/$name.load" 2>/dev/null || echo '?' >"$RESULTS/$name.load"
 	"$WORK/load" -url "http://127.0.0.1:$port/" -clients "$CLIENTS" -rate "$RATE" \
 		-max-duration 10m -max-requests 200000 -stop-file "$stop" \
 		-latencies "$RESULTS/$name.latencies" >"$RESULTS/$name.summary" 2>"$RESULTS/$name.load.log" &
@@ -95,6 +96,7 @@ run_case() {
 	fi
 	touch "$stop"
 	wait "$lpid" || die "$name: the load client failed: $(cat "$RESULTS/$name.load.log")"
+	echo "$(cat "$RESULTS/$name.load")-$(cut -d' ' -f1 /proc/loadavg 2>/dev/null || echo '?')" >"$RESULTS/$name.load"
 	log "$name: $(cat "$RESULTS/$name.summary")"
 }
 
@@ -148,7 +150,8 @@ fi
 field() { grep -o "\b$2=[^ ]*" "$RESULTS/$1.summary" | cut -d= -f2; }
 {
 	echo "gateway restarts under load: $CLIENTS clients, $RATE req/s total, new connection per request; $RESTARTS restarts, $GAP s apart"
-	printf '%-44s %8s %8s %8s %8s %9s %9s %9s  %s\n' case requests ok refused failed p50_ms p99_ms max_ms "failed by kind"
+	echo "schedd $(git rev-parse --short HEAD 2>/dev/null || echo '?'), $(nproc) cores; loadavg: 1-minute load at the case's start-end"
+	printf '%-44s %8s %8s %8s %8s %9s %9s %9s  %-14s %s\n' case requests ok refused failed p50_ms p99_ms max_ms "failed by kind" "loadavg"
 	for n in 0-baseline 1-no-sockets 2-sockets 3-overlap 4-runit; do
 		[[ -f $RESULTS/$n.summary ]] || continue
 		case $n in
@@ -158,8 +161,9 @@ field() { grep -o "\b$2=[^ ]*" "$RESULTS/$1.summary" | cut -d= -f2; }
 		3-overlap) row="(3) schedd gateway.sockets + restart.overlap" ;;
 		4-runit) row="(4) runit sv restart" ;;
 		esac
-		printf '%-44s %8s %8s %8s %8s %9s %9s %9s  %s\n' "$row" "$(field $n requests)" "$(field $n ok)" \
-			"$(field $n refused)" "$(field $n failed)" "$(field $n p50_ms)" "$(field $n p99_ms)" "$(field $n max_ms)" "$(field $n failed_kinds)"
+		printf '%-44s %8s %8s %8s %8s %9s %9s %9s  %-14s %s\n' "$row" "$(field $n requests)" "$(field $n ok)" \
+			"$(field $n refused)" "$(field $n failed)" "$(field $n p50_ms)" "$(field $n p99_ms)" "$(field $n max_ms)" "$(field $n failed_kinds)" \
+			"$(cat "$RESULTS/$n.load")"
 	done
 	base=$(field 0-baseline p99_ms)
 	ov=$(field 3-overlap p99_ms)
