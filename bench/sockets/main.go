@@ -12,8 +12,9 @@
 // end of the reply, for the requests that succeeded. A request is "refused" when
 // connect(2) got ECONNREFUSED, and "failed" on any other error or a status other than 200
 // (counted by kind: reset, eof, timeout, other). The summary is one line of key=value
-// pairs on stdout; -latencies writes every request's due time (ns since start), latency
-// (ns) and outcome.
+// pairs on stdout, with the wall-clock start that the due times count from (to line them
+// up with a supervisor's log); -latencies writes every request's due time (ns since
+// start), latency (ns) and outcome.
 package main
 
 import (
@@ -143,9 +144,9 @@ func main() {
 		}
 	}
 	slices.Sort(lat)
-	fmt.Printf("requests=%d ok=%d refused=%d failed=%d seconds=%.1f rate=%.1f p50_ms=%.2f p90_ms=%.2f p99_ms=%.2f p999_ms=%.2f max_ms=%.2f failed_kinds=%s\n",
+	fmt.Printf("requests=%d ok=%d refused=%d failed=%d seconds=%.1f rate=%.1f p50_ms=%.2f p90_ms=%.2f p99_ms=%.2f p999_ms=%.2f max_ms=%.2f failed_kinds=%s start_unix_ns=%d\n",
 		len(all), ok, refused, failed, elapsed.Seconds(), float64(len(all))/elapsed.Seconds(),
-		ms(pct(lat, 50)), ms(pct(lat, 90)), ms(pct(lat, 99)), ms(pct(lat, 99.9)), ms(pct(lat, 100)), why)
+		ms(pct(lat, 50)), ms(pct(lat, 90)), ms(pct(lat, 99)), ms(pct(lat, 99.9)), ms(pct(lat, 100)), why, start.UnixNano())
 }
 
 // request makes one request due at due and times it from then.
