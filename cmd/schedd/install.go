@@ -32,6 +32,7 @@ type installOptions struct {
 	binary  string
 	root    string
 	noStart bool
+	notes   []string // what the config asks that install does not do, for stderr
 }
 
 func (o *installOptions) bindCommon(c *cobra.Command) {
@@ -50,7 +51,9 @@ func newInstallCmd() *cobra.Command {
 with its service manager, and start it. The file passes --service-manager and
 --config to schedd run, so schedd never has to guess who runs it. A missing config file
 is created from ` + "`schedd config example`" + `; an existing one is kept, and its
-gateway.stop.timeout sets the service manager's stop budget.
+gateway.stop.timeout sets the service manager's stop budget. A gateway.sockets entry
+with from: NAME and listen: ADDRESS also gets a systemd socket unit, schedd.socket,
+started before the service so that the port outlives a restart of schedd itself.
 
 Installing again is safe: an unchanged file leaves the running service alone, a changed
 one is reloaded. --print shows the file and changes nothing.
@@ -125,12 +128,16 @@ func (o *installOptions) spec(render bool) (platform.ServiceSpec, platform.Servi
 		}
 		s.TaskUser = u.Username
 	}
-	stop, err := o.stopTimeout(s.Config)
+	cfg, err := o.loadConfig(s.Config)
 	if err != nil {
 		return s, paths, err
 	}
-	s.StopTimeout = stop
-	return s, paths, nil
+	s.StopTimeout = config.Default().Gateway.Stop.Timeout.D()
+	if cfg != nil {
+		s.StopTimeout = cfg.Gateway.Stop.Timeout.D()
+	}
+	s.Socket, o.notes, err = socketUnit(cfg, o.manager)
+	return s, paths, err
 }
 
 // at is path under --root.
@@ -141,17 +148,18 @@ func (o *installOptions) at(path string) string {
 	return filepath.Join(o.root, path)
 }
 
-// stopTimeout reads gateway.stop.timeout from the config file if there is one; a config
-// that does not load is refused (exit 78) rather than installed.
-func (o *installOptions) stopTimeout(path string) (time.Duration, error) {
+// loadConfig loads the config file if there is one (nil if not); a config that does not
+// load is refused (exit 78) rather than installed. Its gateway.stop.timeout sets the stop
+// budget, and its gateway.sockets taken from systemd the socket unit.
+func (o *installOptions) loadConfig(path string) (*config.Config, error) {
 	cfg, err := config.Load(o.at(path))
 	if errors.Is(err, fs.ErrNotExist) {
-		return config.Default().Gateway.Stop.Timeout.D(), nil
+		return nil, nil
 	}
 	if err != nil {
-		return 0, withCode(exitConfig, err)
+		return nil, withCode(exitConfig, err)
 	}
-	return cfg.Gateway.Stop.Timeout.D(), nil
+	return cfg, nil
 }
 
 func (o *installOptions) install(ctx context.Context, stdout, stderr io.Writer) error {
@@ -163,7 +171,19 @@ func (o *installOptions) install(ctx context.Context, stdout, stderr io.Writer) 
 	if err != nil {
 		return err
 	}
+	var socket []byte
+	if s.Socket != nil {
+		if socket, err = platform.RenderSocketUnit(s); err != nil {
+			return err
+		}
+	}
+	for _, n := range o.notes {
+		fmt.Fprintf(stderr, "note: %s\n", n)
+	}
 	if o.print {
+		if socket != nil {
+			content = fmt.Appendf(content, "\n# %s\n%s", paths.Socket, socket)
+		}
 		_, err := stdout.Write(content)
 		return err
 	}
@@ -180,24 +200,38 @@ func (o *installOptions) install(ctx context.Context, stdout, stderr io.Writer) 
 	if err := o.writeConfigIfMissing(run, stdout, s.Config); err != nil {
 		return run.undo(ctx, stdout, s, uid, false, err)
 	}
-	changed, err := run.writeServiceFile(o.at(paths.File), content)
+	changed, err := run.writeServiceFile(&run.service, o.at(paths.File), content)
 	if err != nil {
 		return run.undo(ctx, stdout, s, uid, false, err)
 	}
-	if changed {
-		fmt.Fprintf(stdout, "wrote %s\n", o.at(paths.File))
-	} else {
-		fmt.Fprintf(stdout, "%s is up to date\n", o.at(paths.File))
+	reportWrite(stdout, o.at(paths.File), changed)
+	socketChanged := false
+	if socket != nil {
+		if socketChanged, err = run.writeServiceFile(&run.socket, o.at(paths.Socket), socket); err != nil {
+			return run.undo(ctx, stdout, s, uid, false, err)
+		}
+		reportWrite(stdout, o.at(paths.Socket), socketChanged)
+	} else if _, err := os.Stat(o.at(paths.Socket)); paths.Socket != "" && err == nil {
+		fmt.Fprintf(stderr, "note: %s is left from an earlier install, but no gateway.sockets entry takes a socket from systemd now: "+
+			"`schedd uninstall` removes it, before installing again\n", o.at(paths.Socket))
 	}
 	if o.root != "" {
 		fmt.Fprintf(stdout, "files only (--root): %s was not told\n", o.manager)
 		return nil
 	}
-	if err := runSteps(ctx, stdout, platform.InstallSteps(s, paths.File, uid, changed, !o.noStart)); err != nil {
+	if err := runSteps(ctx, stdout, platform.InstallStepsWithSocket(s, paths.File, uid, changed, socketChanged, !o.noStart)); err != nil {
 		return run.undo(ctx, stdout, s, uid, true, err)
 	}
 	fmt.Fprintf(stdout, "installed: schedd runs under %s with %s; `schedd status` shows it\n", o.manager, s.Config)
 	return nil
+}
+
+func reportWrite(stdout io.Writer, path string, changed bool) {
+	if changed {
+		fmt.Fprintf(stdout, "wrote %s\n", path)
+	} else {
+		fmt.Fprintf(stdout, "%s is up to date\n", path)
+	}
 }
 
 // writeConfigIfMissing creates the config file from the example; an existing one is kept.

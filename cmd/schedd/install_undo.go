@@ -18,11 +18,17 @@ import (
 // installRun is what one `schedd install` wrote, so that a failure takes back exactly
 // that and nothing that was there before.
 type installRun struct {
-	dirs     []string // directories it made, in the order made
-	config   string   // the config file it created, or ""
-	file     string   // the service file it wrote, or ""
-	existed  bool     // whether that file was there before
-	previous []byte   // and what it held
+	dirs    []string     // directories it made, in the order made
+	config  string       // the config file it created, or ""
+	service *writtenFile // the service file, if it wrote it
+	socket  *writtenFile // systemd's socket unit, if it wrote it
+}
+
+// writtenFile is a file install wrote, and what was there before.
+type writtenFile struct {
+	path     string
+	existed  bool   // whether the file was there before
+	previous []byte // and what it held
 }
 
 // mkdirAll makes dir and its missing parents, remembering each one it made.
@@ -46,9 +52,9 @@ func (r *installRun) mkdirAll(dir string) error {
 	return nil
 }
 
-// writeServiceFile writes the service file unless it already holds content, remembering
-// what it held before; it reports whether it wrote.
-func (r *installRun) writeServiceFile(path string, content []byte) (bool, error) {
+// writeServiceFile writes a service (or socket) file unless it already holds content,
+// remembering in *w what it held before; it reports whether it wrote.
+func (r *installRun) writeServiceFile(w **writtenFile, path string, content []byte) (bool, error) {
 	old, err := os.ReadFile(path)
 	switch {
 	case err == nil && bytes.Equal(old, content):
@@ -61,7 +67,7 @@ func (r *installRun) writeServiceFile(path string, content []byte) (bool, error)
 	}
 	changed, werr := writeIfChanged(path, content)
 	if changed {
-		r.file, r.existed, r.previous = path, err == nil, old
+		*w = &writtenFile{path: path, existed: err == nil, previous: old}
 	}
 	return changed, werr
 }
@@ -89,7 +95,8 @@ func checkManager(ctx context.Context, manager string, step platform.ServiceStep
 // undo takes back what the run did after cause made the install fail: a service file it
 // created is unregistered and removed, one it replaced gets its old content back and is
 // registered again (not started), and the config file and directories it made are
-// removed. It returns cause, saying whether everything was taken back.
+// removed. systemd's socket unit goes the same way as the service file. It returns cause,
+// saying whether everything was taken back.
 func (r *installRun) undo(ctx context.Context, stdout io.Writer, s platform.ServiceSpec, uid int, registered bool, cause error) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
 	defer cancel()
@@ -100,28 +107,49 @@ func (r *installRun) undo(ctx context.Context, stdout io.Writer, s platform.Serv
 			errs = append(errs, err)
 		}
 	}
+	restore := func(f *writtenFile) {
+		switch {
+		case f == nil:
+		case f.existed:
+			if _, err := writeIfChanged(f.path, f.previous); err != nil {
+				errs = append(errs, err)
+			} else {
+				fmt.Fprintf(stdout, "put back the previous %s\n", f.path)
+			}
+		default:
+			if err := os.Remove(f.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				errs = append(errs, err)
+			} else {
+				fmt.Fprintf(stdout, "removed %s\n", f.path)
+			}
+		}
+	}
 	switch {
-	case r.file == "":
-	case !r.existed:
+	case r.service == nil && r.socket == nil:
+	case r.service != nil && !r.service.existed:
 		if registered {
 			steps(platform.UninstallSteps(s, uid))
 		}
-		if err := os.Remove(r.file); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			errs = append(errs, err)
-		} else {
-			fmt.Fprintf(stdout, "removed %s\n", r.file)
-		}
+		restore(r.service)
+		restore(r.socket)
 		if registered {
 			steps(platform.UninstallAfterSteps(s))
 		}
 	default:
-		if _, err := writeIfChanged(r.file, r.previous); err != nil {
-			errs = append(errs, err)
-		} else {
-			fmt.Fprintf(stdout, "put back the previous %s\n", r.file)
-			if registered {
-				steps(platform.InstallSteps(s, r.file, uid, true, false))
+		if registered && r.socket != nil && !r.socket.existed {
+			steps([]platform.ServiceStep{platform.SocketUninstallStep(s)})
+		}
+		restore(r.service)
+		restore(r.socket)
+		if registered {
+			path := ""
+			if r.service != nil {
+				path = r.service.path
 			}
+			if r.socket != nil && !r.socket.existed {
+				s.Socket = nil
+			}
+			steps(platform.InstallSteps(s, path, uid, true, false))
 		}
 	}
 	if r.config != "" {

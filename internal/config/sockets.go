@@ -15,7 +15,8 @@ type Socket struct {
 	// Name is the socket's name in LISTEN_FDNAMES (required, unique).
 	Name string `yaml:"name"`
 	// Listen is "host:port" (an IP literal, empty or localhost host; a fixed port) or
-	// "unix:/absolute/path".
+	// "unix:/absolute/path". With From, schedd does not bind it: it is what the service
+	// manager's socket listens on, which `schedd install` writes into schedd.socket.
 	Listen string `yaml:"listen"`
 	// From names one of schedd's own inherited sockets (its LISTEN_FDNAMES) to pass on
 	// instead of binding Listen: the port then outlives a restart of schedd too.
@@ -53,14 +54,13 @@ func (k *checker) sockets() {
 			k.errf(p+".name", "socket name %s is used twice", quote(s.Name))
 		}
 		names[s.Name] = true
-		switch {
-		case s.Listen == "" && s.From == "":
+		if s.Listen == "" && s.From == "" {
 			k.errf(p, "needs listen (an address to bind) or from (one of schedd's own inherited sockets)")
-		case s.Listen != "" && s.From != "":
-			k.errf(p+".from", "cannot be given with listen; use one of them")
-		case s.From != "":
+		}
+		if s.From != "" {
 			k.name(p+".from", "LISTEN_FDNAMES name", s.From)
-		default:
+		}
+		if s.Listen != "" {
 			k.socketListen(p+".listen", s.Listen)
 			if listens[s.Listen] {
 				k.errf(p+".listen", "%s is listed twice", quote(s.Listen))
@@ -71,8 +71,8 @@ func (k *checker) sockets() {
 			if s.Backlog < 1 || s.Backlog > MaxSocketBacklog {
 				k.errf(p+".backlog", "must be from 1 to %d, got %d", MaxSocketBacklog, s.Backlog)
 			}
-			if s.From != "" {
-				k.errf(p+".backlog", "is set by the service manager that made the socket, not here")
+			if s.From != "" && s.Listen == "" {
+				k.errf(p+".backlog", "is set by the service manager that made the socket: with from, it needs listen (what `schedd install` writes into schedd.socket)")
 			}
 		}
 		_, unix := s.UnixPath()

@@ -16,7 +16,8 @@ func TestSocketsChecks_RSOCK02(t *testing.T) {
 	tests := []struct{ name, src, want string }{
 		{"no name", ok + "    - {listen: '127.0.0.1:1'}\n", "f.yaml:5:7: gateway.sockets[0].name: is required"},
 		{"neither listen nor from", ok + "    - {name: a}\n", "f.yaml:5:7: gateway.sockets[0]: needs listen"},
-		{"both", ok + "    - {name: a, listen: '127.0.0.1:1', from: b}\n", "gateway.sockets[0].from: cannot be given with listen"},
+		{"backlog from elsewhere", ok + "    - {name: a, from: b, backlog: 5}\n", "gateway.sockets[0].backlog: is set by the service manager that made the socket: with from, it needs listen"},
+		{"bad listen with from", ok + "    - {name: a, from: b, listen: 'example.com:80'}\n", "gateway.sockets[0].listen: host must be an IP address"},
 		{"bad address", ok + "    - {name: a, listen: 'example.com:80'}\n", "gateway.sockets[0].listen: host must be an IP address"},
 		{"port 0", ok + "    - {name: a, listen: '127.0.0.1:0'}\n", "gateway.sockets[0].listen: port must be a number from 1 to 65535"},
 		{"relative unix", ok + "    - {name: a, listen: 'unix:gw.sock'}\n", "unix socket path must be absolute"},
@@ -40,7 +41,7 @@ func TestSocketsChecks_RSOCK02(t *testing.T) {
 			}
 		})
 	}
-	good := ok + "    - {name: web, listen: '[::]:8089', backlog: 512}\n    - {name: admin, listen: 'unix:/run/gw.sock', mode: '0660', owner: 'root:root'}\n    - {name: api, from: api}\nrestart: {overlap: true}\n"
+	good := ok + "    - {name: web, listen: '[::]:8089', backlog: 512}\n    - {name: admin, listen: 'unix:/run/gw.sock', mode: '0660', owner: 'root:root'}\n    - {name: api, from: api}\n    - {name: pub, from: pub, listen: '127.0.0.1:8090', backlog: 64}\nrestart: {overlap: true}\n"
 	if got := parseErr(t, good); got != "" {
 		t.Fatalf("a good file was refused: %s", got)
 	}

@@ -19,6 +19,7 @@ type ServiceStep struct {
 // ServicePaths is where the files of an installed service live.
 type ServicePaths struct {
 	File   string // the unit, plist, or task XML handed to schtasks /Create
+	Socket string // systemd's SocketUnit beside File; "" for the other managers
 	Config string // the default config file
 	Log    string // launchd's log file
 }
@@ -42,9 +43,10 @@ func DefaultServicePaths(manager string, user bool, e PathEnv) ServicePaths {
 	switch manager {
 	case ManagerSystemd:
 		if user {
-			return ServicePaths{File: filepath.Join(configHome, "systemd", "user", SystemdUnit), Config: userConfig}
+			dir := filepath.Join(configHome, "systemd", "user")
+			return ServicePaths{File: filepath.Join(dir, SystemdUnit), Socket: filepath.Join(dir, SocketUnit), Config: userConfig}
 		}
-		return ServicePaths{File: "/etc/systemd/system/" + SystemdUnit, Config: "/etc/schedd/schedd.yaml"}
+		return ServicePaths{File: "/etc/systemd/system/" + SystemdUnit, Socket: "/etc/systemd/system/" + SocketUnit, Config: "/etc/schedd/schedd.yaml"}
 	case ManagerLaunchd:
 		if user {
 			return ServicePaths{
@@ -111,10 +113,34 @@ func ServiceCheck(s ServiceSpec, uid int) ServiceStep {
 // and left alone otherwise, so installing twice disturbs nothing (R-INIT-11). Without start
 // the service is registered to start at boot (or logon) only.
 func InstallSteps(s ServiceSpec, path string, uid int, changed, start bool) []ServiceStep {
+	return InstallStepsWithSocket(s, path, uid, changed, false, start)
+}
+
+// InstallStepsWithSocket is InstallSteps where s.Socket says systemd also has SocketUnit,
+// which socketChanged says is new or different. The socket is enabled and started before
+// the service, which systemd refuses while the service runs: so a change stops the
+// service, (re)starts the socket and starts the service on it. An unchanged socket is
+// never restarted, which would drop the connections waiting in its backlog.
+func InstallStepsWithSocket(s ServiceSpec, path string, uid int, changed, socketChanged, start bool) []ServiceStep {
 	var steps []ServiceStep
 	switch s.Manager {
 	case ManagerSystemd:
 		sc := systemctl(s.User)
+		if s.Socket != nil {
+			steps = append(steps, ServiceStep{Argv: sc("daemon-reload")}, ServiceStep{Argv: sc("enable", SocketUnit, SystemdUnit)})
+			if !start {
+				return steps
+			}
+			if !changed && !socketChanged {
+				return append(steps, ServiceStep{Argv: sc("start", SocketUnit)}, ServiceStep{Argv: sc("start", SystemdUnit)})
+			}
+			verb := "start"
+			if socketChanged {
+				verb = "restart"
+			}
+			return append(steps, ServiceStep{Argv: sc("stop", SystemdUnit)},
+				ServiceStep{Argv: sc(verb, SocketUnit)}, ServiceStep{Argv: sc("start", SystemdUnit)})
+		}
 		steps = append(steps, ServiceStep{Argv: sc("daemon-reload")}, ServiceStep{Argv: sc("enable", SystemdUnit)})
 		if start {
 			verb := "start"
@@ -155,7 +181,12 @@ func InstallSteps(s ServiceSpec, path string, uid int, changed, start bool) []Se
 func UninstallSteps(s ServiceSpec, uid int) []ServiceStep {
 	switch s.Manager {
 	case ManagerSystemd:
-		return []ServiceStep{{Argv: systemctl(s.User)("disable", "--now", SystemdUnit), OK: []int{1, 5}}}
+		st := []ServiceStep{{Argv: systemctl(s.User)("disable", "--now", SystemdUnit), OK: []int{1, 5}}}
+		if s.Socket != nil {
+			// The socket first: while it listens, a connection would start the service again.
+			st = append([]ServiceStep{SocketUninstallStep(s)}, st...)
+		}
+		return st
 	case ManagerLaunchd:
 		return []ServiceStep{{Argv: []string{"launchctl", "bootout", launchdDomain(s.User, uid) + "/" + LaunchdLabel}, OK: launchdNotLoaded}}
 	case ManagerSchtasks:
@@ -169,6 +200,11 @@ func UninstallSteps(s ServiceSpec, uid int) []ServiceStep {
 		}
 	}
 	return nil
+}
+
+// SocketUninstallStep stops and disables SocketUnit (systemd only).
+func SocketUninstallStep(s ServiceSpec) ServiceStep {
+	return ServiceStep{Argv: systemctl(s.User)("disable", "--now", SocketUnit), OK: []int{1, 5}}
 }
 
 // UninstallAfterSteps run once the service file is gone.

@@ -35,6 +35,9 @@ type ServiceSpec struct {
 	// (DOMAIN\user) it runs as at logon (schtasks only).
 	TaskName string
 	TaskUser string
+	// Socket, when set, is the socket of SocketUnit, which the service then requires
+	// (systemd only).
+	Socket *SocketSpec
 }
 
 // StopBudget is the service manager's stop timeout for a gateway stop timeout, in whole
@@ -162,6 +165,12 @@ Documentation=https://github.com/schedd/schedd
 {{- if not .User}}
 Wants=network-online.target
 After=network-online.target
+{{- end}}
+{{- if .Socket}}
+# schedd takes the gateway's socket {{.Socket.Name}} from ` + "`" + `schedd.socket` + "`" + `, which holds it while
+# schedd itself restarts.
+Requires=schedd.socket
+After=schedd.socket
 {{- end}}
 
 [Service]
