@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -103,12 +104,61 @@ func (s *Store) Live(ctx context.Context, afterID int64, limit int) ([]queue.Ref
 	if err != nil {
 		return nil, fmt.Errorf("live: %w", err)
 	}
+	return refsOf(es), nil
+}
+
+// refsOf is the refs of es.
+func refsOf(es []queue.Entry) []queue.Ref {
 	refs := make([]queue.Ref, len(es))
 	for i, e := range es {
 		refs[i] = queue.Ref{ID: e.ID, Sink: e.Sink, Priority: e.Priority, State: e.State, Failures: e.Failures,
 			NextAttemptAt: e.NextAttemptAt, ExpiresAt: e.ExpiresAt, Epoch: e.Epoch}
 	}
-	return refs, nil
+	return refs
+}
+
+// The pages of Near: pending entries due before $1 after ($2, $3), from the index on
+// (next_attempt_at, id); sending entries after id $1, from the index on them.
+var (
+	nearPendingSQL = "SELECT " + cols + ` FROM schedd_deliveries
+		WHERE state = 'pending' AND next_attempt_at < $1 AND (next_attempt_at, id) > ($2, $3)
+		ORDER BY next_attempt_at, id LIMIT $4`
+	nearSendingSQL = "SELECT " + cols + ` FROM schedd_deliveries
+		WHERE state = 'sending' AND id > $1 ORDER BY id LIMIT $2`
+)
+
+// Near passes to f, at most page at a time, the live entries a runtime has to look at again:
+// the pending ones due before before (from the index on next_attempt_at), then every sending
+// one. It reads what is due soon and what is in flight, never the whole backlog.
+func (s *Store) Near(ctx context.Context, before time.Time, page int, f func([]queue.Ref)) error {
+	var at, after int64 = math.MinInt64, 0
+	for {
+		es, err := s.query(ctx, false, nearPendingSQL, before.UnixMilli(), at, after, page)
+		if err != nil {
+			return fmt.Errorf("near: %w", err)
+		}
+		if len(es) > 0 {
+			f(refsOf(es))
+			last := es[len(es)-1]
+			at, after = last.NextAttemptAt.UnixMilli(), last.ID
+		}
+		if len(es) < page {
+			break
+		}
+	}
+	for after = 0; ; {
+		es, err := s.query(ctx, false, nearSendingSQL, after, page)
+		if err != nil {
+			return fmt.Errorf("near: %w", err)
+		}
+		if len(es) > 0 {
+			f(refsOf(es))
+			after = es[len(es)-1].ID
+		}
+		if len(es) < page {
+			return nil
+		}
+	}
 }
 
 // Due returns pending entries due at now, in dispatch order.
