@@ -199,6 +199,17 @@ func (s *Store) ListInterrupted(ctx context.Context, epoch int64, limit int) ([]
 	return es, nil
 }
 
+// countsSQL counts the entries per state from the partial indexes (the live, sending and
+// finished ones) rather than reading every row: the oldest live entry is the first one
+// enqueued that is still live. Only a dead letter is quarantined.
+const countsSQL = `SELECT
+	(SELECT count(*) FROM schedd_deliveries WHERE state IN ('pending', 'sending')),
+	(SELECT count(*) FROM schedd_deliveries WHERE state = 'sending'),
+	(SELECT count(*) FROM schedd_deliveries WHERE state IN ('delivered', 'dead') AND state = 'delivered'),
+	(SELECT count(*) FROM schedd_deliveries WHERE state IN ('delivered', 'dead') AND state = 'dead'),
+	(SELECT count(*) FROM schedd_deliveries WHERE state IN ('delivered', 'dead') AND state = 'dead' AND quarantined),
+	(SELECT created_at FROM schedd_deliveries WHERE state IN ('pending', 'sending') ORDER BY id LIMIT 1)`
+
 // Counts returns the number of entries per state and the oldest pending one.
 // Before the database was first reached they are zero (Info says the store is not open).
 func (s *Store) Counts(ctx context.Context) (queue.Counts, error) {
@@ -207,11 +218,9 @@ func (s *Store) Counts(ctx context.Context) (queue.Counts, error) {
 		return c, nil
 	}
 	var oldest *int64
-	err := s.pool.QueryRow(ctx, `SELECT
-		count(*) FILTER (WHERE state = 'pending'), count(*) FILTER (WHERE state = 'sending'),
-		count(*) FILTER (WHERE state = 'delivered'), count(*) FILTER (WHERE state = 'dead'),
-		count(*) FILTER (WHERE quarantined), MIN(created_at) FILTER (WHERE state IN ('pending', 'sending'))
-		FROM schedd_deliveries`).Scan(&c.Pending, &c.Sending, &c.Delivered, &c.Dead, &c.Quarantined, &oldest)
+	var live int
+	err := s.pool.QueryRow(ctx, countsSQL).Scan(&live, &c.Sending, &c.Delivered, &c.Dead, &c.Quarantined, &oldest)
+	c.Pending = live - c.Sending
 	if err != nil {
 		return queue.Counts{}, fmt.Errorf("counts: %w", s.fail(err))
 	}
