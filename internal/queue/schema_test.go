@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -26,7 +27,7 @@ func TestMigrateFromFirstSchema(t *testing.T) {
 	}
 	db.Close()
 	s := openTest(t, path, Options{})
-	if s.Info().Schema != SchemaVersion || SchemaVersion != 2 {
+	if s.Info().Schema != SchemaVersion || SchemaVersion != 3 {
 		t.Fatalf("schema %d, SchemaVersion %d", s.Info().Schema, SchemaVersion)
 	}
 	var v int
@@ -44,7 +45,7 @@ func TestMigrateFromFirstSchema(t *testing.T) {
 		idx = append(idx, n)
 	}
 	rows.Close()
-	if want := []string{"deliveries_dead", "deliveries_finished", "deliveries_live"}; !slices.Equal(idx, want) {
+	if want := []string{"deliveries_dead", "deliveries_finished", "deliveries_live", "deliveries_sending"}; !slices.Equal(idx, want) {
 		t.Fatalf("indexes %v, want %v", idx, want)
 	}
 	l, err := s.List(context.Background(), Filter{})
@@ -52,12 +53,46 @@ func TestMigrateFromFirstSchema(t *testing.T) {
 		t.Fatalf("entries after the migration: %+v, %v", l, err)
 	}
 	// Listing dead letters and live entries uses the partial indexes.
-	for state, index := range map[State]string{StateDead: "deliveries_dead", StatePending: "deliveries_live", StateSending: "deliveries_live"} {
+	for state, index := range map[State]string{StateDead: "deliveries_dead", StatePending: "deliveries_live", StateSending: "deliveries_sending"} {
 		q, args := listQuery(Filter{State: state, Limit: 10})
 		var plan string
 		err = s.rdb.QueryRow("EXPLAIN QUERY PLAN "+q, args...).Scan(new(int), new(int), new(int), &plan)
 		if err != nil || plan != fmt.Sprintf("SEARCH deliveries USING INDEX %s (id>?)", index) {
 			t.Errorf("listing %s: plan %q, %v", state, plan, err)
 		}
+	}
+}
+
+// Status counts the entries from the partial indexes: no count reads the table's rows (a
+// scan of the table with a backlog of a million entries and their payloads).
+func TestCountsUseIndexes(t *testing.T) {
+	s := openTest(t, filepath.Join(t.TempDir(), "q.db"), Options{})
+	if _, err := s.Counts(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := s.rdb.Query("EXPLAIN QUERY PLAN " + countsSQL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var plan []string
+	for rows.Next() {
+		var detail string
+		if err := rows.Scan(new(int), new(int), new(int), &detail); err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(detail, " deliveries ") {
+			plan = append(plan, detail)
+		}
+	}
+	want := []string{
+		"SCAN deliveries USING COVERING INDEX deliveries_live",
+		"SCAN deliveries USING COVERING INDEX deliveries_sending",
+		"SEARCH deliveries USING COVERING INDEX deliveries_finished (state=?)",
+		"SCAN deliveries USING COVERING INDEX deliveries_dead",
+		"SCAN deliveries USING INDEX deliveries_dead",
+	}
+	if !slices.Equal(plan, want) {
+		t.Fatalf("plan of the counts:\n%s\nwant\n%s", strings.Join(plan, "\n"), strings.Join(want, "\n"))
 	}
 }

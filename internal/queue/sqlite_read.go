@@ -334,36 +334,26 @@ func (s *SQLite) Live(ctx context.Context, afterID int64, limit int) ([]Ref, err
 	return out, nil
 }
 
+// countsSQL counts the entries per state, each from a partial index (the live, sending,
+// finished and dead ones), never reading the table's rows: the cost of a status is the
+// number of index entries, not the size of the payloads. A quarantined row is dead (a
+// retry clears the mark), so it is counted among the dead letters alone.
+const countsSQL = `SELECT
+	(SELECT count(*) FROM deliveries WHERE state IN ('pending', 'sending')),
+	(SELECT count(*) FROM deliveries WHERE state = 'sending'),
+	(SELECT count(*) FROM deliveries WHERE state IN ('delivered', 'dead') AND state = 'delivered'),
+	(SELECT count(*) FROM deliveries WHERE state = 'dead'),
+	(SELECT count(*) FROM deliveries WHERE state = 'dead' AND quarantined = 1)`
+
 // Counts returns the entries per state and the creation time of the oldest live one.
 func (s *SQLite) Counts(ctx context.Context) (Counts, error) {
 	var c Counts
-	rows, err := s.rdb.QueryContext(ctx,
-		"SELECT state, count(*), sum(quarantined) FROM deliveries GROUP BY state")
+	var live int
+	err := s.rdb.QueryRowContext(ctx, countsSQL).Scan(&live, &c.Sending, &c.Delivered, &c.Dead, &c.Quarantined)
 	if err != nil {
 		return c, fmt.Errorf("count deliveries: %w", err)
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var st sql.NullString
-		var n, q sql.NullInt64
-		if err := rows.Scan(&st, &n, &q); err != nil {
-			return c, fmt.Errorf("count deliveries: %w", err)
-		}
-		c.Quarantined += int(q.Int64)
-		switch State(st.String) {
-		case StatePending:
-			c.Pending = int(n.Int64)
-		case StateSending:
-			c.Sending = int(n.Int64)
-		case StateDelivered:
-			c.Delivered = int(n.Int64)
-		case StateDead:
-			c.Dead = int(n.Int64)
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return c, fmt.Errorf("count deliveries: %w", err)
-	}
+	c.Pending = live - c.Sending
 	var oldest sql.NullInt64
 	err = s.rdb.QueryRowContext(ctx,
 		"SELECT created_at FROM deliveries WHERE state IN ('pending', 'sending') ORDER BY id LIMIT 1").Scan(&oldest)

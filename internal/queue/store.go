@@ -103,7 +103,15 @@ type Store interface {
 // The delivery runtime rescans such a store when Wake is signalled (another host enqueued)
 // and every RescanEvery (a lost notification, a dead host's claims). A store only this
 // process writes (SQLite) does not implement it, so an idle daemon on it arms no timer.
+//
+// A rescan reads what Near passes: the pending entries due before a horizon and the
+// sending ones, from indexes, so its cost follows the entries due soon and in flight, not
+// the backlog. An entry due later is found by a rescan before it is due, as the runtime's
+// horizon reaches past the next rescan.
 type Waker interface {
 	Wake() <-chan struct{}
 	RescanEvery() time.Duration
+	// Near passes to f, at most page at a time, the pending entries due before before and
+	// every sending entry.
+	Near(ctx context.Context, before time.Time, page int, f func([]Ref)) error
 }

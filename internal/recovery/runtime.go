@@ -361,7 +361,7 @@ func (r *scheduler) run(ctx context.Context, epoch int64) {
 		r.mu.Unlock()
 		if scan {
 			began := time.Now()
-			if n, ok := r.scan(ctx, gen, epoch); ok && !armed {
+			if n, ok := r.scan(ctx, gen, epoch, armed); ok && !armed {
 				armed = true
 				r.s.log.Info("delivery runtime armed the pending entries", zap.Int("entries", n),
 					zap.Duration("took", time.Since(began)))
@@ -442,13 +442,25 @@ func (r *scheduler) rescan() {
 	}
 }
 
-// scan arms every live entry of the store; a failure is retried after StoreRetry. It
-// reports how many entries it armed, and false when the scan failed.
-func (r *scheduler) scan(ctx context.Context, gen uint64, epoch int64) (int, bool) {
+// rescanHorizon is how far past a rescan of a shared store the entries it arms are due, in
+// rescan periods: two, so an entry is armed at least one rescan before it is due, even
+// when a rescan runs late.
+const rescanHorizon = 2
+
+// scan arms every live entry of the store; a failure is retried after StoreRetry. A rescan
+// of a shared store (again, once the pass's entries are armed) reads only what is near:
+// the entries due within rescanHorizon rescan periods and those being sent. It reports
+// how many entries it armed, and false when the scan failed.
+func (r *scheduler) scan(ctx context.Context, gen uint64, epoch int64, again bool) (int, bool) {
 	sinks := map[string]string{} // one copy of each sink name for all the entries
 	n := 0
+	each := r.s.eachLive
+	if w, ok := r.s.store.(queue.Waker); ok && again && r.shared() {
+		before := time.Now().Add(rescanHorizon * w.RescanEvery())
+		each = func(ctx context.Context, f func([]queue.Ref)) error { return w.Near(ctx, before, livePage, f) }
+	}
 	// Arm a page at a time: the refs of 100,000 entries are never held at once.
-	err := r.s.eachLive(ctx, func(page []queue.Ref) {
+	err := each(ctx, func(page []queue.Ref) {
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		now := time.Now()

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -589,10 +591,71 @@ func TestRuntimeIdleArmsNoTimer(t *testing.T) {
 type sharedMemory struct {
 	*queuetest.Memory
 	wake chan struct{}
+	// lives and nears count the entries Live and Near returned.
+	lives, nears atomic.Int64
 }
 
 func (m *sharedMemory) Wake() <-chan struct{}      { return m.wake }
 func (m *sharedMemory) RescanEvery() time.Duration { return 15 * time.Second }
+
+func (m *sharedMemory) Live(ctx context.Context, afterID int64, limit int) ([]queue.Ref, error) {
+	refs, err := m.Memory.Live(ctx, afterID, limit)
+	m.lives.Add(int64(len(refs)))
+	return refs, err
+}
+
+// Near is what the Postgres store's indexes give: the pending entries due before before,
+// and the sending ones.
+func (m *sharedMemory) Near(ctx context.Context, before time.Time, page int, f func([]queue.Ref)) error {
+	refs, err := m.Memory.Live(ctx, 0, math.MaxInt32)
+	if err != nil {
+		return err
+	}
+	near := slices.DeleteFunc(refs, func(r queue.Ref) bool {
+		return r.State == queue.StatePending && !r.NextAttemptAt.Before(before)
+	})
+	m.nears.Add(int64(len(near)))
+	for len(near) > 0 {
+		k := min(page, len(near))
+		f(near[:k])
+		near = near[k:]
+	}
+	return nil
+}
+
+// A rescan of a shared store reads what is due soon and what is in flight, not the backlog:
+// 500 entries due in a day are read once, by the pass at the start, and by none of the
+// rescans of the next two hours; an entry another host enqueued due in an hour, its
+// notification lost, is found by a rescan before it is due and sent at its due time.
+func TestRuntimeRescanReadsOnlyWhatIsNear(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := &sharedMemory{Memory: queuetest.NewMemory(), wake: make(chan struct{}, 1)}
+		for range 500 {
+			putEntry(store.Memory, queue.Entry{Sink: "hook", State: queue.StatePending, NextAttemptAt: time.Now().Add(24 * time.Hour)})
+		}
+		sink := &fakeSink{}
+		stop := start(t, newService(t, parityConfig(), store, map[string]Sink{"hook": sink}))
+		defer stop()
+		synctest.Wait()
+		if n := store.lives.Load(); n != 500 {
+			t.Fatalf("the pass read %d live entries, want 500", n)
+		}
+		due := time.Now().Add(time.Hour)
+		putEntry(store.Memory, queue.Entry{Sink: "hook", State: queue.StatePending, NextAttemptAt: due})
+		time.Sleep(2 * time.Hour)
+		synctest.Wait()
+		if s := sink.Sends(); len(s) != 1 || !s[0].at.Equal(due) {
+			t.Fatalf("sends %+v, want one at its due time, an hour after the start", s)
+		}
+		if n := store.lives.Load() - 500; n != 0 {
+			t.Fatalf("the rescans read %d live entries: the whole backlog, every rescan", n)
+		}
+		// 480 rescans in two hours; the entry was near for two of them.
+		if n := store.nears.Load(); n > 3 {
+			t.Fatalf("the rescans read %d entries, want the one due within their horizon", n)
+		}
+	})
+}
 
 // A store that other hosts write is rescanned on its poll timer and when it signals; a store
 // only this process writes (SQLite) is never rescanned, so an idle runtime on it arms no

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -102,13 +104,73 @@ func (s *Store) Live(ctx context.Context, afterID int64, limit int) ([]queue.Ref
 	if err != nil {
 		return nil, fmt.Errorf("live: %w", err)
 	}
+	return refsOf(es), nil
+}
+
+// refsOf is the refs of es.
+func refsOf(es []queue.Entry) []queue.Ref {
 	refs := make([]queue.Ref, len(es))
 	for i, e := range es {
 		refs[i] = queue.Ref{ID: e.ID, Sink: e.Sink, Priority: e.Priority, State: e.State, Failures: e.Failures,
 			NextAttemptAt: e.NextAttemptAt, ExpiresAt: e.ExpiresAt, Epoch: e.Epoch}
 	}
-	return refs, nil
+	return refs
 }
+
+// The pages of Near: pending entries due before $1 after ($2, $3), from the index on
+// (next_attempt_at, id); sending entries after id $1, from the index on them.
+var (
+	nearPendingSQL = "SELECT " + cols + ` FROM schedd_deliveries
+		WHERE state = 'pending' AND next_attempt_at < $1 AND (next_attempt_at, id) > ($2, $3)
+		ORDER BY next_attempt_at, id LIMIT $4`
+	nearSendingSQL = "SELECT " + cols + ` FROM schedd_deliveries
+		WHERE state = 'sending' AND id > $1 ORDER BY id LIMIT $2`
+)
+
+// Near passes to f, at most page at a time, the live entries a runtime has to look at again:
+// the pending ones due before before (from the index on next_attempt_at), then every sending
+// one. It reads what is due soon and what is in flight, never the whole backlog.
+func (s *Store) Near(ctx context.Context, before time.Time, page int, f func([]queue.Ref)) error {
+	var at, after int64 = math.MinInt64, 0
+	for {
+		es, err := s.query(ctx, false, nearPendingSQL, before.UnixMilli(), at, after, page)
+		if err != nil {
+			return fmt.Errorf("near: %w", err)
+		}
+		if len(es) > 0 {
+			f(refsOf(es))
+			last := es[len(es)-1]
+			at, after = last.NextAttemptAt.UnixMilli(), last.ID
+		}
+		if len(es) < page {
+			break
+		}
+	}
+	for after = 0; ; {
+		es, err := s.query(ctx, false, nearSendingSQL, after, page)
+		if err != nil {
+			return fmt.Errorf("near: %w", err)
+		}
+		if len(es) > 0 {
+			f(refsOf(es))
+			after = es[len(es)-1].ID
+		}
+		if len(es) < page {
+			return nil
+		}
+	}
+}
+
+// countsSQL counts the entries per state from the partial indexes (the live, sending and
+// finished ones) rather than reading every row: the oldest live entry is the first one
+// enqueued that is still live. Only a dead letter is quarantined.
+const countsSQL = `SELECT
+	(SELECT count(*) FROM schedd_deliveries WHERE state IN ('pending', 'sending')),
+	(SELECT count(*) FROM schedd_deliveries WHERE state = 'sending'),
+	(SELECT count(*) FROM schedd_deliveries WHERE state IN ('delivered', 'dead') AND state = 'delivered'),
+	(SELECT count(*) FROM schedd_deliveries WHERE state IN ('delivered', 'dead') AND state = 'dead'),
+	(SELECT count(*) FROM schedd_deliveries WHERE state IN ('delivered', 'dead') AND state = 'dead' AND quarantined),
+	(SELECT created_at FROM schedd_deliveries WHERE state IN ('pending', 'sending') ORDER BY id LIMIT 1)`
 
 // Counts returns the number of entries per state and the oldest pending one.
 // Before the database was first reached they are zero (Info says the store is not open).
@@ -118,11 +180,9 @@ func (s *Store) Counts(ctx context.Context) (queue.Counts, error) {
 		return c, nil
 	}
 	var oldest *int64
-	err := s.pool.QueryRow(ctx, `SELECT
-		count(*) FILTER (WHERE state = 'pending'), count(*) FILTER (WHERE state = 'sending'),
-		count(*) FILTER (WHERE state = 'delivered'), count(*) FILTER (WHERE state = 'dead'),
-		count(*) FILTER (WHERE quarantined), MIN(created_at) FILTER (WHERE state IN ('pending', 'sending'))
-		FROM schedd_deliveries`).Scan(&c.Pending, &c.Sending, &c.Delivered, &c.Dead, &c.Quarantined, &oldest)
+	var live int
+	err := s.pool.QueryRow(ctx, countsSQL).Scan(&live, &c.Sending, &c.Delivered, &c.Dead, &c.Quarantined, &oldest)
+	c.Pending = live - c.Sending
 	if err != nil {
 		return queue.Counts{}, fmt.Errorf("counts: %w", s.fail(err))
 	}

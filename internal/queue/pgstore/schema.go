@@ -45,6 +45,13 @@ var migrations = []string{
 	CREATE INDEX schedd_deliveries_due ON schedd_deliveries(priority, next_attempt_at, id) WHERE state = 'pending';
 	CREATE INDEX schedd_deliveries_live ON schedd_deliveries(id) WHERE state IN ('pending', 'sending');
 	CREATE INDEX schedd_deliveries_finished ON schedd_deliveries(state, finished_at) WHERE state IN ('delivered', 'dead');`,
+	// 2: the runtime's periodic rescan reads what is due soon and what is being sent, not
+	// every live entry. An insert still touches as many indexes: the due index, led by
+	// priority, could not serve a range on next_attempt_at alone, and gives way to one that
+	// can; the sending rows, at most the workers of every host, get an index of their own.
+	`DROP INDEX schedd_deliveries_due;
+	CREATE INDEX schedd_deliveries_next ON schedd_deliveries(next_attempt_at, id) WHERE state = 'pending';
+	CREATE INDEX schedd_deliveries_sending ON schedd_deliveries(id) WHERE state = 'sending';`,
 }
 
 // SchemaVersion is the schema this build writes.
