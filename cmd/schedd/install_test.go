@@ -20,7 +20,7 @@ import (
 	"unicode/utf16"
 
 	"github.com/schedd/schedd/internal/platform"
-	"github.com/schedd/schedd/internal/respawn"
+	"github.com/schedd/schedd/internal/supervisor"
 )
 
 var update = flag.Bool("update", false, "rewrite the committed service files (go test ./cmd/schedd -run Golden -update)")
@@ -388,12 +388,12 @@ func checkRunArgs(t *testing.T, manager string, argv []string) {
 		t.Fatalf("detection with the file's flag: %+v, %v", d, err)
 	}
 	goos := map[string]string{platform.ManagerSystemd: "linux", platform.ManagerLaunchd: "darwin", platform.ManagerSchtasks: "windows"}[manager]
-	plan := respawn.PlanSelfRespawn(respawn.SelfInput{GOOS: goos, Manager: d.Manager, TaskName: d.TaskName})
-	want := respawn.SelfExitForManager
+	plan := supervisor.PlanSelfRespawn(supervisor.SelfInput{GOOS: goos, Manager: d.Manager, TaskName: d.TaskName})
+	want := supervisor.SelfExitForManager
 	if manager == platform.ManagerSchtasks {
-		want = respawn.SelfRunTaskHelper
+		want = supervisor.SelfRunTaskHelper
 	}
-	if plan.Mode != respawn.SelfSupervised || plan.Action != want {
+	if plan.Mode != supervisor.SelfSupervised || plan.Action != want {
 		t.Fatalf("self-restart under %s: %+v", manager, plan)
 	}
 }

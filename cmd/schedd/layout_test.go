@@ -47,8 +47,8 @@ func listPackages(t *testing.T) []goPackage {
 const modulePath = "github.com/schedd/schedd/"
 
 // features are the packages behind the control API: the CLI reaches them only through it.
-var features = []string{"internal/daemon", "internal/respawn", "internal/restart", "internal/heartbeat",
-	"internal/recovery", "internal/queue", "internal/cron"}
+var features = []string{"internal/daemon", "internal/supervisor", "internal/restart", "internal/heartbeat",
+	"internal/deliveries", "internal/queue", "internal/cron"}
 
 // TestLayout enforces the package rules (docs/architecture.md) with the real import graph:
 //   - os/exec, os/signal and go-systemd only in internal/platform and cmd (plus the test-only

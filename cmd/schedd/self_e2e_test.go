@@ -15,7 +15,7 @@ import (
 	"github.com/schedd/schedd/internal/api"
 	"github.com/schedd/schedd/internal/control"
 	"github.com/schedd/schedd/internal/daemon"
-	"github.com/schedd/schedd/internal/respawn"
+	"github.com/schedd/schedd/internal/supervisor"
 )
 
 // startDaemonToFile is startDaemon with schedd's output in a file: a detached successor
@@ -106,7 +106,7 @@ func TestE2ESelfRespawnSpawned(t *testing.T) {
 	oldPID, oldGateway := d.cmd.Process.Pid, st.Gateway.PID
 
 	res := restartDaemon(t, d.socket)
-	if res.Mode != string(respawn.SelfSpawned) || res.PID <= 0 || res.PID == oldPID {
+	if res.Mode != string(supervisor.SelfSpawned) || res.PID <= 0 || res.PID == oldPID {
 		t.Fatalf("result %+v, want spawned with the successor's pid", res)
 	}
 	succ := res.PID
@@ -161,7 +161,7 @@ func TestE2ESelfRespawnCheckFails(t *testing.T) {
 		t.Fatal(err)
 	}
 	res := restartDaemon(t, d.socket)
-	if res.Mode != string(respawn.SelfFailed) || !strings.Contains(res.Detail, "config validate") || !strings.Contains(res.Detail, "keeps running") {
+	if res.Mode != string(supervisor.SelfFailed) || !strings.Contains(res.Detail, "config validate") || !strings.Contains(res.Detail, "keeps running") {
 		t.Fatalf("result %+v, want failed naming the config check", res)
 	}
 	time.Sleep(200 * time.Millisecond)
@@ -179,7 +179,7 @@ func TestE2ESelfRespawnCheckFails(t *testing.T) {
 func TestE2ESelfRespawnDisabled(t *testing.T) {
 	d, _ := startDaemonToFile(t, daemonOpts{gateway: []string{}, env: []string{"SCHEDD_NO_RESPAWN=1"}})
 	d.waitFor("ready", func(g api.Gateway) bool { return g.State == api.GatewayReady })
-	if res := restartDaemon(t, d.socket); res.Mode != string(respawn.SelfDisabled) || res.PID != 0 {
+	if res := restartDaemon(t, d.socket); res.Mode != string(supervisor.SelfDisabled) || res.PID != 0 {
 		t.Fatalf("result %+v, want disabled", res)
 	}
 	if st, err := d.status(); err != nil || st.Schedd.PID != d.cmd.Process.Pid {

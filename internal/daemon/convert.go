@@ -10,19 +10,19 @@ import (
 	"github.com/schedd/schedd/internal/config"
 	"github.com/schedd/schedd/internal/platform"
 	"github.com/schedd/schedd/internal/probe"
-	"github.com/schedd/schedd/internal/respawn"
+	"github.com/schedd/schedd/internal/supervisor"
 )
 
 // SupervisorConfig turns the gateway section of the config file into the supervisor's
 // configuration. environ is the environment the gateway's is built from.
-func SupervisorConfig(c *config.Config, environ []string) (respawn.Config, error) {
+func SupervisorConfig(c *config.Config, environ []string) (supervisor.Config, error) {
 	g := c.Gateway
 	sig, err := platform.ParseSignal(g.Stop.Signal)
 	if err != nil {
-		return respawn.Config{}, fmt.Errorf("gateway.stop.signal: %w", err)
+		return supervisor.Config{}, fmt.Errorf("gateway.stop.signal: %w", err)
 	}
 	set, unset := g.EnvSplit()
-	rc := respawn.Config{
+	rc := supervisor.Config{
 		Argv:        g.Command,
 		Env:         set,
 		Unset:       unset,
@@ -43,7 +43,7 @@ func SupervisorConfig(c *config.Config, environ []string) (respawn.Config, error
 		MaxLinesPerSecond:  g.Output.MaxLinesPerSecond,
 		NoRestartExitCodes: g.NoRestartExitCodes,
 	}
-	rc.Readiness = respawn.Readiness{Timeout: g.Readiness.Timeout.D()}
+	rc.Readiness = supervisor.Readiness{Timeout: g.Readiness.Timeout.D()}
 	switch g.Readiness.Kind() {
 	case "notify":
 		rc.Readiness.Notify = true
@@ -52,7 +52,7 @@ func SupervisorConfig(c *config.Config, environ []string) (respawn.Config, error
 		rc.Readiness.Probe = checker(g.Readiness, environ)
 	}
 	if l := g.Liveness; l != nil {
-		rc.Liveness = respawn.Liveness{Every: l.Every.D(), Timeout: l.Timeout.D(), Failures: l.Failures}
+		rc.Liveness = supervisor.Liveness{Every: l.Every.D(), Timeout: l.Timeout.D(), Failures: l.Failures}
 		switch l.Kind() {
 		case "notify":
 			// The file sets no failures for a watchdog (it is refused there): missed

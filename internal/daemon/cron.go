@@ -13,9 +13,9 @@ import (
 	"github.com/schedd/schedd/internal/api"
 	"github.com/schedd/schedd/internal/config"
 	"github.com/schedd/schedd/internal/cron"
+	"github.com/schedd/schedd/internal/deliveries"
 	"github.com/schedd/schedd/internal/heartbeat"
 	"github.com/schedd/schedd/internal/queue"
-	"github.com/schedd/schedd/internal/recovery"
 )
 
 // cronUpdateTimeout bounds how long a reload waits for the cron loop to take the new jobs.
@@ -189,11 +189,11 @@ func (d *Daemon) cronDeliver(ctx context.Context, r cron.DeliverRequest) (int64,
 	if d.deliveries == nil {
 		return 0, cron.PermanentError(errors.New("no delivery service"))
 	}
-	e, _, err := d.deliveries.Enqueue(ctx, recovery.Request{Sink: r.Sink, Key: r.Key, Payload: r.Data})
+	e, _, err := d.deliveries.Enqueue(ctx, deliveries.Request{Sink: r.Sink, Key: r.Key, Payload: r.Data})
 	switch {
 	case err == nil:
 		return e.ID, nil
-	case errors.Is(err, recovery.ErrUnknownSink), errors.Is(err, queue.ErrPayloadTooLarge),
+	case errors.Is(err, deliveries.ErrUnknownSink), errors.Is(err, queue.ErrPayloadTooLarge),
 		errors.Is(err, queue.ErrInvalid), errors.Is(err, queue.ErrKeyMismatch):
 		return 0, cron.PermanentError(err)
 	}

@@ -21,13 +21,13 @@ import (
 	"github.com/schedd/schedd/internal/api"
 	"github.com/schedd/schedd/internal/config"
 	"github.com/schedd/schedd/internal/control"
+	"github.com/schedd/schedd/internal/deliveries"
 	"github.com/schedd/schedd/internal/heartbeat"
 	"github.com/schedd/schedd/internal/metrics"
 	"github.com/schedd/schedd/internal/platform"
 	"github.com/schedd/schedd/internal/queue/pgstore"
-	"github.com/schedd/schedd/internal/recovery"
-	"github.com/schedd/schedd/internal/respawn"
 	"github.com/schedd/schedd/internal/restart"
+	"github.com/schedd/schedd/internal/supervisor"
 )
 
 // Notifier talks to the service manager that runs schedd (platform.SdNotifier).
@@ -51,7 +51,7 @@ type Options struct {
 	// Environ is the environment the gateway's is built from (os.Environ()).
 	Environ []string
 	// Starter replaces how gateway processes are started (tests).
-	Starter respawn.Starter
+	Starter supervisor.Starter
 	// Reload reads the config again for SIGHUP, the way the command line first did (nil:
 	// SIGHUP has nothing to re-read).
 	Reload func() (*config.Config, error)
@@ -66,7 +66,7 @@ type Options struct {
 type Daemon struct {
 	opts      Options
 	log       *zap.Logger
-	sup       *respawn.Supervisor
+	sup       *supervisor.Supervisor
 	coord     *restart.Coordinator
 	startedAt time.Time
 
@@ -86,12 +86,12 @@ type Daemon struct {
 	components []component
 	// heartbeats and deliveries take the work of cron's heartbeat_wake and deliver actions.
 	heartbeats *heartbeat.Service
-	deliveries *recovery.Service
+	deliveries *deliveries.Service
 	cron       cronService // the status page reads its tasks
 	// fleetDB is the delivery store when it is a fleet's PostgreSQL database: cron shares it.
 	fleetDB *pgstore.Store
 	// output keeps the gateway's recent output lines for `schedd logs`.
-	output *respawn.OutputRing
+	output *supervisor.OutputRing
 	// metrics is nil unless metrics.listen is set (metrics.go).
 	metrics   *metrics.Metrics
 	metricsLn net.Listener
@@ -193,13 +193,13 @@ func (d *Daemon) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	d.output = respawn.NewOutputRing(o.Config.Gateway.Output.KeepLines)
-	sopts := []respawn.Option{respawn.WithLogger(d.log), respawn.OnStateChange(d.stateChanged),
-		respawn.WithOutputRing(d.output), respawn.OnStopWait(d.extendTimeout)}
+	d.output = supervisor.NewOutputRing(o.Config.Gateway.Output.KeepLines)
+	sopts := []supervisor.Option{supervisor.WithLogger(d.log), supervisor.OnStateChange(d.stateChanged),
+		supervisor.WithOutputRing(d.output), supervisor.OnStopWait(d.extendTimeout)}
 	if o.Starter != nil {
-		sopts = append(sopts, respawn.WithStarter(o.Starter))
+		sopts = append(sopts, supervisor.WithStarter(o.Starter))
 	}
-	d.sup, err = respawn.New(scfg, sopts...)
+	d.sup, err = supervisor.New(scfg, sopts...)
 	if err != nil {
 		return err
 	}

@@ -14,10 +14,10 @@ import (
 
 	"github.com/schedd/schedd/internal/api"
 	"github.com/schedd/schedd/internal/config"
+	"github.com/schedd/schedd/internal/deliveries"
 	"github.com/schedd/schedd/internal/platform"
 	"github.com/schedd/schedd/internal/queue"
 	"github.com/schedd/schedd/internal/queue/pgstore"
-	"github.com/schedd/schedd/internal/recovery"
 	"github.com/schedd/schedd/internal/storeid"
 )
 
@@ -51,7 +51,7 @@ func (d *Daemon) setupDeliveries() (*component, error) {
 		store.Close()
 		return nil, err
 	}
-	svc, err := recovery.New(DeliveryConfig(c.Deliveries), store, sinks, recovery.Deps{Log: d.log, Observe: d.deliveryObserver()})
+	svc, err := deliveries.New(DeliveryConfig(c.Deliveries), store, sinks, deliveries.Deps{Log: d.log, Observe: d.deliveryObserver()})
 	if err != nil {
 		store.Close()
 		return nil, err
@@ -210,8 +210,8 @@ func (d *Daemon) openPostgresStore(dc config.Deliveries, pg *config.PostgresStor
 // DeliveryConfig turns the deliveries section of the config file into the delivery
 // service's policy: the config's values as they are (defaulted and checked by
 // internal/config; a zero means the same in both).
-func DeliveryConfig(dc config.Deliveries) recovery.Config {
-	rc := recovery.Config{
+func DeliveryConfig(dc config.Deliveries) deliveries.Config {
+	rc := deliveries.Config{
 		MaxRetries:         dc.MaxRetries,
 		Jitter:             dc.Jitter,
 		PermanentPatterns:  slices.Clone(dc.PermanentErrors),
@@ -231,19 +231,19 @@ func DeliveryConfig(dc config.Deliveries) recovery.Config {
 
 // deliverySinks builds the sinks c configures. A gateway sink is attempted only while the
 // supervised gateway is ready.
-func (d *Daemon) deliverySinks(c *config.Config) (map[string]recovery.Sink, error) {
-	out := map[string]recovery.Sink{}
+func (d *Daemon) deliverySinks(c *config.Config) (map[string]deliveries.Sink, error) {
+	out := map[string]deliveries.Sink{}
 	for _, name := range slices.Sorted(maps.Keys(c.Deliveries.Sinks)) {
 		s := c.Deliveries.Sinks[name]
-		var sink recovery.Sink
+		var sink deliveries.Sink
 		var err error
 		switch {
 		case s.HTTP != nil:
-			sink, err = recovery.NewHTTPSink(recovery.HTTPConfig{
+			sink, err = deliveries.NewHTTPSink(deliveries.HTTPConfig{
 				Method: s.HTTP.Method, URL: s.HTTP.URL, Headers: maps.Clone(s.HTTP.Headers), Timeout: s.HTTP.Timeout.D(),
 			})
 		case s.Exec != nil:
-			sink, err = recovery.NewExecSink(recovery.ExecConfig{
+			sink, err = deliveries.NewExecSink(deliveries.ExecConfig{
 				Command: slices.Clone(s.Exec.Command), Timeout: s.Exec.Timeout.D(),
 				TransientCodes: slices.Clone(s.Exec.TransientCodes), Run: execRunner(d.opts.Environ),
 			})
@@ -252,11 +252,11 @@ func (d *Daemon) deliverySinks(c *config.Config) (map[string]recovery.Sink, erro
 			if base == "" {
 				base = c.GatewayBaseURL()
 			}
-			sink, err = recovery.NewGatewaySink(recovery.HTTPConfig{
+			sink, err = deliveries.NewGatewaySink(deliveries.HTTPConfig{
 				URL: strings.TrimSuffix(base, "/") + s.Gateway.Path, Timeout: s.Gateway.Timeout.D(),
 			}, d.gatewayReady)
 		case s.OpenClaw != nil:
-			sink, err = recovery.NewOpenClawSink(recovery.OpenClawConfig{
+			sink, err = deliveries.NewOpenClawSink(deliveries.OpenClawConfig{
 				URL: s.OpenClaw.URL, Token: s.OpenClaw.HookToken(), Timeout: s.OpenClaw.Timeout.D(),
 			})
 		default:
@@ -275,8 +275,8 @@ func (d *Daemon) gatewayReady() bool { return d.sup.Status().State == api.Gatewa
 
 // execRunner runs exec sinks' commands as short child processes with the environment the
 // gateway's is built from.
-func execRunner(environ []string) recovery.RunFunc {
-	return func(ctx context.Context, req recovery.ExecRequest) (recovery.ExecResult, error) {
+func execRunner(environ []string) deliveries.RunFunc {
+	return func(ctx context.Context, req deliveries.ExecRequest) (deliveries.ExecResult, error) {
 		set := make(map[string]string, len(req.Env))
 		for _, kv := range req.Env {
 			k, v, _ := strings.Cut(kv, "=")
@@ -286,9 +286,9 @@ func execRunner(environ []string) recovery.RunFunc {
 			Argv: req.Argv, Env: platform.ChildEnv(environ, set), Dir: req.Dir, Stdin: req.Stdin,
 		})
 		if err != nil {
-			return recovery.ExecResult{}, err
+			return deliveries.ExecResult{}, err
 		}
-		return recovery.ExecResult{
+		return deliveries.ExecResult{
 			Exited: res.Status.Exited, Code: res.Status.Code, Signal: res.Status.SignalName, Stderr: res.Stderr,
 		}, nil
 	}

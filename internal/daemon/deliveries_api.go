@@ -15,12 +15,12 @@ import (
 
 	"github.com/schedd/schedd/internal/api"
 	"github.com/schedd/schedd/internal/control"
+	"github.com/schedd/schedd/internal/deliveries"
 	"github.com/schedd/schedd/internal/queue"
-	"github.com/schedd/schedd/internal/recovery"
 )
 
 type deliveriesAPI struct {
-	svc     *recovery.Service
+	svc     *deliveries.Service
 	path    string
 	limits  deliveryLimits
 	maxBody int // control.max_body, for the error of a batch over its bounds
@@ -52,7 +52,7 @@ func (a *deliveriesAPI) enqueue(w http.ResponseWriter, r *http.Request) {
 	}
 	msg := requestText(body)
 	if msg == "" {
-		var rr recovery.Request
+		var rr deliveries.Request
 		rr, msg = a.request(req)
 		if msg == "" {
 			e, created, err := a.svc.Enqueue(r.Context(), rr)
@@ -93,7 +93,7 @@ func (a *deliveriesAPI) enqueueBatch(w http.ResponseWriter, r *http.Request, bod
 		return
 	}
 	rep := api.BatchReply{Results: make([]api.BatchResult, len(reqs))}
-	rrs := make([]recovery.Request, 0, len(reqs))
+	rrs := make([]deliveries.Request, 0, len(reqs))
 	at := make([]int, 0, len(reqs)) // the index in reqs of each request of rrs
 	bad := batchText(body)
 	for i, req := range reqs {
@@ -152,37 +152,37 @@ func entryError(i int, e *api.Error) *api.Error {
 
 // request checks req and turns it into what the service stores; a message names the field
 // that is wrong.
-func (a *deliveriesAPI) request(req api.DeliveryRequest) (recovery.Request, string) {
+func (a *deliveriesAPI) request(req api.DeliveryRequest) (deliveries.Request, string) {
 	if req.Sink == "" {
-		return recovery.Request{}, "sink: is required (a name from deliveries.sinks" + a.sinkList() + ")"
+		return deliveries.Request{}, "sink: is required (a name from deliveries.sinks" + a.sinkList() + ")"
 	}
 	if p := api.KeyProblem(req.Key); p != "" {
-		return recovery.Request{}, "idempotency_key: " + p
+		return deliveries.Request{}, "idempotency_key: " + p
 	}
 	for _, name := range slices.Sorted(maps.Keys(req.Headers)) {
 		if i := strings.IndexFunc(req.Headers[name], badHeaderRune); i >= 0 {
-			return recovery.Request{}, fmt.Sprintf("headers: the value of %q has the control character %U at byte %d: a sink cannot receive it",
+			return deliveries.Request{}, fmt.Sprintf("headers: the value of %q has the control character %U at byte %d: a sink cannot receive it",
 				name, req.Headers[name][i], i)
 		}
 	}
 	var payload []byte
 	switch {
 	case req.Data != nil && req.DataBase64 != nil:
-		return recovery.Request{}, "data, data_base64: give one of them, not both"
+		return deliveries.Request{}, "data, data_base64: give one of them, not both"
 	case req.Data != nil:
 		payload = []byte(*req.Data)
 	case req.DataBase64 != nil:
 		p, err := base64.StdEncoding.DecodeString(*req.DataBase64)
 		if err != nil {
-			return recovery.Request{}, "data_base64: not standard base64: " + err.Error()
+			return deliveries.Request{}, "data_base64: not standard base64: " + err.Error()
 		}
 		payload = p
 	}
-	rr := recovery.Request{Sink: req.Sink, Key: req.Key, Headers: req.Headers, Payload: payload, Priority: req.Priority}
+	rr := deliveries.Request{Sink: req.Sink, Key: req.Key, Headers: req.Headers, Payload: payload, Priority: req.Priority}
 	if req.TTL != "" {
 		ttl, err := time.ParseDuration(req.TTL)
 		if err != nil || ttl <= 0 {
-			return recovery.Request{}, "ttl: want a positive Go duration like 15m or 24h, got " + strconv.Quote(req.TTL)
+			return deliveries.Request{}, "ttl: want a positive Go duration like 15m or 24h, got " + strconv.Quote(req.TTL)
 		}
 		rr.TTL = ttl
 	}
@@ -355,7 +355,7 @@ func writeAPIError(w http.ResponseWriter, e *api.Error) {
 
 // enqueueError is errorReply for an enqueue of an entry for sink.
 func (a *deliveriesAPI) enqueueError(err error, sink string) *api.Error {
-	if errors.Is(err, recovery.ErrUnknownSink) {
+	if errors.Is(err, deliveries.ErrUnknownSink) {
 		return &api.Error{Status: http.StatusBadRequest, Code: api.CodeBadRequest,
 			Message: fmt.Sprintf("sink: no sink %q is configured (deliveries.sinks%s)", sink, a.sinkList())}
 	}

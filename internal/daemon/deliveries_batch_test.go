@@ -17,8 +17,8 @@ import (
 	"github.com/schedd/schedd/internal/api"
 	"github.com/schedd/schedd/internal/config"
 	"github.com/schedd/schedd/internal/control"
+	"github.com/schedd/schedd/internal/deliveries"
 	"github.com/schedd/schedd/internal/queue"
-	"github.com/schedd/schedd/internal/recovery"
 )
 
 // serveEnqueue serves the delivery endpoints of a service on store, whose only sink
@@ -31,7 +31,7 @@ func serveEnqueue(tb testing.TB, store queue.Store, maxBody int64, run bool) str
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { os.RemoveAll(dir) })
-	svc, err := recovery.New(DeliveryConfig(config.Default().Deliveries), store, map[string]recovery.Sink{"hook": waitingSink{}}, recovery.Deps{Log: zap.NewNop()})
+	svc, err := deliveries.New(DeliveryConfig(config.Default().Deliveries), store, map[string]deliveries.Sink{"hook": waitingSink{}}, deliveries.Deps{Log: zap.NewNop()})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -13,15 +13,15 @@ import (
 
 	"github.com/schedd/schedd/internal/api"
 	"github.com/schedd/schedd/internal/control"
+	"github.com/schedd/schedd/internal/deliveries"
 	"github.com/schedd/schedd/internal/queue"
-	"github.com/schedd/schedd/internal/recovery"
 )
 
 // waitingSink is never ready: entries wait, so the benchmark measures the enqueue path.
 type waitingSink struct{}
 
-func (waitingSink) Send(context.Context, recovery.Delivery) error { return nil }
-func (waitingSink) Ready() bool                                   { return false }
+func (waitingSink) Send(context.Context, deliveries.Delivery) error { return nil }
+func (waitingSink) Ready() bool                                     { return false }
 
 // BenchmarkEnqueueAPI measures durable enqueues through the control API over its unix
 // socket (connections kept, as a producer would), from one client and from 16: the whole

@@ -20,10 +20,10 @@ import (
 	"github.com/schedd/schedd/internal/api"
 	"github.com/schedd/schedd/internal/config"
 	"github.com/schedd/schedd/internal/control"
+	"github.com/schedd/schedd/internal/deliveries"
 	"github.com/schedd/schedd/internal/heartbeat"
 	"github.com/schedd/schedd/internal/queue"
 	"github.com/schedd/schedd/internal/queue/queuetest"
-	"github.com/schedd/schedd/internal/recovery"
 	"github.com/schedd/schedd/internal/restart"
 )
 
@@ -115,8 +115,8 @@ func FuzzDeliveryEnqueue_RINPUT16(f *testing.F) {
 	} {
 		f.Add([]byte(s))
 	}
-	svc, err := recovery.New(DeliveryConfig(config.Default().Deliveries), queuetest.NewMemory(), map[string]recovery.Sink{"hook": waitingSink{}},
-		recovery.Deps{Log: zap.NewNop()})
+	svc, err := deliveries.New(DeliveryConfig(config.Default().Deliveries), queuetest.NewMemory(), map[string]deliveries.Sink{"hook": waitingSink{}},
+		deliveries.Deps{Log: zap.NewNop()})
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/schedd/schedd/internal/api"
 	"github.com/schedd/schedd/internal/control"
-	"github.com/schedd/schedd/internal/respawn"
+	"github.com/schedd/schedd/internal/supervisor"
 )
 
 // followBatch is how many lines a follower copies out of the ring at a time.
@@ -60,7 +60,7 @@ func logsQuery(r *http.Request) (n int, follow bool, err error) {
 // followOutput sends the ring's lines from seq on as they come, until ctx ends, the ring
 // is closed or send fails (the client is gone). It never holds the ring up: a client too
 // slow to keep within the ring's size gets a Missed event with the count instead.
-func followOutput(ctx context.Context, ring *respawn.OutputRing, seq uint64, send func(any) error) {
+func followOutput(ctx context.Context, ring *supervisor.OutputRing, seq uint64, send func(any) error) {
 	for {
 		lines, missed, wait, closed := ring.Since(seq, followBatch)
 		if missed > 0 {

@@ -14,10 +14,10 @@ import (
 
 	"github.com/schedd/schedd/internal/api"
 	"github.com/schedd/schedd/internal/control"
-	"github.com/schedd/schedd/internal/respawn"
+	"github.com/schedd/schedd/internal/supervisor"
 )
 
-func addLines(r *respawn.OutputRing, from, to int) {
+func addLines(r *supervisor.OutputRing, from, to int) {
 	for i := from; i <= to; i++ {
 		r.Add(api.LogLine{PID: 9, Stream: "stdout", Text: "l" + strconv.Itoa(i)})
 	}
@@ -41,7 +41,7 @@ func describe(evs []api.LogEvent) string {
 // newest. Closing the ring ends it; so does its context.
 func TestFollowOutputSlowReader(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		ring := respawn.NewOutputRing(4)
+		ring := supervisor.NewOutputRing(4)
 		addLines(ring, 1, 2)
 		var mu sync.Mutex
 		var got []api.LogEvent
@@ -71,14 +71,14 @@ func TestFollowOutputSlowReader(t *testing.T) {
 
 		ctx, cancel := context.WithCancel(context.Background())
 		done = make(chan struct{})
-		go func() { followOutput(ctx, respawn.NewOutputRing(4), 1, send); close(done) }()
+		go func() { followOutput(ctx, supervisor.NewOutputRing(4), 1, send); close(done) }()
 		synctest.Wait()
 		cancel()
 		<-done
 	})
 }
 
-func serveLogs(t *testing.T, ring *respawn.OutputRing) *control.Client {
+func serveLogs(t *testing.T, ring *supervisor.OutputRing) *control.Client {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "lg")
 	if err != nil {
@@ -100,7 +100,7 @@ func serveLogs(t *testing.T, ring *respawn.OutputRing) *control.Client {
 }
 
 func TestLogsAPI(t *testing.T) {
-	ring := respawn.NewOutputRing(5)
+	ring := supervisor.NewOutputRing(5)
 	addLines(ring, 1, 7)
 	ring.Add(api.LogLine{PID: 9, Stream: "stderr", Text: "capped", NotLogged: true})
 	cl := serveLogs(t, ring)

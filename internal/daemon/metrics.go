@@ -11,10 +11,10 @@ import (
 
 	"github.com/schedd/schedd/internal/config"
 	"github.com/schedd/schedd/internal/cron"
+	"github.com/schedd/schedd/internal/deliveries"
 	"github.com/schedd/schedd/internal/heartbeat"
 	"github.com/schedd/schedd/internal/metrics"
 	"github.com/schedd/schedd/internal/queue"
-	"github.com/schedd/schedd/internal/recovery"
 )
 
 // listenMetrics binds metrics.listen, before anything is started so that a port in use
@@ -69,11 +69,11 @@ func (d *Daemon) heartbeatObserver() heartbeat.Observer {
 	return heartbeat.Observer{Pulse: d.metrics.Pulse, Late: d.metrics.PulseLate}
 }
 
-func (d *Daemon) deliveryObserver() recovery.Observer {
+func (d *Daemon) deliveryObserver() deliveries.Observer {
 	if d.metrics == nil {
-		return recovery.Observer{}
+		return deliveries.Observer{}
 	}
-	return recovery.Observer{Attempt: d.metrics.Attempt, DeadLetter: d.metrics.DeadLetter, Pass: d.metrics.RecoveryPass}
+	return deliveries.Observer{Attempt: d.metrics.Attempt, DeadLetter: d.metrics.DeadLetter, Pass: d.metrics.RecoveryPass}
 }
 
 func (d *Daemon) cronObserver() cron.Observer {

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/schedd/schedd/internal/config"
-	"github.com/schedd/schedd/internal/recovery"
+	"github.com/schedd/schedd/internal/deliveries"
 )
 
 // The openclaw kind reaches the heartbeat service and the delivery queue with its token
@@ -39,7 +39,7 @@ deliveries:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := sinks["agent"].(*recovery.OpenClawSink); !ok {
+	if _, ok := sinks["agent"].(*deliveries.OpenClawSink); !ok {
 		t.Fatalf("sink %T", sinks["agent"])
 	}
 }

@@ -12,8 +12,8 @@ import (
 	"github.com/schedd/schedd/internal/api"
 	"github.com/schedd/schedd/internal/config"
 	"github.com/schedd/schedd/internal/platform"
-	"github.com/schedd/schedd/internal/respawn"
 	"github.com/schedd/schedd/internal/restart"
+	"github.com/schedd/schedd/internal/supervisor"
 )
 
 // TestStartOnlyChanges_RINPUT14: a reload names every setting it cannot apply before schedd
@@ -68,12 +68,12 @@ heartbeat:
 	old, next := load("30m"), load("1h")
 	d := &Daemon{opts: Options{StateDir: t.TempDir(), Config: old, Notifier: platform.SdNotifier{},
 		Reload: func() (*config.Config, error) { return next, nil }}, log: zap.NewNop(), cfg: old,
-		sockets: &gatewaySockets{}, output: respawn.NewOutputRing(10)}
+		sockets: &gatewaySockets{}, output: supervisor.NewOutputRing(10)}
 	scfg, err := d.supervisorConfig(old)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d.sup, err = respawn.New(scfg); err != nil {
+	if d.sup, err = supervisor.New(scfg); err != nil {
 		t.Fatal(err)
 	}
 	d.coord = restart.New(restart.Config{}, nil, zap.NewNop(), restart.Hooks{})

@@ -16,8 +16,8 @@ import (
 	"github.com/schedd/schedd/internal/config"
 	"github.com/schedd/schedd/internal/platform"
 	"github.com/schedd/schedd/internal/probe"
-	"github.com/schedd/schedd/internal/respawn"
 	"github.com/schedd/schedd/internal/restart"
+	"github.com/schedd/schedd/internal/supervisor"
 )
 
 // on reads an optional switch.
@@ -36,7 +36,7 @@ func (d *Daemon) config() *config.Config {
 }
 
 // supervisorConfig builds the supervisor's settings from c.
-func (d *Daemon) supervisorConfig(c *config.Config) (respawn.Config, error) {
+func (d *Daemon) supervisorConfig(c *config.Config) (supervisor.Config, error) {
 	scfg, err := SupervisorConfig(c, d.opts.Environ)
 	if err != nil {
 		return scfg, err
@@ -115,7 +115,7 @@ func (n notifyCounter) Inflight(context.Context) (int, error) {
 type supRestarter struct{ d *Daemon }
 
 func (s supRestarter) Restart(ctx context.Context, m restart.Method) (restart.Outcome, error) {
-	var res respawn.RestartResult
+	var res supervisor.RestartResult
 	var err error
 	if m == restart.MethodSignal {
 		sig, perr := platform.ParseSignal(s.d.config().Restart.Signal)

@@ -16,7 +16,7 @@ import (
 
 	"github.com/schedd/schedd/internal/api"
 	"github.com/schedd/schedd/internal/platform"
-	"github.com/schedd/schedd/internal/respawn"
+	"github.com/schedd/schedd/internal/supervisor"
 )
 
 // ErrSelfRespawnBusy is returned by RestartDaemon while schedd is already replacing itself.
@@ -60,7 +60,7 @@ func (s *selfRespawn) end() {
 }
 
 // RestartDaemon replaces schedd itself with a fresh process (`schedd restart --daemon`,
-// or after an upgrade replaced the binary). The mode comes from respawn.PlanSelfRespawn.
+// or after an upgrade replaced the binary). The mode comes from supervisor.PlanSelfRespawn.
 // Before anything is stopped the binary on disk is checked: `schedd version` and, with a
 // config file, `schedd config validate FILE`; if that fails the daemon keeps running and
 // the result says why (R-SUP-08). Then the hand-off stops the gateway gracefully,
@@ -82,17 +82,17 @@ func (d *Daemon) RestartDaemon(ctx context.Context) (api.SelfRespawn, error) {
 	env := d.opts.Environ
 	det, err := platform.ResolveServiceManager(d.opts.ServiceManager, platform.ServiceHints{GOOS: runtime.GOOS, Environ: env})
 	if err != nil {
-		return d.selfResult(api.SelfRespawn{Mode: string(respawn.SelfFailed), Detail: err.Error()}), nil
+		return d.selfResult(api.SelfRespawn{Mode: string(supervisor.SelfFailed), Detail: err.Error()}), nil
 	}
-	plan := respawn.PlanSelfRespawn(respawn.SelfInput{
+	plan := supervisor.PlanSelfRespawn(supervisor.SelfInput{
 		GOOS: runtime.GOOS, Manager: det.Manager, TaskName: det.TaskName, NoRespawn: lookupEnv(env, EnvNoRespawn),
 	})
 	res := api.SelfRespawn{Mode: string(plan.Mode), Detail: plan.Detail}
-	if plan.Action == respawn.SelfKeepRunning {
+	if plan.Action == supervisor.SelfKeepRunning {
 		return d.selfResult(res), nil
 	}
 	failed := func(format string, args ...any) (api.SelfRespawn, error) {
-		return d.selfResult(api.SelfRespawn{Mode: string(respawn.SelfFailed),
+		return d.selfResult(api.SelfRespawn{Mode: string(supervisor.SelfFailed),
 			Detail: fmt.Sprintf(format, args...) + "; schedd keeps running"}), nil
 	}
 	exe, err := os.Executable()
@@ -106,10 +106,10 @@ func (d *Daemon) RestartDaemon(ctx context.Context) (api.SelfRespawn, error) {
 	var h handoff
 	var callOff func()
 	switch plan.Action {
-	case respawn.SelfExitForManager:
+	case supervisor.SelfExitForManager:
 		h.run = func() error { return ErrRespawnMe }
 		callOff = func() {}
-	case respawn.SelfRunTaskHelper:
+	case supervisor.SelfRunTaskHelper:
 		helper, err := platform.StartDetached(platform.DetachedCommand{
 			Argv:   taskHelperArgv(exe, os.Getpid(), d.opts.Socket, det.TaskName),
 			Env:    platform.ChildEnv(env, nil),
@@ -121,7 +121,7 @@ func (d *Daemon) RestartDaemon(ctx context.Context) (api.SelfRespawn, error) {
 		res.Detail += fmt.Sprintf(" (helper pid %d)", helper.PID())
 		h.run = func() error { _ = helper.Release(); return ErrRespawnMe }
 		callOff = func() { _ = helper.Kill() }
-	case respawn.SelfSpawnSuccessor:
+	case supervisor.SelfSpawnSuccessor:
 		succ, goAhead, err := startSuccessor(exe, env)
 		if err != nil {
 			return failed("start the successor: %v", err)
@@ -153,8 +153,8 @@ func (d *Daemon) selfResult(res api.SelfRespawn) api.SelfRespawn {
 	if res.PID != 0 {
 		fields = append(fields, zap.Int("successor_pid", res.PID))
 	}
-	switch respawn.SelfMode(res.Mode) {
-	case respawn.SelfSupervised, respawn.SelfSpawned:
+	switch supervisor.SelfMode(res.Mode) {
+	case supervisor.SelfSupervised, supervisor.SelfSpawned:
 		d.log.Info("schedd replaces itself with a fresh process; stopping the gateway first", fields...)
 	default:
 		d.log.Warn("schedd does not replace itself", fields...)

@@ -11,7 +11,7 @@ import (
 
 	"github.com/schedd/schedd/internal/config"
 	"github.com/schedd/schedd/internal/platform"
-	"github.com/schedd/schedd/internal/respawn"
+	"github.com/schedd/schedd/internal/supervisor"
 )
 
 // gatewaySockets are the gateway's listening sockets (gateway.sockets): made once, before
@@ -19,7 +19,7 @@ import (
 // gateway restarts waits in the kernel's backlog instead of being refused.
 type gatewaySockets struct {
 	specs []config.Socket // as configured at start: a reload does not change them
-	socks []respawn.Socket
+	socks []supervisor.Socket
 	unix  []string // socket files schedd made, removed at exit
 }
 
@@ -35,7 +35,7 @@ func openSockets(c *config.Config, inherited map[string]*os.File) (*gatewaySocke
 				return nil, c.SocketError(i, "from", fmt.Sprintf("schedd was not given a socket named %q (LISTEN_FDNAMES: %s)",
 					s.From, strings.Join(sortedKeys(inherited), ":")))
 			}
-			gs.socks = append(gs.socks, respawn.Socket{Name: s.Name, File: f})
+			gs.socks = append(gs.socks, supervisor.Socket{Name: s.Name, File: f})
 			continue
 		}
 		spec := platform.ListenSpec{Address: s.Listen, Backlog: s.Backlog, Owner: s.Owner}
@@ -48,7 +48,7 @@ func openSockets(c *config.Config, inherited map[string]*os.File) (*gatewaySocke
 			gs.close()
 			return nil, c.SocketError(i, "listen", fmt.Sprintf("cannot listen on %s: %v", s.Listen, err))
 		}
-		gs.socks = append(gs.socks, respawn.Socket{Name: s.Name, File: f})
+		gs.socks = append(gs.socks, supervisor.Socket{Name: s.Name, File: f})
 		if p, ok := s.UnixPath(); ok {
 			gs.unix = append(gs.unix, p)
 		}

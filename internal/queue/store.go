@@ -1,5 +1,5 @@
 // Package queue is schedd's durable delivery store: entries, their states, and the
-// transitions that the delivery layer (internal/recovery) drives.
+// transitions that the delivery layer (internal/deliveries) drives.
 //
 // The Store interface is what consumers depend on. SQLite (Open) is the embedded
 // implementation: one file, WAL, synchronous=FULL by default, one writer goroutine that

@@ -1,0 +1,416 @@
+package deliveries
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/schedd/schedd/internal/api"
+	"github.com/schedd/schedd/internal/queue"
+)
+
+// maxActions bounds the actions a dry run lists.
+const maxActions = 1000
+
+// RecoverDryRun reports what a recovery pass would do now, changing nothing: it sends
+// nothing and writes nothing. The budget is estimated from the replay spacing alone.
+func (s *Service) RecoverDryRun(ctx context.Context) (api.RecoveryReport, error) {
+	s.mu.Lock()
+	epoch := s.epoch
+	s.mu.Unlock()
+	rep, _, err := s.recoverPass(ctx, epoch, true)
+	return rep, err
+}
+
+// livePage is how many live entries are read at a time.
+const livePage = 10_000
+
+// eachLive passes every live entry's ref to f, a page at a time, in id (enqueue) order.
+func (s *Service) eachLive(ctx context.Context, f func([]queue.Ref)) error {
+	var after int64
+	for {
+		refs, err := s.store.Live(ctx, after, livePage)
+		if err != nil {
+			return err
+		}
+		f(refs)
+		if len(refs) < livePage {
+			return nil
+		}
+		after = refs[len(refs)-1].ID
+	}
+}
+
+// liveRef is a live entry as the recovery pass holds it until it gets to it: a compact
+// queue.Ref (the pass holds every entry live at its start, 100,000 or more).
+type liveRef struct {
+	id, epoch     int64
+	next, expires int64 // unix ms; 0: none
+	failures      int32
+	prio          int32
+	sink          uint32 // index in the pass's sink names
+	sending       bool
+	left          bool // the pass left it pending, due at next (for the runtime)
+}
+
+// liveSet holds the pass's entries in pages of livePage, in id order: no big slice that
+// doubles (and leaves its halves as garbage) while 100,000 entries are read.
+type liveSet struct {
+	pages [][]liveRef
+	n     int
+}
+
+func (l *liveSet) add(r liveRef) {
+	if l.n%livePage == 0 {
+		l.pages = append(l.pages, make([]liveRef, 0, livePage))
+	}
+	p := &l.pages[len(l.pages)-1]
+	*p = append(*p, r)
+	l.n++
+}
+
+// at returns the i-th entry.
+func (l *liveSet) at(i int) *liveRef { return &l.pages[i/livePage][i%livePage] }
+
+func unixMs(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
+}
+
+func fromUnixMs(ms int64) time.Time {
+	if ms == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms)
+}
+
+// ref expands l again.
+func (l liveRef) ref(sinks []string) queue.Ref {
+	r := queue.Ref{ID: l.id, Sink: sinks[l.sink], Priority: int(l.prio), State: queue.StatePending, Failures: int(l.failures),
+		NextAttemptAt: fromUnixMs(l.next), ExpiresAt: fromUnixMs(l.expires), Epoch: l.epoch}
+	if l.sending {
+		r.State = queue.StateSending
+	}
+	return r
+}
+
+// recoverPass handles every entry live at scan start once, in enqueue order, within the
+// time budget, spacing replays to the same sink. Replays run on up to Workers goroutines,
+// so a backlog left by a long downtime is not sent one entry at a time.
+//
+// Besides its report it returns what it found, with the entries it leaves pending marked
+// (left, due at next), for the runtime to arm (not after a dry run).
+func (s *Service) recoverPass(ctx context.Context, epoch int64, dry bool) (api.RecoveryReport, passView, error) {
+	start := time.Now()
+	p := s.policy()
+	deadline := start.Add(p.cfg.RecoveryBudget)
+	set := &liveSet{}
+	var sinks []string
+	index := map[string]uint32{}
+	err := s.eachLive(ctx, func(page []queue.Ref) {
+		for _, r := range page {
+			if r.State == queue.StateSending && r.Epoch == epoch {
+				continue // in flight in this epoch, not left over
+			}
+			i, ok := index[r.Sink]
+			if !ok {
+				i = uint32(len(sinks))
+				sinks = append(sinks, r.Sink)
+				index[r.Sink] = i
+			}
+			set.add(liveRef{id: r.ID, epoch: r.Epoch, next: unixMs(r.NextAttemptAt), expires: unixMs(r.ExpiresAt),
+				failures: int32(min(r.Failures, math.MaxInt32)), prio: int32(max(min(r.Priority, math.MaxInt32), math.MinInt32)),
+				sink: i, sending: r.State == queue.StateSending})
+		}
+	})
+	if err != nil {
+		return api.RecoveryReport{}, passView{}, fmt.Errorf("recovery scan: %w", err)
+	}
+	// Live pages come in id (enqueue) order.
+	rep := api.RecoveryReport{RecoverySummary: api.RecoverySummary{Scanned: set.n, DryRun: dry}}
+	if set.n > 0 && !dry {
+		s.log.Info("delivery recovery starting", zap.Int("pending", set.n), zap.Duration("budget", p.cfg.RecoveryBudget))
+	}
+	act := func(r queue.Ref, action, reason string) {
+		if !dry {
+			return
+		}
+		if len(rep.Actions) == maxActions {
+			rep.Truncated = true
+			return
+		}
+		a := api.RecoveryAction{ID: r.ID, Sink: r.Sink, Action: action, Reason: reason}
+		if action == "defer_backoff" {
+			a.DueAt = r.NextAttemptAt
+		}
+		rep.Actions = append(rep.Actions, a)
+	}
+	if dry {
+		s.dryPass(ctx, p, epoch, set, sinks, &rep, deadline, act)
+	} else {
+		s.replayPass(ctx, p, epoch, set, sinks, &rep, deadline)
+	}
+	rep.At = time.Now()
+	rep.DurationMS = rep.At.Sub(start).Milliseconds()
+	if rep.Total() != rep.Scanned {
+		// P5 is an invariant of the loop above; say so loudly if it ever breaks.
+		s.log.Error("delivery recovery summary does not add up", zap.Int("scanned", rep.Scanned), zap.Int("total", rep.Total()))
+	}
+	if !dry {
+		s.log.Info("delivery recovery complete",
+			zap.Int("scanned", rep.Scanned), zap.Int("recovered", rep.Recovered), zap.Int("failed", rep.Failed),
+			zap.Int("interrupted", rep.Interrupted), zap.Int("skipped_max_retries", rep.SkippedMaxRetries),
+			zap.Int("expired", rep.Expired), zap.Int("deferred_backoff", rep.DeferredBackoff),
+			zap.Int("deferred_not_ready", rep.DeferredNotReady), zap.Int("deferred_budget", rep.DeferredBudget),
+			zap.Int("deferred_error", rep.DeferredError), zap.Int("already_gone", rep.AlreadyGone),
+			zap.Int64("duration_ms", rep.DurationMS))
+	}
+	return rep, passView{set: set, sinks: sinks}, nil
+}
+
+// passView is what a recovery pass found: the entries and the names of their sinks.
+type passView struct {
+	set   *liveSet
+	sinks []string
+}
+
+// count puts res in its bucket of rep.
+func count(rep *api.RecoveryReport, res attemptResult) {
+	switch res.out {
+	case outDelivered:
+		if res.interrupted {
+			rep.Interrupted++
+		} else {
+			rep.Recovered++
+		}
+	case outFailed, outDead:
+		if res.interrupted {
+			rep.Interrupted++
+		} else {
+			rep.Failed++
+		}
+	case outUnknownSink:
+		rep.Failed++
+	case outMaxRetries:
+		rep.SkippedMaxRetries++
+	case outExpired:
+		rep.Expired++
+	case outNotDue:
+		rep.DeferredBackoff++
+	case outNotReady:
+		rep.DeferredNotReady++
+	case outBudget, outCanceled:
+		rep.DeferredBudget++
+	case outGone:
+		rep.AlreadyGone++
+	case outStoreError:
+		rep.DeferredError++
+	}
+}
+
+// replayPass attempts the due entries of set on up to Workers goroutines. Each replay is
+// given its start when it is handed out, in enqueue order: at least ReplaySpacing after the
+// previous one to its sink. A start past the deadline is not made (deferred_budget, nothing
+// charged).
+//
+// It marks in set the entries it leaves pending, with when each is due.
+func (s *Service) replayPass(ctx context.Context, p *policy, epoch int64, set *liveSet, sinks []string, rep *api.RecoveryReport,
+	deadline time.Time) {
+	spacing := max(p.cfg.ReplaySpacing, 0)
+	var mu sync.Mutex // guards rep, warned and the marks in set
+	warned := false
+	leave := func(i int, due time.Time) {
+		lr := set.at(i)
+		lr.left, lr.next = true, due.UnixMilli()
+	}
+	deferBudget := func() {
+		if !warned {
+			s.log.Warn("delivery recovery budget exceeded: remaining entries deferred to the runtime, no retry charged")
+			warned = true
+		}
+		rep.DeferredBudget++
+	}
+	type job struct {
+		i  int       // in set
+		at time.Time // its start
+	}
+	jobs := make(chan job)
+	var wg sync.WaitGroup
+	for range max(p.cfg.Workers, 1) {
+		wg.Go(func() {
+			for j := range jobs {
+				wait := func(ctx context.Context, _ string) error {
+					if d := time.Until(j.at); d > 0 {
+						t := time.NewTimer(d)
+						defer t.Stop()
+						select {
+						case <-ctx.Done():
+							return errBudget
+						case <-t.C:
+						}
+					}
+					if !time.Now().Before(deadline) {
+						return errBudget // it waited for a worker past the budget
+					}
+					return nil
+				}
+				mu.Lock()
+				id := set.at(j.i).id
+				mu.Unlock()
+				res := s.attempt(ctx, epoch, id, attemptOpts{beforeSend: wait})
+				mu.Lock()
+				if res.out == outBudget || res.out == outCanceled {
+					deferBudget()
+				} else {
+					count(rep, res)
+				}
+				switch now := time.Now(); res.out {
+				case outFailed:
+					leave(j.i, res.next)
+				case outNotReady, outBudget, outCanceled:
+					leave(j.i, now)
+				case outNotDue:
+					leave(j.i, now.Add(RearmFloor))
+				case outStoreError:
+					leave(j.i, now.Add(StoreRetry))
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	nextStart := map[string]time.Time{} // per sink: the earliest start of its next replay
+	count := func(f func()) {
+		mu.Lock()
+		f()
+		mu.Unlock()
+	}
+	for i := range set.n {
+		mu.Lock()
+		lr := *set.at(i)
+		mu.Unlock()
+		r := lr.ref(sinks)
+		now := time.Now()
+		interrupted := r.State == queue.StateSending
+		expired := !r.ExpiresAt.IsZero() && !now.Before(r.ExpiresAt)
+		outOfRetries := r.Failures >= p.cfg.MaxRetries
+		if ctx.Err() != nil || !now.Before(deadline) {
+			count(func() { deferBudget(); leave(i, now) })
+			continue
+		}
+		if !interrupted && !expired && !outOfRetries && r.NextAttemptAt.After(now) {
+			count(func() { rep.DeferredBackoff++; leave(i, r.NextAttemptAt) })
+			continue
+		}
+		at := now
+		if sink, ok := p.sinks[r.Sink]; ok && !expired && !outOfRetries && !isNotReady(sink) {
+			// It is to be sent: give it its start.
+			if n := nextStart[r.Sink]; n.After(at) {
+				at = n
+			}
+			if !at.Before(deadline) {
+				count(func() { deferBudget(); leave(i, now) })
+				continue
+			}
+			nextStart[r.Sink] = at.Add(spacing)
+		}
+		select {
+		case jobs <- job{i: i, at: at}:
+		case <-ctx.Done():
+			count(func() { deferBudget(); leave(i, now) })
+		}
+	}
+	close(jobs)
+	wg.Wait()
+}
+
+// dryPass classifies set as a pass would, reading only, one entry after the other.
+func (s *Service) dryPass(ctx context.Context, p *policy, epoch int64, set *liveSet, sinks []string, rep *api.RecoveryReport,
+	deadline time.Time, act func(queue.Ref, string, string)) {
+	nextStart := map[string]time.Time{} // per sink: the earliest start of its next replay
+	for i := range set.n {
+		r := set.at(i).ref(sinks)
+		now := time.Now()
+		if ctx.Err() != nil || !now.Before(deadline) {
+			rep.DeferredBudget++
+			act(r, "defer_budget", "")
+			continue
+		}
+		interrupted := r.State == queue.StateSending
+		expired := !r.ExpiresAt.IsZero() && !now.Before(r.ExpiresAt)
+		if !interrupted && !expired && r.Failures < p.cfg.MaxRetries && r.NextAttemptAt.After(now) {
+			rep.DeferredBackoff++
+			act(r, "defer_backoff", "")
+			continue
+		}
+		s.dryDecide(ctx, p, epoch, r, rep, nextStart, deadline, act)
+	}
+}
+
+// dryDecide classifies one entry as the pass would, reading only.
+func (s *Service) dryDecide(ctx context.Context, p *policy, epoch int64, r queue.Ref, rep *api.RecoveryReport,
+	nextStart map[string]time.Time, deadline time.Time, act func(queue.Ref, string, string)) {
+	e, err := s.store.Get(ctx, r.ID)
+	switch {
+	case errors.Is(err, queue.ErrNotFound):
+		rep.AlreadyGone++
+		act(r, "gone", "")
+		return
+	case err != nil:
+		rep.DeferredError++
+		act(r, "error", err.Error())
+		return
+	}
+	interrupted := e.Interrupted(epoch)
+	now := time.Now()
+	sink, ok := p.sinks[e.Sink]
+	switch {
+	case e.State != queue.StatePending && !interrupted:
+		rep.AlreadyGone++
+		act(r, "gone", string(e.State))
+	case !e.ExpiresAt.IsZero() && !now.Before(e.ExpiresAt):
+		rep.Expired++
+		act(r, "dead_letter", ReasonExpired)
+	case e.Failures >= p.cfg.MaxRetries:
+		rep.SkippedMaxRetries++
+		act(r, "dead_letter", ReasonMaxRetries)
+	case !ok:
+		rep.Failed++
+		act(r, "dead_letter", ReasonUnknownSink)
+	case !interrupted && e.NextAttemptAt.After(now):
+		rep.DeferredBackoff++
+		act(r, "defer_backoff", "")
+	case isNotReady(sink):
+		rep.DeferredNotReady++
+		act(r, "defer_not_ready", "")
+	default:
+		at := now
+		if n := nextStart[e.Sink]; n.After(at) {
+			at = n
+		}
+		if !at.Before(deadline) {
+			rep.DeferredBudget++
+			act(r, "defer_budget", "")
+			return
+		}
+		nextStart[e.Sink] = at.Add(max(p.cfg.ReplaySpacing, 0))
+		if interrupted {
+			rep.Interrupted++
+			act(r, "replay_interrupted", "")
+		} else {
+			rep.WouldReplay++
+			act(r, "replay", "")
+		}
+	}
+}
+
+func isNotReady(sink Sink) bool {
+	rd, ok := sink.(Readier)
+	return ok && !rd.Ready()
+}

@@ -1,0 +1,642 @@
+package deliveries
+
+import (
+	"container/heap"
+	"context"
+	"errors"
+	"math"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/schedd/schedd/internal/queue"
+)
+
+// scheduler is the runtime: it keeps every live entry armed at its due time in ONE timer
+// heap (no goroutine or timer per entry) and starts due entries' attempts, by priority then
+// due time, at most Workers at a time.
+//
+// It follows upstream's runtime scheduler (session-delivery-queue-runtime):
+//   - a generation, bumped at start and stop, fences every arm and every worker result, so
+//     nothing of a stopped runtime leaks into the next one;
+//   - arming an id that is already armed earlier keeps the earlier time;
+//   - an id being attempted is not armed from outside: its worker reloads the entry after
+//     the attempt (the store is the source of truth) and re-arms it if it is still pending,
+//     never sooner than RearmFloor, so an unchanged due row is not polled at timer speed;
+//   - a failed reload re-arms the id after StoreRetry, and a failed scan of the store is
+//     retried after StoreRetry, so one transient store error cannot orphan an entry.
+type scheduler struct {
+	s *Service
+
+	mu     sync.Mutex
+	gen    uint64
+	active bool
+	epoch  int64
+	wake   chan struct{}
+	timers timerHeap
+	ready  readyHeap
+	slots  map[int64]slot   // armed ids: the due time that won, and its heap item's seq
+	busy   map[int64]uint64 // ids queued for or held by a worker, with their generation
+	seq    uint64
+	scanAt time.Time // when to scan the store for live entries; zero: no scan due
+	// scanned is when the last scan began: a shared store's wake-ups start one scan per
+	// RearmFloor at most, however many entries other hosts enqueue.
+	scanned time.Time
+	// parked holds, by sink index, due items whose sink was not ready (runtime_parked.go);
+	// the readiness of their sinks is asked again at parkAt (zero: none parked).
+	parked map[uint32]*parkedSink
+	parkAt time.Time
+
+	// base is the origin of the items' due times (monotonic), sinks the names items refer
+	// to by index (append-only).
+	base    time.Time
+	sinks   []string
+	sinkIdx map[string]uint32
+}
+
+// slot is the due time of an armed id that won, and its heap item's seq.
+type slot struct {
+	due int64
+	seq uint64
+}
+
+// item is an armed entry: 48 bytes, as 100,000 of them may be armed at once.
+type item struct {
+	id      int64
+	due     int64 // nanoseconds after the scheduler's base
+	expires int64 // unix ms; 0: never
+	seq     uint64
+	gen     uint64
+	prio    int32
+	sink    uint32 // index in scheduler.sinks
+}
+
+// entryMeta is what the runtime keeps of an armed entry besides its id and due time: enough
+// to order it and to leave it alone while its sink is not ready.
+type entryMeta struct {
+	prio    int
+	sink    string
+	expires time.Time
+}
+
+func metaOf(e queue.Entry) entryMeta {
+	return entryMeta{prio: e.Priority, sink: e.Sink, expires: e.ExpiresAt}
+}
+
+type result struct {
+	id    int64
+	gen   uint64
+	rearm bool
+	delay time.Duration
+	it    item       // the item attempted
+	meta  *entryMeta // when set, replaces the item's meta (the entry was reloaded)
+	sent  bool       // the sink was called: the worker slot was freed before the result
+}
+
+func newScheduler(s *Service) *scheduler {
+	return &scheduler{s: s, base: time.Now(), sinkIdx: map[string]uint32{}}
+}
+
+// at is the due offset of t; the caller holds mu.
+func (r *scheduler) at(t time.Time) int64 { return int64(t.Sub(r.base)) }
+
+// sinkIndex interns a sink name; the caller holds mu.
+func (r *scheduler) sinkIndex(name string) uint32 {
+	i, ok := r.sinkIdx[name]
+	if !ok {
+		i = uint32(len(r.sinks))
+		r.sinks = append(r.sinks, name)
+		r.sinkIdx[name] = i
+	}
+	return i
+}
+
+// metaOfItem expands an item's meta again; the caller holds mu.
+func (r *scheduler) metaOfItem(it item) entryMeta {
+	return entryMeta{prio: int(it.prio), sink: r.sinks[it.sink], expires: fromUnixMs(it.expires)}
+}
+
+// armEntry arms an entry the service just wrote (enqueue, operator retry). One that is due
+// now skips the timer heap: it goes to a worker at once, or is parked when its sink is not
+// ready (asked here, without holding mu), and a sink found ready sends what was parked for
+// it.
+func (r *scheduler) armEntry(e queue.Entry) {
+	now := time.Now()
+	if e.NextAttemptAt.After(now) {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		r.arm(e.ID, metaOf(e), now.Add(e.NextAttemptAt.Sub(now)), r.gen)
+		return
+	}
+	notReady := isNotReady(r.s.policy().sinks[e.Sink])
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	it, ok := r.slot(e.ID, metaOf(e), now, r.gen)
+	if !ok {
+		return
+	}
+	if !notReady {
+		r.unpark(it.sink)
+	}
+	r.place(it, notReady, now)
+	if r.ready.Len() > 0 {
+		r.poke()
+	}
+}
+
+// arm schedules id at due; the caller holds mu.
+func (r *scheduler) arm(id int64, m entryMeta, due time.Time, gen uint64) {
+	it, ok := r.slot(id, m, due, gen)
+	if !ok {
+		return
+	}
+	heap.Push(&r.timers, it)
+	if r.timers[0].seq != it.seq {
+		return // not the earliest: the loop's timer is set for an earlier item already
+	}
+	r.poke()
+}
+
+// slot records id as armed at due and returns its item; false when the arm is void: of a
+// stopped runtime, for an id being attempted, or later than the id's current arm. The
+// caller holds mu.
+func (r *scheduler) slot(id int64, m entryMeta, due time.Time, gen uint64) (item, bool) {
+	if !r.active || gen != r.gen {
+		return item{}, false
+	}
+	if r.busy[id] == gen {
+		return item{}, false // its worker re-arms it after the attempt
+	}
+	d := r.at(due)
+	if sl, ok := r.slots[id]; ok && sl.due <= d {
+		return item{}, false // an earlier arm wins
+	}
+	r.seq++
+	r.slots[id] = slot{due: d, seq: r.seq}
+	return item{id: id, due: d, expires: unixMs(m.expires), seq: r.seq, gen: gen,
+		prio: int32(max(min(m.prio, math.MaxInt32), math.MinInt32)), sink: r.sinkIndex(m.sink)}, true
+}
+
+// promote moves the due items of the timer heap to the ready heap, or parks those whose
+// sink is not ready (runtime_parked.go); at parkAt it asks again the readiness of the sinks
+// with parked items. Readiness is asked once per sink per call, without holding mu, so the
+// lock that enqueues take is held only for the moves.
+func (r *scheduler) promote(now time.Time) {
+	r.mu.Lock()
+	var due []item
+	nowAt := r.at(now)
+	for r.timers.Len() > 0 && r.timers[0].due <= nowAt {
+		it := heap.Pop(&r.timers).(item)
+		if !r.current(it) {
+			continue // superseded by an earlier arm, or of a stopped runtime
+		}
+		due = append(due, it)
+	}
+	check := !r.parkAt.IsZero() && !now.Before(r.parkAt)
+	if len(due) == 0 && !check {
+		r.mu.Unlock()
+		return
+	}
+	ready := map[uint32]bool{} // by sink: asked below
+	if check {
+		r.parkAt = time.Time{}
+		for sink := range r.parked {
+			ready[sink] = false
+		}
+	}
+	for _, it := range due {
+		ready[it.sink] = false
+	}
+	names := r.sinks
+	r.mu.Unlock()
+	sinks := r.s.policy().sinks
+	for sink := range ready {
+		ready[sink] = !isNotReady(sinks[names[sink]])
+	}
+	nowMs := now.UnixMilli()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for sink, ok := range ready {
+		switch {
+		case ok:
+			r.unpark(sink)
+		case check:
+			r.expireParked(sink, nowMs)
+		}
+	}
+	for _, it := range due {
+		r.place(it, !ready[it.sink], now)
+	}
+	if check && len(r.parked) > 0 && r.parkAt.IsZero() {
+		r.parkAt = now.Add(RearmFloor)
+	}
+}
+
+// open starts a generation that accepts arms (the runtime loop starts later, with run):
+// what is enqueued or retried during the recovery pass is armed at once. A store scan is
+// due at the start of run unless adopt takes over the pass's view.
+func (r *scheduler) open(epoch int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.gen++
+	r.active = true
+	r.epoch = epoch
+	r.wake = make(chan struct{}, 1)
+	r.timers, r.ready = nil, nil
+	r.slots, r.busy = map[int64]slot{}, map[int64]uint64{}
+	r.parked, r.parkAt = map[uint32]*parkedSink{}, time.Time{}
+	r.scanAt = time.Now()
+}
+
+// close ends the generation open started (run does it too when it returns).
+func (r *scheduler) close() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.active {
+		r.active = false
+		r.gen++
+		r.timers, r.ready, r.slots, r.busy = nil, nil, nil, nil
+		r.parked, r.parkAt = nil, time.Time{}
+	}
+}
+
+// adopt arms what the recovery pass left pending and skips the first store scan: the pass
+// has just read every live entry, and whatever was enqueued or retried since is armed. It
+// returns how many entries are armed.
+func (r *scheduler) adopt(v passView) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.active {
+		return 0
+	}
+	n := 0
+	for i := range v.set.n {
+		if v.set.at(i).left {
+			n++
+		}
+	}
+	// Room for all at once: no growth (and no garbage) while 100,000 are armed.
+	timers := make(timerHeap, len(r.timers), len(r.timers)+n)
+	copy(timers, r.timers)
+	r.timers = timers
+	slots := make(map[int64]slot, len(r.slots)+n)
+	for id, sl := range r.slots {
+		slots[id] = sl
+	}
+	r.slots = slots
+	now := time.Now()
+	nowMs := now.UnixMilli()
+	for i := range v.set.n {
+		lr := v.set.at(i)
+		if !lr.left {
+			continue
+		}
+		m := entryMeta{prio: int(lr.prio), sink: v.sinks[lr.sink], expires: fromUnixMs(lr.expires)}
+		r.arm(lr.id, m, now.Add(time.Duration(max(lr.next-nowMs, 0))*time.Millisecond), r.gen)
+	}
+	r.scanAt = time.Time{}
+	return len(r.slots)
+}
+
+// run is the runtime loop; it returns when ctx ends, after its workers exited.
+//
+// open must have been called: entries armed since then (enqueued during the recovery pass,
+// or handed over by it) are in the heap already. Unless adopt cleared it, the loop starts
+// with a scan of the store.
+func (r *scheduler) run(ctx context.Context, epoch int64) {
+	workers := r.s.cfg.Workers
+	r.mu.Lock()
+	gen := r.gen
+	wake := r.wake
+	armed := r.scanAt.IsZero() // adopt armed the pass's view: later scans are rescans
+	r.mu.Unlock()
+
+	// One goroutine per attempt: at most workers call a sink at a time (running), and once
+	// its sink returned a goroutine records the outcome while the next attempt starts, so
+	// at most 2*workers are alive: a worker does not wait for the store's commit of one
+	// delivery before it takes the next. An idle runtime is this one goroutine.
+	results := make(chan result, 2*workers) // room for every attempt's result at shutdown
+	freed := make(chan struct{}, workers)   // room for every running attempt's
+	running, alive := 0, 0
+	var wg sync.WaitGroup
+	timer := time.NewTimer(time.Hour)
+	// The retention purge is a one-shot timer, armed only while finished entries may be
+	// waiting for it: an idle runtime (nothing pending, nothing kept) arms no timer at all.
+	purge := time.NewTimer(PurgeEvery)
+	purge.Stop()
+	var purgeC <-chan time.Time // nil while the purge is not armed
+	armPurge := func() {
+		if purgeC == nil && r.s.retains() {
+			purge.Reset(PurgeEvery)
+			purgeC = purge.C
+		}
+	}
+	if r.s.hasFinished(ctx) {
+		armPurge()
+	}
+	// A store other hosts write (queue.Waker) is rescanned when it signals and on a poll
+	// timer; other stores get neither, so an idle runtime on SQLite arms no timer.
+	var storeWake <-chan struct{}
+	var pollC <-chan time.Time
+	if r.shared() {
+		w := r.s.store.(queue.Waker)
+		poll := time.NewTicker(w.RescanEvery())
+		defer poll.Stop()
+		storeWake, pollC = w.Wake(), poll.C
+	}
+	defer func() {
+		timer.Stop()
+		purge.Stop()
+		r.close()
+		wg.Wait()
+	}()
+	for {
+		r.mu.Lock()
+		now := time.Now()
+		scan := !r.scanAt.IsZero() && !now.Before(r.scanAt)
+		if scan {
+			r.scanAt, r.scanned = time.Time{}, now
+		}
+		r.mu.Unlock()
+		if scan {
+			began := time.Now()
+			if n, ok := r.scan(ctx, gen, epoch, armed); ok && !armed {
+				armed = true
+				r.s.log.Info("delivery runtime armed the pending entries", zap.Int("entries", n),
+					zap.Duration("took", time.Since(began)))
+			}
+		}
+
+		now = time.Now()
+		r.promote(now)
+		r.mu.Lock()
+		var next time.Time
+		if r.timers.Len() > 0 {
+			next = r.base.Add(time.Duration(r.timers[0].due))
+		}
+		if !r.scanAt.IsZero() && (next.IsZero() || r.scanAt.Before(next)) {
+			next = r.scanAt
+		}
+		if !r.parkAt.IsZero() && (next.IsZero() || r.parkAt.Before(next)) {
+			next = r.parkAt
+		}
+		for running < workers && alive < 2*workers && r.ready.Len() > 0 {
+			it := heap.Pop(&r.ready).(item)
+			sink := r.sinks[it.sink]
+			running++
+			alive++
+			wg.Go(func() { results <- r.work(ctx, epoch, it, sink, freed) })
+		}
+		r.mu.Unlock()
+
+		if next.IsZero() {
+			timer.Stop()
+		} else {
+			timer.Reset(next.Sub(now))
+		}
+		select {
+		case <-timer.C:
+		case <-wake:
+		case <-storeWake:
+			r.rescan()
+		case <-pollC:
+			r.rescan()
+		case <-freed:
+			running--
+		case res := <-results:
+			alive--
+			if !res.sent {
+				running-- // its sink was not called: no freed came
+			}
+			r.done(res)
+			armPurge() // the attempt may have finished its entry
+		case <-purgeC:
+			purgeC = nil
+			r.purge(ctx)
+			if r.s.hasFinished(ctx) {
+				armPurge()
+			}
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// shared reports whether other hosts write the store too (it is rescanned).
+func (r *scheduler) shared() bool {
+	w, ok := r.s.store.(queue.Waker)
+	return ok && w.RescanEvery() > 0
+}
+
+// rescan makes a scan of the store due now, or RearmFloor after the last one began.
+func (r *scheduler) rescan() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	at := time.Now()
+	if next := r.scanned.Add(RearmFloor); at.Before(next) {
+		at = next
+	}
+	if r.scanAt.IsZero() || at.Before(r.scanAt) {
+		r.scanAt = at
+	}
+}
+
+// rescanHorizon is how far past a rescan of a shared store the entries it arms are due, in
+// rescan periods: two, so an entry is armed at least one rescan before it is due, even
+// when a rescan runs late.
+const rescanHorizon = 2
+
+// scan arms every live entry of the store; a failure is retried after StoreRetry. A rescan
+// of a shared store (again, once the pass's entries are armed) reads only what is near:
+// the entries due within rescanHorizon rescan periods and those being sent. It reports
+// how many entries it armed, and false when the scan failed.
+func (r *scheduler) scan(ctx context.Context, gen uint64, epoch int64, again bool) (int, bool) {
+	sinks := map[string]string{} // one copy of each sink name for all the entries
+	n := 0
+	each := r.s.eachLive
+	if w, ok := r.s.store.(queue.Waker); ok && again && r.shared() {
+		before := time.Now().Add(rescanHorizon * w.RescanEvery())
+		each = func(ctx context.Context, f func([]queue.Ref)) error { return w.Near(ctx, before, livePage, f) }
+	}
+	// Arm a page at a time: the refs of 100,000 entries are never held at once.
+	err := each(ctx, func(page []queue.Ref) {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		now := time.Now()
+		for _, ref := range page {
+			due := now
+			switch {
+			case ref.State == queue.StateSending && ref.Epoch == epoch:
+				continue // in flight in this runtime
+			case ref.State == queue.StatePending:
+				due = now.Add(max(ref.NextAttemptAt.Sub(now), 0))
+			}
+			sink, ok := sinks[ref.Sink]
+			if !ok {
+				sink = ref.Sink
+				sinks[sink] = sink
+			}
+			r.arm(ref.ID, entryMeta{prio: ref.Priority, sink: sink, expires: ref.ExpiresAt}, due, gen)
+			n++
+		}
+	})
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if gen != r.gen {
+		return 0, false
+	}
+	if err != nil {
+		if ctx.Err() == nil {
+			r.s.log.Error("scan pending deliveries, retrying", zap.Duration("retry_in", StoreRetry), zap.Error(err))
+			r.scanAt = time.Now().Add(StoreRetry)
+		}
+		return 0, false
+	}
+	return n, true
+}
+
+// work attempts one entry (of sink), then reloads it and says when to arm it again. Once
+// the sink returned it sends on freed, and sets sent in its result.
+func (r *scheduler) work(ctx context.Context, epoch int64, it item, sink string, freed chan<- struct{}) result {
+	res := result{id: it.id, gen: it.gen, it: it}
+	a := r.s.attemptDue(ctx, epoch, it.id, sink, attemptOpts{sent: func() {
+		res.sent = true
+		freed <- struct{}{}
+	}})
+	if ctx.Err() != nil {
+		return res
+	}
+	switch a.out {
+	case outStoreError:
+		res.rearm, res.delay = true, StoreRetry
+		return res
+	case outDelivered, outDead, outUnknownSink, outMaxRetries, outExpired:
+		return res // recorded terminal: nothing to reload
+	}
+	e, err := r.s.store.Get(ctx, it.id)
+	switch {
+	case errors.Is(err, queue.ErrNotFound):
+	case err != nil:
+		if ctx.Err() == nil {
+			r.s.log.Error("reload delivery, retrying", zap.Int64("id", it.id), zap.Duration("retry_in", StoreRetry), zap.Error(err))
+			res.rearm, res.delay = true, StoreRetry
+		}
+	case e.Interrupted(epoch) && r.shared():
+		// Held by another live host: the rescans of the shared store come back to it (when
+		// that host dies) rather than asking for it every RearmFloor.
+	case e.State == queue.StatePending || e.Interrupted(epoch):
+		// Still pending: deferred, failed, or owned elsewhere. Never sooner than the floor.
+		m := metaOf(e)
+		res.rearm, res.delay, res.meta = true, max(RearmFloor, time.Until(e.NextAttemptAt)), &m
+	}
+	return res
+}
+
+func (r *scheduler) done(res result) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.busy[res.id] == res.gen {
+		delete(r.busy, res.id)
+	}
+	if res.rearm {
+		if !r.active || res.gen != r.gen {
+			return // of a stopped runtime
+		}
+		m := res.meta
+		if m == nil {
+			im := r.metaOfItem(res.it)
+			m = &im
+		}
+		r.arm(res.id, *m, time.Now().Add(res.delay), res.gen)
+	}
+}
+
+// retains reports whether a retention purge is configured for delivered or dead entries.
+func (s *Service) retains() bool {
+	cfg := s.policy().cfg
+	return cfg.DeliveredRetention > 0 || cfg.DeadRetention > 0
+}
+
+// hasFinished reports whether the store may hold entries that a retention purge deletes
+// some day (true when it cannot tell).
+func (s *Service) hasFinished(ctx context.Context) bool {
+	cfg := s.policy().cfg
+	for _, p := range []struct {
+		state queue.State
+		keep  time.Duration
+	}{{queue.StateDelivered, cfg.DeliveredRetention}, {queue.StateDead, cfg.DeadRetention}} {
+		if p.keep <= 0 {
+			continue
+		}
+		es, err := s.store.List(ctx, queue.Filter{State: p.state, Limit: 1})
+		if err != nil || len(es) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// purge deletes delivered tombstones and dead letters past their retention.
+func (r *scheduler) purge(ctx context.Context) {
+	cfg := r.s.policy().cfg
+	for _, p := range []struct {
+		state queue.State
+		keep  time.Duration
+	}{{queue.StateDelivered, cfg.DeliveredRetention}, {queue.StateDead, cfg.DeadRetention}} {
+		if p.keep <= 0 {
+			continue
+		}
+		n, err := r.s.store.Purge(ctx, queue.PurgeFilter{State: p.state, OlderThan: time.Now().Add(-p.keep)})
+		if err != nil {
+			r.s.log.Error("purge deliveries", zap.String("state", string(p.state)), zap.Error(err))
+			continue
+		}
+		if n > 0 {
+			r.s.log.Info("deliveries purged", zap.String("state", string(p.state)), zap.Int("count", n),
+				zap.Duration("retention", p.keep))
+		}
+	}
+}
+
+// timerHeap orders armed items by due time.
+type timerHeap []item
+
+func (h timerHeap) Len() int { return len(h) }
+func (h timerHeap) Less(i, j int) bool {
+	if h[i].due != h[j].due {
+		return h[i].due < h[j].due
+	}
+	return h[i].seq < h[j].seq
+}
+func (h timerHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *timerHeap) Push(x any)   { *h = append(*h, x.(item)) }
+func (h *timerHeap) Pop() any {
+	old := *h
+	it := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return it
+}
+
+// readyHeap orders due items for dispatch: priority, then due time, then id (P30 order).
+type readyHeap []item
+
+func (h readyHeap) Len() int { return len(h) }
+func (h readyHeap) Less(i, j int) bool {
+	a, b := h[i], h[j]
+	if a.prio != b.prio {
+		return a.prio < b.prio
+	}
+	if a.due != b.due {
+		return a.due < b.due
+	}
+	return a.id < b.id
+}
+func (h readyHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *readyHeap) Push(x any)   { *h = append(*h, x.(item)) }
+func (h *readyHeap) Pop() any {
+	old := *h
+	it := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return it
+}

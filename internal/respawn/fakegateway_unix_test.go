@@ -1,7 +1,0 @@
-//go:build unix
-
-package respawn
-
-import "github.com/schedd/schedd/internal/testgateway"
-
-func maybeRunFakeGateway() { testgateway.MaybeRun() }

@@ -1,0 +1,7 @@
+//go:build unix
+
+package supervisor
+
+import "github.com/schedd/schedd/internal/testgateway"
+
+func maybeRunFakeGateway() { testgateway.MaybeRun() }
