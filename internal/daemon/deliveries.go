@@ -64,6 +64,7 @@ func (d *Daemon) setupDeliveries() (*component, error) {
 		name: "deliveries",
 		run: func(ctx context.Context) error {
 			defer func() {
+				svc.StoreClosing()
 				if err := store.Close(); err != nil {
 					d.log.Error("close the delivery store", zap.Error(err))
 				}

@@ -12,6 +12,8 @@ import (
 
 	"github.com/schedd/schedd/internal/queue"
 	"github.com/schedd/schedd/internal/queue/queuetest"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 )
 
 // A reload changes the retry policy and the sinks of a running service: attempts that start
@@ -201,5 +203,29 @@ func TestConfigTakenAsGiven(t *testing.T) {
 		if _, err := New(cfg, queuetest.NewMemory(), nil, Deps{}); err == nil || !strings.Contains(err.Error(), name) {
 			t.Errorf("%s: New = %v, want an error naming it", name, err)
 		}
+	}
+}
+
+// A status read while schedd stops, after the store was closed, is no warning: a stop is
+// clean, and the status shows the counts read last.
+func TestStatusAfterStoreClosedIsQuiet(t *testing.T) {
+	m := queuetest.NewMemory()
+	putEntry(m, queue.Entry{Sink: "hook", State: queue.StatePending})
+	core, logs := observer.New(zap.DebugLevel)
+	s, err := New(parityConfig(), m, map[string]Sink{"hook": &fakeSink{}}, Deps{Log: zap.New(core)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if st, err := s.Status(ctx); err != nil || st.Pending != 1 {
+		t.Fatalf("status = %+v, %v", st, err)
+	}
+	s.StoreClosing()
+	m.SetReadFault(func(string) error { return queue.ErrClosed })
+	if st, _ := s.Status(ctx); st.Pending != 1 || st.ReadError != nil {
+		t.Fatalf("status after close = %+v; want the last counts and no read_error", st)
+	}
+	if n := logs.FilterLevelExact(zap.WarnLevel).Len(); n != 0 {
+		t.Fatalf("%d warnings after the store was closed: %v", n, logs.All())
 	}
 }

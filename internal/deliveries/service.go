@@ -47,6 +47,7 @@ type Service struct {
 	fullAt   int             // with enqueueE a full queue: its bound (max_entries)
 	counts   queue.Counts    // read last by Status
 	readE    *api.StoreError // Status cannot read the store since readE.At
+	closed   bool            // the store is being closed: schedd is stopping
 }
 
 // policy is what Reconfigure can change while the service runs. Each attempt, pass and
@@ -410,6 +411,14 @@ func (s *Service) Purge(ctx context.Context, state queue.State, olderThan time.D
 	return n, nil
 }
 
+// StoreClosing tells the service that its store is being closed because schedd stops: a
+// status read that fails from then on shows the counts read last, with no warning.
+func (s *Service) StoreClosing() {
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+}
+
 // Status reads the queue's counts and the last recovery summary. A store that cannot be
 // read (a database that is down) still gets its block, with its health, the counts read
 // last and ReadError; the error is returned as well.
@@ -425,6 +434,7 @@ func (s *Service) Status(ctx context.Context) (api.Deliveries, error) {
 			s.readE = nil
 		}
 		s.counts = c
+	case s.closed: // stopping: a read of the closed store is no news
 	case s.readE == nil: // logged once per episode: status is polled
 		s.log.Warn("delivery status: the store cannot be read; the status shows the counts read last", zap.Error(err))
 		s.readE = &api.StoreError{Message: err.Error(), At: time.Now()}
