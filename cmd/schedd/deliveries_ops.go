@@ -134,7 +134,8 @@ rest is sent if due (spaced per sink) or left to its backoff. The pass is logged
 and its summary is in schedd status.
 
 --dry-run shows what such a pass would do now, entry by entry, without sending or
-writing anything.
+writing anything. Over a long queue it reads 10,000 entries at a time; on a terminal
+it says how many it has read after each of them.
 
   schedd deliveries recover --dry-run
   schedd deliveries recover --dry-run --json`,
@@ -144,6 +145,9 @@ writing anything.
 				return usageError{errors.New("only --dry-run is supported: the recovery pass runs at every start of schedd")}
 			}
 			rep, err := call(cmd, g, time.Minute, func(ctx context.Context, cl *control.Client) (api.RecoveryReport, error) {
+				if !asJSON && isTerminal(cmd.ErrOrStderr()) {
+					return cl.RecoverWithProgress(ctx, api.RecoverRequest{DryRun: true}, recoverProgress(cmd.ErrOrStderr()))
+				}
 				return cl.Recover(ctx, api.RecoverRequest{DryRun: true})
 			})
 			if err != nil {
@@ -205,6 +209,16 @@ func summaryLine(s api.RecoverySummary) string {
 		return "nothing to do"
 	}
 	return strings.Join(parts, ", ")
+}
+
+// recoverProgress says on w how many live entries a dry run has read, once there are
+// enough for the wait to be felt (a page of 10,000).
+func recoverProgress(w io.Writer) func(scanned int) {
+	return func(n int) {
+		if n >= 10_000 {
+			fmt.Fprintf(w, "read %d pending entries so far...\n", n)
+		}
+	}
 }
 
 // purgeBatch is how many entries one purge request deletes: a purge of millions is many

@@ -123,3 +123,16 @@ func TestPurgeBatches(t *testing.T) {
 		t.Errorf("error after a batch: %v", err)
 	}
 }
+
+// A dry run over a long queue says how far it has read; a short one says nothing.
+func TestRecoverProgress(t *testing.T) {
+	var out strings.Builder
+	p := recoverProgress(&out)
+	for _, n := range []int{3, 10_000, 20_000, 20_017} {
+		p(n)
+	}
+	want := "read 10000 pending entries so far...\nread 20000 pending entries so far...\nread 20017 pending entries so far...\n"
+	if out.String() != want {
+		t.Fatalf("progress = %q, want %q", out.String(), want)
+	}
+}

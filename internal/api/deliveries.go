@@ -165,6 +165,17 @@ type PurgeReply struct {
 // RecoverRequest is the body of POST /v1/recover.
 type RecoverRequest struct {
 	DryRun bool `json:"dry_run"`
+	// Progress asks for the reply as newline-delimited JSON: a RecoverProgress line after
+	// each page of entries read, and a last one with the report or the error that ended it.
+	Progress bool `json:"progress,omitempty"`
+}
+
+// RecoverProgress is one line of POST /v1/recover with progress: the live entries read so
+// far; the last line carries the report, or the error that ended the pass.
+type RecoverProgress struct {
+	Scanned int             `json:"scanned"`
+	Report  *RecoveryReport `json:"report,omitempty"`
+	Error   *Error          `json:"error,omitempty"`
 }
 
 // Store states of Deliveries.

@@ -18,8 +18,8 @@ type Route struct {
 	// Errors are the error statuses the endpoint may answer (always with ErrorBody), beyond
 	// 400 for a malformed request, 413 for a body over the limit and 500.
 	Errors []int
-	// Stream says that with the follow parameter the reply is newline-delimited JSON, one
-	// Stream value a line.
+	// Stream says that when asked (logs' follow parameter, recover's progress field) the
+	// reply is newline-delimited JSON, one Stream value a line.
 	Stream any
 }
 
@@ -70,7 +70,7 @@ var Routes = []Route{
 	{Method: http.MethodPost, Path: "/v1/deliveries/purge", Summary: "Remove dead or delivered entries that finished more than older_than ago.",
 		Body: PurgeRequest{}, Replies: map[int]any{200: PurgeReply{}}, Errors: []int{503}},
 	{Method: http.MethodPost, Path: "/v1/recover", Summary: "Report what a recovery pass would do, changing nothing (dry_run must be true).",
-		Body: RecoverRequest{}, Replies: map[int]any{200: RecoveryReport{}}, Errors: []int{503}},
+		Body: RecoverRequest{}, Replies: map[int]any{200: RecoveryReport{}}, Errors: []int{503}, Stream: RecoverProgress{}},
 	{Method: http.MethodGet, Path: "/v1/cron", Summary: "The cron block of the status: every job and the job queue.",
 		Replies: map[int]any{200: Cron{}}},
 	{Method: http.MethodGet, Path: "/v1/cron/{name}", Summary: "One job: its status, settings, next runs and history.",

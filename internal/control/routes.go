@@ -3,6 +3,7 @@ package control
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -127,6 +128,35 @@ func (c *Client) Recover(ctx context.Context, req api.RecoverRequest) (api.Recov
 	var r api.RecoveryReport
 	err := c.Do(ctx, http.MethodPost, "/v1/recover", req, &r)
 	return r, err
+}
+
+// RecoverWithProgress is Recover with progress: POST /v1/recover with progress set, and
+// progress called with the count of live entries read after each page, until the report.
+func (c *Client) RecoverWithProgress(ctx context.Context, req api.RecoverRequest, progress func(scanned int)) (api.RecoveryReport, error) {
+	req.Progress = true
+	var rep *api.RecoveryReport
+	err := c.stream(ctx, http.MethodPost, "/v1/recover", req, func(b []byte) error {
+		var line api.RecoverProgress
+		if err := json.Unmarshal(b, &line); err != nil {
+			return fmt.Errorf("POST /v1/recover: a progress line: %w", err)
+		}
+		switch {
+		case line.Error != nil:
+			return line.Error
+		case line.Report != nil:
+			rep = line.Report
+		case progress != nil:
+			progress(line.Scanned)
+		}
+		return nil
+	})
+	if err == nil && rep == nil {
+		err = errors.New("POST /v1/recover: the reply ended before the report")
+	}
+	if err != nil {
+		return api.RecoveryReport{}, err
+	}
+	return *rep, nil
 }
 
 // Cron fetches every job and the job queue: GET /v1/cron.

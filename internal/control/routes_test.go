@@ -89,6 +89,12 @@ func serveRoutes(t *testing.T) (*Client, *routeServer) {
 				s.Send(api.LogEvent{Missed: 3})
 				return
 			}
+			if rt.Stream != nil && strings.Contains(string(body), `"progress":true`) {
+				s := NewStream(w)
+				s.Send(api.RecoverProgress{Scanned: 10000})
+				s.Send(api.RecoverProgress{Scanned: 10000, Report: &api.RecoveryReport{}})
+				return
+			}
 			if rt.Alt != nil && strings.HasPrefix(string(body), "[") {
 				WriteJSON(w, http.StatusOK, api.BatchReply{}) // the array form's reply
 				return
@@ -158,6 +164,10 @@ var routeCalls = map[string]func(context.Context, *Client) error{
 	},
 	"Recover": func(ctx context.Context, c *Client) error {
 		_, err := c.Recover(ctx, api.RecoverRequest{DryRun: true})
+		return err
+	},
+	"RecoverWithProgress": func(ctx context.Context, c *Client) error {
+		_, err := c.RecoverWithProgress(ctx, api.RecoverRequest{DryRun: true}, nil)
 		return err
 	},
 	"Cron":    func(ctx context.Context, c *Client) error { _, err := c.Cron(ctx); return err },

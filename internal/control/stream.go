@@ -2,6 +2,7 @@ package control
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -41,9 +42,26 @@ func (s *StreamWriter) Send(v any) error {
 // ends (nil), each fails (its error), or ctx ends (ctx's error). A non-2xx reply is an
 // *api.Error, no daemon the same error as Do's.
 func (c *Client) Stream(ctx context.Context, path string, each func(line []byte) error) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://schedd"+path, nil)
+	return c.stream(ctx, http.MethodGet, path, nil, each)
+}
+
+// stream sends method path with body (JSON, when not nil) and calls each with every line
+// of the streamed reply, as Stream does.
+func (c *Client) stream(ctx context.Context, method, path string, body any, each func(line []byte) error) error {
+	var rd io.Reader
+	if body != nil {
+		data, err := json.Marshal(body)
+		if err != nil {
+			return err
+		}
+		rd = bytes.NewReader(data)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, "http://schedd"+path, rd)
 	if err != nil {
 		return err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
 	}
 	resp, err := c.HTTP.Do(req)
 	if err != nil {
@@ -52,7 +70,7 @@ func (c *Client) Stream(ctx context.Context, path string, each func(line []byte)
 	defer resp.Body.Close()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		data, _ := io.ReadAll(io.LimitReader(resp.Body, maxReply))
-		return replyError(http.MethodGet, path, resp.StatusCode, data)
+		return replyError(method, path, resp.StatusCode, data)
 	}
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 0, 64<<10), maxStreamLine)
@@ -66,9 +84,9 @@ func (c *Client) Stream(ctx context.Context, path string, each func(line []byte)
 			return ctxErr
 		}
 		if errors.Is(err, bufio.ErrTooLong) {
-			return fmt.Errorf("GET %s: a streamed line is over %d bytes", path, maxStreamLine)
+			return fmt.Errorf("%s %s: a streamed line is over %d bytes", method, path, maxStreamLine)
 		}
-		return fmt.Errorf("read the stream of GET %s: %w", path, err)
+		return fmt.Errorf("read the stream of %s %s: %w", method, path, err)
 	}
 	return ctx.Err()
 }

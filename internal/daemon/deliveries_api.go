@@ -328,12 +328,31 @@ func (a *deliveriesAPI) recover(w http.ResponseWriter, r *http.Request) {
 				"and the runtime keeps every pending entry armed after it")
 		return
 	}
-	rep, err := a.svc.RecoverDryRun(r.Context())
+	if req.Progress {
+		a.recoverStream(w, r)
+		return
+	}
+	rep, err := a.svc.RecoverDryRun(r.Context(), nil)
 	if err != nil {
 		a.writeError(w, err)
 		return
 	}
 	control.WriteJSON(w, http.StatusOK, rep)
+}
+
+// recoverStream answers a dry run with progress: the count of live entries read after each
+// page, then the report (or the error) on the last line. A client that is gone ends the
+// pass through the request's context.
+func (a *deliveriesAPI) recoverStream(w http.ResponseWriter, r *http.Request) {
+	out := control.NewStream(w)
+	rep, err := a.svc.RecoverDryRun(r.Context(), func(n int) {
+		_ = out.Send(api.RecoverProgress{Scanned: n})
+	})
+	last := api.RecoverProgress{Scanned: rep.Scanned, Report: &rep}
+	if err != nil {
+		last = api.RecoverProgress{Error: a.errorReply(err)}
+	}
+	_ = out.Send(last)
 }
 
 func (a *deliveriesAPI) sinkList() string {

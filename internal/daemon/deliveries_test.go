@@ -313,6 +313,16 @@ func TestDeliveriesAPI(t *testing.T) {
 		!dry.DryRun || dry.Scanned != 3 || dry.DeferredBackoff != 3 || len(dry.Actions) != 3 {
 		t.Fatalf("dry run: %+v, %v", dry, err)
 	}
+	// The same with progress: count lines, then the report on the last one.
+	var seen []int
+	withProgress, err := cl.RecoverWithProgress(ctx, api.RecoverRequest{DryRun: true}, func(n int) { seen = append(seen, n) })
+	if err != nil || withProgress.Scanned != 3 || withProgress.DeferredBackoff != 3 || len(withProgress.Actions) != 3 ||
+		fmt.Sprint(seen) != "[3]" {
+		t.Fatalf("dry run with progress: %+v (progress %v), %v", withProgress, seen, err)
+	}
+	if _, err := cl.RecoverWithProgress(ctx, api.RecoverRequest{}, nil); err == nil || !strings.Contains(err.Error(), "dry_run") {
+		t.Errorf("recover with progress without dry_run: %v", err)
+	}
 	if ae := apiError(t, cl.Do(ctx, http.MethodPost, "/v1/recover", api.RecoverRequest{}, nil)); ae.Status != 400 || !strings.Contains(ae.Message, "dry_run") {
 		t.Errorf("recover without dry_run: %d %q", ae.Status, ae.Message)
 	}

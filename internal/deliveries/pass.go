@@ -19,11 +19,12 @@ const maxActions = 1000
 
 // RecoverDryRun reports what a recovery pass would do now, changing nothing: it sends
 // nothing and writes nothing. The budget is estimated from the replay spacing alone.
-func (s *Service) RecoverDryRun(ctx context.Context) (api.RecoveryReport, error) {
+// progress, when set, is called after each page of live entries read with the count so far.
+func (s *Service) RecoverDryRun(ctx context.Context, progress func(scanned int)) (api.RecoveryReport, error) {
 	s.mu.Lock()
 	epoch := s.epoch
 	s.mu.Unlock()
-	rep, _, err := s.recoverPass(ctx, epoch, true)
+	rep, _, err := s.recoverPass(ctx, epoch, true, progress)
 	return rep, err
 }
 
@@ -107,7 +108,7 @@ func (l liveRef) ref(sinks []string) queue.Ref {
 //
 // Besides its report it returns what it found, with the entries it leaves pending marked
 // (left, due at next), for the runtime to arm (not after a dry run).
-func (s *Service) recoverPass(ctx context.Context, epoch int64, dry bool) (api.RecoveryReport, passView, error) {
+func (s *Service) recoverPass(ctx context.Context, epoch int64, dry bool, progress func(int)) (api.RecoveryReport, passView, error) {
 	start := time.Now()
 	p := s.policy()
 	deadline := start.Add(p.cfg.RecoveryBudget)
@@ -128,6 +129,9 @@ func (s *Service) recoverPass(ctx context.Context, epoch int64, dry bool) (api.R
 			set.add(liveRef{id: r.ID, epoch: r.Epoch, next: unixMs(r.NextAttemptAt), expires: unixMs(r.ExpiresAt),
 				failures: int32(min(r.Failures, math.MaxInt32)), prio: int32(max(min(r.Priority, math.MaxInt32), math.MinInt32)),
 				sink: i, sending: r.State == queue.StateSending})
+		}
+		if progress != nil {
+			progress(set.n)
 		}
 	})
 	if err != nil {

@@ -135,7 +135,7 @@ func TestRecoverDryRunChangesNothing(t *testing.T) {
 		f := newPassFixture(t)
 		s := newService(t, parityConfig(), f.store, f.sinks)
 		before, _ := f.store.List(context.Background(), queue.Filter{Limit: 1000})
-		rep, err := s.RecoverDryRun(context.Background())
+		rep, err := s.RecoverDryRun(context.Background(), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -235,6 +235,26 @@ func TestRecoveryBudgetDefersWithoutCharge(t *testing.T) {
 			if e := mustGet(t, m, id); e.State != queue.StateDelivered || e.Failures != 1 {
 				t.Fatalf("entry after runtime: %+v", e)
 			}
+		}
+	})
+}
+
+// A dry run over more than a page of live entries reports its progress after each page.
+func TestRecoverDryRunProgress(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := queuetest.NewMemory()
+		for i := range livePage*2 + 17 {
+			m.Put(queue.Entry{Sink: "hook", Key: fmt.Sprint("k", i), State: queue.StatePending, Payload: []byte("x"),
+				CreatedAt: time.Now(), NextAttemptAt: time.Now().Add(time.Hour)})
+		}
+		s := newService(t, parityConfig(), m, map[string]Sink{"hook": &fakeSink{}})
+		var seen []int
+		rep, err := s.RecoverDryRun(context.Background(), func(n int) { seen = append(seen, n) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := []int{livePage, livePage * 2, livePage*2 + 17}; !reflect.DeepEqual(seen, want) || rep.Scanned != want[2] {
+			t.Fatalf("progress %v, scanned %d; want %v", seen, rep.Scanned, want)
 		}
 	})
 }

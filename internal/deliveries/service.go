@@ -176,7 +176,7 @@ func (s *Service) Run(ctx context.Context) error {
 	// what the pass leaves pending instead of reading the store again.
 	s.rt.open(epoch)
 	defer s.rt.close()
-	sum, view, err := s.recoverPass(ctx, epoch, false)
+	sum, view, err := s.recoverPass(ctx, epoch, false, nil)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil
