@@ -34,8 +34,9 @@ func fakeSchedd(t *testing.T, sock, marker string, old int) {
 }
 
 // TestRespawnHelperCommand: the hidden command hands its flags to handoff.TaskHelper and
-// asks the schedd on --socket for its pid (the helper's logic is proved in
-// internal/handoff); without --wait-pid or a command it is a usage error.
+// judges success by the pid of the schedd that answers on --socket (R-INIT-07; the
+// helper's logic is proved in internal/handoff); without --wait-pid or a command it is a
+// usage error.
 func TestRespawnHelperCommand(t *testing.T) {
 	gone := exec.Command("true")
 	if err := gone.Run(); err != nil {
