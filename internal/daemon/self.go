@@ -17,7 +17,7 @@ func (d *Daemon) RestartDaemon(ctx context.Context) (api.SelfRespawn, error) {
 		Environ:        d.opts.Environ,
 		ServiceManager: d.opts.ServiceManager,
 		Socket:         d.opts.Socket,
-		ConfigPath:     d.config().Path,
+		ConfigPath:     func() string { return d.config().Path },
 		Log:            d.log,
 		HandOver: func(x *handoff.Exit) bool {
 			select {

@@ -44,8 +44,10 @@ type Setup struct {
 	Environ        []string // the daemon's environment (os.Environ() form)
 	ServiceManager string   // --service-manager as given ("" = detect)
 	Socket         string   // the control socket, where the task helper looks for the new schedd
-	ConfigPath     string   // the config file in use ("" = none): the new binary must validate it
-	Log            *zap.Logger
+	// ConfigPath returns the config file in use ("" = none), which the new binary must
+	// validate; it is asked only once a mode that replaces schedd was chosen.
+	ConfigPath func() string
+	Log        *zap.Logger
 	// HandOver passes the exit to the daemon's main loop, which stops the gateway and
 	// then runs it; false means the daemon is already handing over or stopping.
 	HandOver func(*Exit) bool
@@ -201,8 +203,8 @@ func (s *Setup) checkBinary(ctx context.Context, exe string) error {
 	if !bytes.HasPrefix(res.Stdout, []byte("schedd ")) {
 		return fmt.Errorf("`schedd version` printed %q: not schedd", firstOutputLine(res.Stdout))
 	}
-	if s.ConfigPath != "" {
-		if _, err := run("config", "validate", s.ConfigPath); err != nil {
+	if path := s.ConfigPath(); path != "" {
+		if _, err := run("config", "validate", path); err != nil {
 			return err
 		}
 	}
