@@ -19,8 +19,8 @@ import (
 	"time"
 	"unicode/utf16"
 
+	"github.com/schedd/schedd/internal/handoff"
 	"github.com/schedd/schedd/internal/platform"
-	"github.com/schedd/schedd/internal/supervisor"
 )
 
 var update = flag.Bool("update", false, "rewrite the committed service files (go test ./cmd/schedd -run Golden -update)")
@@ -388,12 +388,12 @@ func checkRunArgs(t *testing.T, manager string, argv []string) {
 		t.Fatalf("detection with the file's flag: %+v, %v", d, err)
 	}
 	goos := map[string]string{platform.ManagerSystemd: "linux", platform.ManagerLaunchd: "darwin", platform.ManagerSchtasks: "windows"}[manager]
-	plan := supervisor.PlanSelfRespawn(supervisor.SelfInput{GOOS: goos, Manager: d.Manager, TaskName: d.TaskName})
-	want := supervisor.SelfExitForManager
+	plan := handoff.Choose(handoff.Input{GOOS: goos, Manager: d.Manager, TaskName: d.TaskName})
+	want := handoff.ExitForManager
 	if manager == platform.ManagerSchtasks {
-		want = supervisor.SelfRunTaskHelper
+		want = handoff.RunTaskHelper
 	}
-	if plan.Mode != supervisor.SelfSupervised || plan.Action != want {
+	if plan.Mode != handoff.Supervised || plan.Action != want {
 		t.Fatalf("self-restart under %s: %+v", manager, plan)
 	}
 }

@@ -48,7 +48,11 @@ const modulePath = "github.com/schedd/schedd/"
 
 // features are the packages behind the control API: the CLI reaches them only through it.
 var features = []string{"internal/daemon", "internal/supervisor", "internal/restart", "internal/heartbeat",
-	"internal/deliveries", "internal/queue", "internal/cron"}
+	"internal/deliveries", "internal/queue", "internal/cron", "internal/handoff"}
+
+// handoffMayImport is all of ours that internal/handoff imports: whatever else schedd's
+// replacement of itself needs, the daemon or the command hands it through a function.
+var handoffMayImport = []string{"internal/api", "internal/platform"}
 
 // TestLayout enforces the package rules (docs/architecture.md) with the real import graph:
 //   - os/exec, os/signal and go-systemd only in internal/platform and cmd (plus the test-only
@@ -58,7 +62,10 @@ var features = []string{"internal/daemon", "internal/supervisor", "internal/rest
 //   - internal/control imports none of the features: it describes them with internal/api;
 //   - only cmd/schedd imports the daemon, and there only to run it (run.go, and the
 //     respawn helper that waits for a daemon to hand over); the rest of the CLI is a client
-//     of the control API and imports none of the features.
+//     of the control API and imports none of the features;
+//   - internal/handoff imports of ours only internal/api and internal/platform, and only
+//     the daemon and cmd/schedd import it: the supervisor knows nothing of schedd's own
+//     replacement.
 func TestLayout(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs go list")
@@ -85,6 +92,10 @@ func TestLayout(t *testing.T) {
 				t.Errorf("%s imports %s: the control API describes the features with internal/api", p, ours)
 			case isOurs && ours == "internal/daemon" && p != "cmd/schedd":
 				t.Errorf("%s imports the daemon: only cmd/schedd may", p)
+			case isOurs && p == "internal/handoff" && !slices.Contains(handoffMayImport, ours):
+				t.Errorf("%s imports %s: it is handed what it needs through a function", p, ours)
+			case isOurs && ours == "internal/handoff" && p != "internal/daemon" && p != "cmd/schedd":
+				t.Errorf("%s imports internal/handoff: only the daemon and cmd/schedd may", p)
 			case isOurs && strings.HasPrefix(ours, "internal/testgateway"):
 				t.Errorf("%s imports the test-only fake gateway outside a test", p)
 			case isOurs && ours == "internal/queue/pgstore/pgtest":
@@ -96,7 +107,9 @@ func TestLayout(t *testing.T) {
 
 // TestCLIIsAClient: outside the files that run the daemon, no file of the command imports
 // the daemon or a feature package; it speaks to them through internal/control and
-// internal/api, as any other client would.
+// internal/api, as any other client would. The files that run the daemon may import it
+// and internal/handoff (a successor waits for its predecessor, the respawn helper brings
+// schedd back).
 func TestCLIIsAClient(t *testing.T) {
 	runsTheDaemon := []string{"run.go", "respawn_helper.go"}
 	files, err := filepath.Glob("*.go")
@@ -119,7 +132,7 @@ func TestCLIIsAClient(t *testing.T) {
 			if !isOurs || !slices.Contains(features, ours) {
 				continue
 			}
-			if ours == "internal/daemon" && slices.Contains(runsTheDaemon, name) {
+			if (ours == "internal/daemon" || ours == "internal/handoff") && slices.Contains(runsTheDaemon, name) {
 				continue
 			}
 			t.Errorf("%s imports %s: the CLI reaches it through the control API (internal/control, internal/api)", name, ours)

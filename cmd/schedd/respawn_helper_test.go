@@ -3,17 +3,15 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
-	"time"
 )
 
 // fakeSchedd answers GET /v1/status with pid old until the file marker exists, then with
@@ -35,11 +33,11 @@ func fakeSchedd(t *testing.T, sock, marker string, old int) {
 	t.Cleanup(func() { srv.Close() })
 }
 
-// TestRespawnHelper is the helper of the schtasks mode (R-INIT-07, R-INIT-08) with the
-// task replaced by a command: it waits for the old pid to be gone, runs the command, and
-// succeeds only when a schedd with another pid answers; a relaunch that never shows a new
-// pid fails after the bounded attempts.
-func TestRespawnHelper(t *testing.T) {
+// TestRespawnHelperCommand: the hidden command hands its flags to handoff.TaskHelper and
+// judges success by the pid of the schedd that answers on --socket (R-INIT-07; the
+// helper's logic is proved in internal/handoff); without --wait-pid or a command it is a
+// usage error.
+func TestRespawnHelperCommand(t *testing.T) {
 	gone := exec.Command("true")
 	if err := gone.Run(); err != nil {
 		t.Fatal(err)
@@ -50,34 +48,18 @@ func TestRespawnHelper(t *testing.T) {
 	marker := filepath.Join(dir, "started")
 	fakeSchedd(t, sock, marker, old)
 
-	o := &respawnHelperOptions{globals: &globals{socket: sock}, waitPID: old, waitMax: 10 * time.Second, attempts: 3, settle: 2 * time.Second}
-	var log bytes.Buffer
-	if err := o.run(context.Background(), []string{"touch", marker}, &log); err != nil {
-		t.Fatalf("helper: %v\n%s", err, log.String())
+	code, _, stderr := runCLI("respawn-helper", "--wait-pid", strconv.Itoa(old), "--socket", sock,
+		"--attempts", "2", "--settle", "2s", "--", "touch", marker)
+	if code != 0 || !strings.Contains(stderr, "back as pid 4242") {
+		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	if !strings.Contains(log.String(), "back as pid 4242") {
-		t.Fatalf("log: %s", log.String())
-	}
-
-	o.attempts, o.settle = 2, 50*time.Millisecond
-	log.Reset()
 	os.Remove(marker)
-	err := o.run(context.Background(), []string{"false"}, &log)
-	if err == nil || !strings.Contains(err.Error(), "after 2 runs") || strings.Count(log.String(), "exit status 1") != 2 {
-		t.Fatalf("never back: %v\n%s", err, log.String())
+	code, _, stderr = runCLI("respawn-helper", "--wait-pid", strconv.Itoa(old), "--socket", sock,
+		"--attempts", "1", "--settle", "50ms", "--", "false")
+	if code == 0 || !strings.Contains(stderr, "no new schedd answered on "+sock+" after 1 runs") {
+		t.Fatalf("never back: exit %d: %s", code, stderr)
 	}
-}
-
-// TestRespawnHelperWaitsForExit: while the old schedd lives, nothing is run.
-func TestRespawnHelperWaitsForExit(t *testing.T) {
-	dir := shortDir(t)
-	marker := filepath.Join(dir, "started")
-	o := &respawnHelperOptions{globals: &globals{socket: filepath.Join(dir, "none.sock")}, waitPID: os.Getpid(), waitMax: 100 * time.Millisecond, attempts: 1, settle: 10 * time.Millisecond}
-	err := o.run(context.Background(), []string{"touch", marker}, &bytes.Buffer{})
-	if err == nil || !strings.Contains(err.Error(), "to exit") {
-		t.Fatalf("err %v", err)
-	}
-	if _, err := os.Stat(marker); err == nil {
-		t.Fatal("the command ran while the old schedd was alive")
+	if code, _, _ := runCLI("respawn-helper", "--", "true"); code != exitUsage {
+		t.Fatalf("without --wait-pid: exit %d, want %d", code, exitUsage)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/schedd/schedd/internal/config"
 	"github.com/schedd/schedd/internal/control"
 	"github.com/schedd/schedd/internal/daemon"
+	"github.com/schedd/schedd/internal/handoff"
 	"github.com/schedd/schedd/internal/platform"
 	"github.com/schedd/schedd/internal/storeid"
 )
@@ -77,8 +78,11 @@ func (o *runOptions) run(cmd *cobra.Command, args []string) error {
 		return withCode(exitConfig, err)
 	}
 	defer log.Sync()
-	if err := daemon.AwaitPredecessor(log); err != nil { // a successor of `schedd restart --daemon`
-		return ignorePredecessorKept(err)
+	if err := handoff.AwaitPredecessor(log); err != nil { // a successor of `schedd restart --daemon`
+		if errors.Is(err, handoff.ErrPredecessorKept) {
+			return nil // the predecessor did not hand over: exit quietly
+		}
+		return err
 	}
 	inherited := platform.InheritedSockets() // gateway.sockets may pass them on (from:)
 	if err := platform.CloseInheritedOnExec(); err != nil {
@@ -138,7 +142,7 @@ func (o *runOptions) run(cmd *cobra.Command, args []string) error {
 	if errors.Is(err, storeid.ErrDamaged) {
 		return withCode(exitStore, err)
 	}
-	if errors.Is(err, daemon.ErrRespawnMe) {
+	if errors.Is(err, handoff.ErrRespawnMe) {
 		return withCode(exitRespawn, err)
 	}
 	return err

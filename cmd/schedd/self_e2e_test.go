@@ -14,8 +14,7 @@ import (
 
 	"github.com/schedd/schedd/internal/api"
 	"github.com/schedd/schedd/internal/control"
-	"github.com/schedd/schedd/internal/daemon"
-	"github.com/schedd/schedd/internal/supervisor"
+	"github.com/schedd/schedd/internal/handoff"
 )
 
 // startDaemonToFile is startDaemon with schedd's output in a file: a detached successor
@@ -106,7 +105,7 @@ func TestE2ESelfRespawnSpawned(t *testing.T) {
 	oldPID, oldGateway := d.cmd.Process.Pid, st.Gateway.PID
 
 	res := restartDaemon(t, d.socket)
-	if res.Mode != string(supervisor.SelfSpawned) || res.PID <= 0 || res.PID == oldPID {
+	if res.Mode != string(handoff.Spawned) || res.PID <= 0 || res.PID == oldPID {
 		t.Fatalf("result %+v, want spawned with the successor's pid", res)
 	}
 	succ := res.PID
@@ -134,7 +133,7 @@ func TestE2ESelfRespawnSpawned(t *testing.T) {
 		t.Fatal("the successor runs in the test's process group, not detached")
 	}
 	newGateway := st.Gateway.PID
-	if env := readFile(t, "/proc/"+strconv.Itoa(newGateway)+"/environ"); strings.Contains(env, daemon.EnvRespawnFD) || strings.Contains(env, daemon.EnvRespawnPID) {
+	if env := readFile(t, "/proc/"+strconv.Itoa(newGateway)+"/environ"); strings.Contains(env, handoff.EnvRespawnFD) || strings.Contains(env, handoff.EnvRespawnPID) {
 		t.Errorf("the new gateway inherited the hand-over variables")
 	}
 
@@ -161,7 +160,7 @@ func TestE2ESelfRespawnCheckFails(t *testing.T) {
 		t.Fatal(err)
 	}
 	res := restartDaemon(t, d.socket)
-	if res.Mode != string(supervisor.SelfFailed) || !strings.Contains(res.Detail, "config validate") || !strings.Contains(res.Detail, "keeps running") {
+	if res.Mode != string(handoff.Failed) || !strings.Contains(res.Detail, "config validate") || !strings.Contains(res.Detail, "keeps running") {
 		t.Fatalf("result %+v, want failed naming the config check", res)
 	}
 	time.Sleep(200 * time.Millisecond)
@@ -179,7 +178,7 @@ func TestE2ESelfRespawnCheckFails(t *testing.T) {
 func TestE2ESelfRespawnDisabled(t *testing.T) {
 	d, _ := startDaemonToFile(t, daemonOpts{gateway: []string{}, env: []string{"SCHEDD_NO_RESPAWN=1"}})
 	d.waitFor("ready", func(g api.Gateway) bool { return g.State == api.GatewayReady })
-	if res := restartDaemon(t, d.socket); res.Mode != string(supervisor.SelfDisabled) || res.PID != 0 {
+	if res := restartDaemon(t, d.socket); res.Mode != string(handoff.Disabled) || res.PID != 0 {
 		t.Fatalf("result %+v, want disabled", res)
 	}
 	if st, err := d.status(); err != nil || st.Schedd.PID != d.cmd.Process.Pid {

@@ -22,6 +22,7 @@ import (
 	"github.com/schedd/schedd/internal/config"
 	"github.com/schedd/schedd/internal/control"
 	"github.com/schedd/schedd/internal/deliveries"
+	"github.com/schedd/schedd/internal/handoff"
 	"github.com/schedd/schedd/internal/heartbeat"
 	"github.com/schedd/schedd/internal/metrics"
 	"github.com/schedd/schedd/internal/platform"
@@ -96,9 +97,9 @@ type Daemon struct {
 	metrics   *metrics.Metrics
 	metricsLn net.Listener
 
-	stopc    chan string  // stop requests from the control API
-	handoffc chan handoff // a replacement of schedd itself, once the gateway is stopped
-	self     selfRespawn  // one replacement of schedd itself at a time (self.go)
+	stopc    chan string        // stop requests from the control API
+	handoffc chan *handoff.Exit // a replacement of schedd itself, once the gateway is stopped
+	self     handoff.Replacer   // one replacement of schedd itself at a time (self.go)
 }
 
 // component is a background part of the daemon with its own lifecycle. run blocks until
@@ -114,18 +115,6 @@ type component struct {
 	prepare func(*config.Config) (commit func(), err error)
 }
 
-// handoff is the last act of a daemon that replaces itself: after the gateway has been
-// stopped, run is called and its error ends Run (ErrRespawnMe asks the service manager for
-// a fresh process).
-type handoff struct {
-	why string
-	run func() error
-}
-
-// ErrRespawnMe ends Run when schedd hands its own respawn to the service manager: the
-// process exits with code 75, which the generated units treat as "start me again".
-var ErrRespawnMe = errors.New("schedd exits so that its service manager starts a fresh process")
-
 // Run runs the daemon until a stop signal (or ctx ends): the gateway is stopped gracefully
 // and Run returns nil. Errors before the gateway could be supervised are returned: a held
 // lock as *platform.LockedError, a live socket as control.ErrInUse.
@@ -137,7 +126,7 @@ func Run(ctx context.Context, opts Options) error {
 		opts.Notifier = platform.SdNotifier{}
 	}
 	d := &Daemon{opts: opts, log: opts.Logger, startedAt: time.Now(), cfg: opts.Config,
-		stopc: make(chan string, 1), handoffc: make(chan handoff, 1)}
+		stopc: make(chan string, 1), handoffc: make(chan *handoff.Exit, 1)}
 	return d.run(ctx)
 }
 
@@ -288,7 +277,7 @@ func (d *Daemon) run(ctx context.Context) error {
 		stopSup()
 	}
 	var supErr error
-	var last *handoff
+	var last *handoff.Exit
 loop:
 	for {
 		select {
@@ -300,8 +289,8 @@ loop:
 			stop(why)
 		case h := <-d.handoffc:
 			if !stopping {
-				last = &h
-				stop(h.why)
+				last = h
+				stop(h.Why)
 			}
 		case sig := <-o.Signals:
 			switch {
@@ -340,7 +329,7 @@ loop:
 		// Release the lock and the sockets before the successor needs them.
 		ln.Close()
 		lock.Close()
-		return last.run()
+		return last.Run() // handoff.ErrRespawnMe asks the service manager for a fresh process
 	}
 	return err
 }

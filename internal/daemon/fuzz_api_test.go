@@ -21,6 +21,7 @@ import (
 	"github.com/schedd/schedd/internal/config"
 	"github.com/schedd/schedd/internal/control"
 	"github.com/schedd/schedd/internal/deliveries"
+	"github.com/schedd/schedd/internal/handoff"
 	"github.com/schedd/schedd/internal/heartbeat"
 	"github.com/schedd/schedd/internal/queue"
 	"github.com/schedd/schedd/internal/queue/queuetest"
@@ -174,7 +175,7 @@ func FuzzRestartRequest_RINPUT16(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		synctest.Test(t, func(t *testing.T) {
-			d := &Daemon{log: zap.NewNop(), opts: Options{Environ: []string{EnvNoRespawn + "=1"}}}
+			d := &Daemon{log: zap.NewNop(), opts: Options{Environ: []string{handoff.EnvNoRespawn + "=1"}}}
 			d.coord = restart.New(restart.Config{Cooldown: 0}, noRestart{}, nil, restart.Hooks{})
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan error, 1)

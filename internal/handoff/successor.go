@@ -1,4 +1,4 @@
-package daemon
+package handoff
 
 import (
 	"errors"
@@ -9,6 +9,17 @@ import (
 	"strings"
 
 	"go.uber.org/zap"
+)
+
+// The environment of a successor started in the spawned mode (see AwaitPredecessor).
+const (
+	// EnvRespawnFD names the fd on which the predecessor writes "go" once it has stopped
+	// the gateway and released the lock; its exit closes the pipe.
+	EnvRespawnFD = "SCHEDD_RESPAWN_FD"
+	// EnvRespawnPID is the predecessor's pid, for the log.
+	EnvRespawnPID = "SCHEDD_RESPAWN_PID"
+	// EnvNoRespawn disables the replacement of schedd by itself (truthy: 1, true, yes, on).
+	EnvNoRespawn = "SCHEDD_NO_RESPAWN"
 )
 
 // ErrPredecessorKept means the schedd that started this one as its successor did not hand
