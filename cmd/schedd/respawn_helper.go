@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/schedd/schedd/internal/control"
+	"github.com/schedd/schedd/internal/client"
 	"github.com/schedd/schedd/internal/daemon"
 	"github.com/schedd/schedd/internal/platform"
 )
@@ -84,7 +84,7 @@ func (o *respawnHelperOptions) run(ctx context.Context, argv []string, log io.Wr
 }
 
 // newSchedd polls the control socket for up to o.settle for a schedd other than the old one.
-func (o *respawnHelperOptions) newSchedd(ctx context.Context, client *control.Client) (int, bool) {
+func (o *respawnHelperOptions) newSchedd(ctx context.Context, client *client.Client) (int, bool) {
 	deadline := time.NewTimer(o.settle)
 	defer deadline.Stop()
 	tick := time.NewTicker(100 * time.Millisecond)

@@ -5,12 +5,12 @@ import (
 	"time"
 
 	"github.com/schedd/schedd/internal/api"
-	"github.com/schedd/schedd/internal/control"
 	"github.com/schedd/schedd/internal/restart"
+	"github.com/schedd/schedd/internal/server"
 )
 
 // routes adds the endpoints beyond status to the control API.
-func (d *Daemon) routes(srv *control.Server) {
+func (d *Daemon) routes(srv *server.Server) {
 	srv.Handle("POST /v1/stop", d.apiStop)
 	srv.HandleLong("POST /v1/restart", d.apiRestart)
 	srv.HandleLong("GET /v1/logs", d.apiLogs)
@@ -22,21 +22,21 @@ func (d *Daemon) apiStop(w http.ResponseWriter, r *http.Request) {
 	case d.stopc <- "stop requested through the control API":
 	default: // a stop is already on its way
 	}
-	control.WriteJSON(w, http.StatusAccepted, api.StopReply{Stopping: true})
+	server.WriteJSON(w, http.StatusAccepted, api.StopReply{Stopping: true})
 }
 
 func (d *Daemon) apiRestart(w http.ResponseWriter, r *http.Request) {
 	var req api.RestartRequest
-	if !control.DecodeJSON(w, r, &req) {
+	if !server.DecodeJSON(w, r, &req) {
 		return
 	}
 	if req.Daemon {
 		res, err := d.RestartDaemon(r.Context())
 		if err != nil {
-			control.WriteError(w, http.StatusConflict, api.CodeConflict, err.Error())
+			server.WriteError(w, http.StatusConflict, api.CodeConflict, err.Error())
 			return
 		}
-		control.WriteJSON(w, http.StatusAccepted, api.RestartReply{Daemon: &res})
+		server.WriteJSON(w, http.StatusAccepted, api.RestartReply{Daemon: &res})
 		return
 	}
 	rr := restart.Request{Reason: req.Reason, Source: api.SourceAPI, Now: req.Now}
@@ -46,7 +46,7 @@ func (d *Daemon) apiRestart(w http.ResponseWriter, r *http.Request) {
 	if req.MaxWait != "" {
 		mw, err := time.ParseDuration(req.MaxWait)
 		if err != nil || mw <= 0 {
-			control.WriteError(w, http.StatusBadRequest, api.CodeBadRequest, "max_wait: want a positive Go duration like 30s or 5m, got "+req.MaxWait)
+			server.WriteError(w, http.StatusBadRequest, api.CodeBadRequest, "max_wait: want a positive Go duration like 30s or 5m, got "+req.MaxWait)
 			return
 		}
 		rr.MaxWait = mw
@@ -54,7 +54,7 @@ func (d *Daemon) apiRestart(w http.ResponseWriter, r *http.Request) {
 	if req.Delay != "" {
 		dl, err := time.ParseDuration(req.Delay)
 		if err != nil || dl < 0 || dl > restart.MaxDelay {
-			control.WriteError(w, http.StatusBadRequest, api.CodeBadRequest, "delay: want a Go duration from 0s to 60s, got "+req.Delay)
+			server.WriteError(w, http.StatusBadRequest, api.CodeBadRequest, "delay: want a Go duration from 0s to 60s, got "+req.Delay)
 			return
 		}
 		rr.Delay = &dl
@@ -63,20 +63,20 @@ func (d *Daemon) apiRestart(w http.ResponseWriter, r *http.Request) {
 	case "", restart.MethodRespawn, restart.MethodSignal:
 		rr.Method = m
 	default:
-		control.WriteError(w, http.StatusBadRequest, api.CodeBadRequest, "method: want respawn or signal, got "+req.Method)
+		server.WriteError(w, http.StatusBadRequest, api.CodeBadRequest, "method: want respawn or signal, got "+req.Method)
 		return
 	}
 	tk := d.coord.Request(rr)
 	reply := api.RestartReply{Coalesced: tk.Coalesced, Pending: &tk.Pending}
 	if !req.Wait {
-		control.WriteJSON(w, http.StatusAccepted, reply)
+		server.WriteJSON(w, http.StatusAccepted, reply)
 		return
 	}
 	res, err := tk.Wait(r.Context())
 	if err != nil {
-		control.WriteError(w, http.StatusServiceUnavailable, api.CodeUnavailable, err.Error())
+		server.WriteError(w, http.StatusServiceUnavailable, api.CodeUnavailable, err.Error())
 		return
 	}
 	reply.Result = &res
-	control.WriteJSON(w, http.StatusOK, reply)
+	server.WriteJSON(w, http.StatusOK, reply)
 }

@@ -14,9 +14,9 @@ import (
 	"unicode/utf8"
 
 	"github.com/schedd/schedd/internal/api"
-	"github.com/schedd/schedd/internal/control"
 	"github.com/schedd/schedd/internal/deliveries"
 	"github.com/schedd/schedd/internal/queue"
+	"github.com/schedd/schedd/internal/server"
 )
 
 type deliveriesAPI struct {
@@ -26,7 +26,7 @@ type deliveriesAPI struct {
 	maxBody int // control.max_body, for the error of a batch over its bounds
 }
 
-func (a *deliveriesAPI) routes(srv *control.Server) {
+func (a *deliveriesAPI) routes(srv *server.Server) {
 	srv.Handle("POST /v1/deliveries", a.enqueue)
 	srv.Handle("GET /v1/deliveries", a.list)
 	srv.Handle("POST /v1/deliveries/purge", a.purge)
@@ -47,7 +47,7 @@ func (a *deliveriesAPI) enqueue(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req api.DeliveryRequest
-	if !control.DecodeJSON(w, r, &req) {
+	if !server.DecodeJSON(w, r, &req) {
 		return
 	}
 	msg := requestText(body)
@@ -64,11 +64,11 @@ func (a *deliveriesAPI) enqueue(w http.ResponseWriter, r *http.Request) {
 			if created {
 				code = http.StatusCreated
 			}
-			control.WriteJSON(w, code, api.EnqueueReply{Created: created, Delivery: view(e, false)})
+			server.WriteJSON(w, code, api.EnqueueReply{Created: created, Delivery: view(e, false)})
 			return
 		}
 	}
-	control.WriteError(w, http.StatusBadRequest, api.CodeBadRequest, msg)
+	server.WriteError(w, http.StatusBadRequest, api.CodeBadRequest, msg)
 }
 
 // enqueueBatch stores the entries of a JSON array in one commit and answers 200 with one
@@ -79,15 +79,15 @@ func (a *deliveriesAPI) enqueue(w http.ResponseWriter, r *http.Request) {
 // request, and then nothing was stored.
 func (a *deliveriesAPI) enqueueBatch(w http.ResponseWriter, r *http.Request, body []byte) {
 	var reqs []api.DeliveryRequest
-	if !control.DecodeJSON(w, r, &reqs) {
+	if !server.DecodeJSON(w, r, &reqs) {
 		return
 	}
 	switch {
 	case len(reqs) == 0:
-		control.WriteError(w, http.StatusBadRequest, api.CodeBadRequest, "the array of deliveries is empty: give at least one")
+		server.WriteError(w, http.StatusBadRequest, api.CodeBadRequest, "the array of deliveries is empty: give at least one")
 		return
 	case len(reqs) > api.MaxBatch:
-		control.WriteError(w, http.StatusRequestEntityTooLarge, api.CodeTooLarge,
+		server.WriteError(w, http.StatusRequestEntityTooLarge, api.CodeTooLarge,
 			fmt.Sprintf("%d deliveries in one request: a batch holds at most %d (and its body at most %d bytes, control.max_body); "+
 				"nothing was stored: send them in several requests", len(reqs), api.MaxBatch, a.maxBody))
 		return
@@ -133,7 +133,7 @@ func (a *deliveriesAPI) enqueueBatch(w http.ResponseWriter, r *http.Request, bod
 			rep.Existing++
 		}
 	}
-	control.WriteJSON(w, http.StatusOK, rep)
+	server.WriteJSON(w, http.StatusOK, rep)
 }
 
 // requestFields are the fields of api.DeliveryRequest, as error messages begin with them.
@@ -197,14 +197,14 @@ func (a *deliveriesAPI) list(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	f := queue.Filter{State: queue.State(q.Get("state")), Sink: q.Get("sink"), Limit: 100}
 	if f.State != "" && !f.State.Valid() {
-		control.WriteError(w, http.StatusBadRequest, api.CodeBadRequest,
+		server.WriteError(w, http.StatusBadRequest, api.CodeBadRequest,
 			"state: want pending, sending, delivered or dead, got "+strconv.Quote(string(f.State)))
 		return
 	}
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > 1000 {
-			control.WriteError(w, http.StatusBadRequest, api.CodeBadRequest, "limit: want a number from 1 to 1000, got "+strconv.Quote(v))
+			server.WriteError(w, http.StatusBadRequest, api.CodeBadRequest, "limit: want a number from 1 to 1000, got "+strconv.Quote(v))
 			return
 		}
 		f.Limit = n
@@ -212,7 +212,7 @@ func (a *deliveriesAPI) list(w http.ResponseWriter, r *http.Request) {
 	if v := q.Get("cursor"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n < 0 {
-			control.WriteError(w, http.StatusBadRequest, api.CodeBadRequest, "cursor: want the next_cursor of the previous page, got "+strconv.Quote(v))
+			server.WriteError(w, http.StatusBadRequest, api.CodeBadRequest, "cursor: want the next_cursor of the previous page, got "+strconv.Quote(v))
 			return
 		}
 		f.AfterID = n
@@ -229,7 +229,7 @@ func (a *deliveriesAPI) list(w http.ResponseWriter, r *http.Request) {
 	if len(list) == f.Limit {
 		out.NextCursor = list[len(list)-1].ID
 	}
-	control.WriteJSON(w, http.StatusOK, out)
+	server.WriteJSON(w, http.StatusOK, out)
 }
 
 // pathID reads the {id} of the path; false after writing the 400 reply.
@@ -237,7 +237,7 @@ func pathID(w http.ResponseWriter, r *http.Request) (int64, bool) {
 	v := r.PathValue("id")
 	id, err := strconv.ParseInt(v, 10, 64)
 	if err != nil || id <= 0 {
-		control.WriteError(w, http.StatusBadRequest, api.CodeBadRequest, "id: want a delivery id (a positive number), got "+strconv.Quote(v))
+		server.WriteError(w, http.StatusBadRequest, api.CodeBadRequest, "id: want a delivery id (a positive number), got "+strconv.Quote(v))
 		return 0, false
 	}
 	return id, true
@@ -253,7 +253,7 @@ func (a *deliveriesAPI) get(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, err)
 		return
 	}
-	control.WriteJSON(w, http.StatusOK, view(e, true))
+	server.WriteJSON(w, http.StatusOK, view(e, true))
 }
 
 func (a *deliveriesAPI) drop(w http.ResponseWriter, r *http.Request) {
@@ -265,7 +265,7 @@ func (a *deliveriesAPI) drop(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, err)
 		return
 	}
-	control.WriteJSON(w, http.StatusOK, api.DropReply{Dropped: id})
+	server.WriteJSON(w, http.StatusOK, api.DropReply{Dropped: id})
 }
 
 func (a *deliveriesAPI) retry(w http.ResponseWriter, r *http.Request) {
@@ -278,19 +278,19 @@ func (a *deliveriesAPI) retry(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, err)
 		return
 	}
-	control.WriteJSON(w, http.StatusOK, view(e, false))
+	server.WriteJSON(w, http.StatusOK, view(e, false))
 }
 
 func (a *deliveriesAPI) purge(w http.ResponseWriter, r *http.Request) {
 	var req api.PurgeRequest
-	if !control.DecodeJSON(w, r, &req) {
+	if !server.DecodeJSON(w, r, &req) {
 		return
 	}
 	if req.State == "" {
 		req.State = api.DeliveryDead
 	}
 	if req.State != api.DeliveryDead && req.State != api.DeliveryDelivered {
-		control.WriteError(w, http.StatusBadRequest, api.CodeBadRequest,
+		server.WriteError(w, http.StatusBadRequest, api.CodeBadRequest,
 			"state: want dead or delivered, got "+strconv.Quote(string(req.State)))
 		return
 	}
@@ -298,14 +298,14 @@ func (a *deliveriesAPI) purge(w http.ResponseWriter, r *http.Request) {
 	if req.OlderThan != "" {
 		d, err := time.ParseDuration(req.OlderThan)
 		if err != nil || d < 0 {
-			control.WriteError(w, http.StatusBadRequest, api.CodeBadRequest,
+			server.WriteError(w, http.StatusBadRequest, api.CodeBadRequest,
 				"older_than: want a Go duration like 72h, got "+strconv.Quote(req.OlderThan))
 			return
 		}
 		older = d
 	}
 	if req.Limit < 0 || req.Limit > api.MaxPurgeLimit {
-		control.WriteError(w, http.StatusBadRequest, api.CodeBadRequest,
+		server.WriteError(w, http.StatusBadRequest, api.CodeBadRequest,
 			fmt.Sprintf("limit: want 0 (all) or a number from 1 to %d, got %d", api.MaxPurgeLimit, req.Limit))
 		return
 	}
@@ -314,16 +314,16 @@ func (a *deliveriesAPI) purge(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, err)
 		return
 	}
-	control.WriteJSON(w, http.StatusOK, api.PurgeReply{Purged: n})
+	server.WriteJSON(w, http.StatusOK, api.PurgeReply{Purged: n})
 }
 
 func (a *deliveriesAPI) recover(w http.ResponseWriter, r *http.Request) {
 	var req api.RecoverRequest
-	if !control.DecodeJSON(w, r, &req) {
+	if !server.DecodeJSON(w, r, &req) {
 		return
 	}
 	if !req.DryRun {
-		control.WriteError(w, http.StatusBadRequest, api.CodeBadRequest,
+		server.WriteError(w, http.StatusBadRequest, api.CodeBadRequest,
 			`dry_run: only {"dry_run": true} is supported: the recovery pass runs at every start of schedd, `+
 				"and the runtime keeps every pending entry armed after it")
 		return
@@ -333,7 +333,7 @@ func (a *deliveriesAPI) recover(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, err)
 		return
 	}
-	control.WriteJSON(w, http.StatusOK, rep)
+	server.WriteJSON(w, http.StatusOK, rep)
 }
 
 func (a *deliveriesAPI) sinkList() string {
@@ -350,7 +350,7 @@ func (a *deliveriesAPI) writeError(w http.ResponseWriter, err error) {
 }
 
 func writeAPIError(w http.ResponseWriter, e *api.Error) {
-	control.WriteError(w, e.Status, e.Code, e.Message)
+	server.WriteError(w, e.Status, e.Code, e.Message)
 }
 
 // enqueueError is errorReply for an enqueue of an entry for sink.

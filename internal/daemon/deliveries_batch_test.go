@@ -15,10 +15,11 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/schedd/schedd/internal/api"
+	"github.com/schedd/schedd/internal/client"
 	"github.com/schedd/schedd/internal/config"
-	"github.com/schedd/schedd/internal/control"
 	"github.com/schedd/schedd/internal/deliveries"
 	"github.com/schedd/schedd/internal/queue"
+	"github.com/schedd/schedd/internal/server"
 )
 
 // serveEnqueue serves the delivery endpoints of a service on store, whose only sink
@@ -36,11 +37,11 @@ func serveEnqueue(tb testing.TB, store queue.Store, maxBody int64, run bool) str
 		tb.Fatal(err)
 	}
 	sock := filepath.Join(dir, "s.sock")
-	ln, err := control.Listen(sock, 0o600)
+	ln, err := server.Listen(sock, 0o600)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	srv := control.NewServer(control.ServerOptions{Backend: statusNone{}, MaxBody: maxBody})
+	srv := server.New(server.Options{Backend: statusNone{}, MaxBody: maxBody})
 	(&deliveriesAPI{svc: svc, path: "q.db", maxBody: int(maxBody), limits: deliveryLimits{entries: 3}}).routes(srv)
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -135,7 +136,7 @@ func TestEnqueueBatchOneCommit(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { store.Close() })
-	cl := control.NewClient(serveEnqueue(t, store, control.DefaultMaxBody, false))
+	cl := client.New(serveEnqueue(t, store, server.DefaultMaxBody, false))
 	defer cl.Close()
 	batch := func(n int, prefix string) []api.DeliveryRequest {
 		rs := make([]api.DeliveryRequest, n)

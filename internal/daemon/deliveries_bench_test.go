@@ -12,9 +12,10 @@ import (
 	"testing"
 
 	"github.com/schedd/schedd/internal/api"
-	"github.com/schedd/schedd/internal/control"
+	"github.com/schedd/schedd/internal/client"
 	"github.com/schedd/schedd/internal/deliveries"
 	"github.com/schedd/schedd/internal/queue"
+	"github.com/schedd/schedd/internal/server"
 )
 
 // waitingSink is never ready: entries wait, so the benchmark measures the enqueue path.
@@ -34,7 +35,7 @@ func BenchmarkEnqueueAPI(b *testing.B) {
 				b.Fatal(err)
 			}
 			b.Cleanup(func() { store.Close() })
-			hc := control.NewClient(serveEnqueue(b, store, control.DefaultMaxBody, true)).HTTP
+			hc := client.New(serveEnqueue(b, store, server.DefaultMaxBody, true)).HTTP
 			payload := string(bytes.Repeat([]byte{'x'}, 256))
 			var n atomic.Int64
 			b.SetParallelism(clients)

@@ -18,9 +18,10 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/schedd/schedd/internal/api"
+	"github.com/schedd/schedd/internal/client"
 	"github.com/schedd/schedd/internal/config"
-	"github.com/schedd/schedd/internal/control"
 	"github.com/schedd/schedd/internal/queue"
+	"github.com/schedd/schedd/internal/server"
 )
 
 // hookServer is an HTTP sink destination that records what it receives and answers with
@@ -62,7 +63,7 @@ func (h *hookServer) requests() ([]*http.Request, []string) {
 type deliveryDaemon struct {
 	d    *Daemon
 	comp *component
-	cl   *control.Client
+	cl   *client.Client
 }
 
 func (dd *deliveryDaemon) Status(ctx context.Context) api.Status {
@@ -85,18 +86,18 @@ func startDeliveries(t *testing.T, cfg *config.Config) *deliveryDaemon {
 	}
 	dd := &deliveryDaemon{d: d, comp: comp}
 	sock := filepath.Join(dir, "s.sock")
-	ln, err := control.Listen(sock, 0o600)
+	ln, err := server.Listen(sock, 0o600)
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := control.NewServer(control.ServerOptions{Backend: dd, MaxBody: int64(cfg.Control.MaxBody)})
+	srv := server.New(server.Options{Backend: dd, MaxBody: int64(cfg.Control.MaxBody)})
 	comp.routes(srv)
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Go(func() { _ = srv.Serve(ctx, ln) })
 	wg.Go(func() { _ = comp.run(ctx) })
 	t.Cleanup(func() { cancel(); wg.Wait(); ln.Close() })
-	dd.cl = control.NewClient(sock)
+	dd.cl = client.New(sock)
 	return dd
 }
 
@@ -174,7 +175,7 @@ type postError struct {
 }
 
 // postErrors posts each body and checks the error reply.
-func postErrors(t *testing.T, cl *control.Client, cases []postError) {
+func postErrors(t *testing.T, cl *client.Client, cases []postError) {
 	t.Helper()
 	for _, tc := range cases {
 		err := cl.Do(t.Context(), http.MethodPost, "/v1/deliveries", tc.body, nil)

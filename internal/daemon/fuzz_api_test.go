@@ -19,16 +19,16 @@ import (
 
 	"github.com/schedd/schedd/internal/api"
 	"github.com/schedd/schedd/internal/config"
-	"github.com/schedd/schedd/internal/control"
 	"github.com/schedd/schedd/internal/deliveries"
 	"github.com/schedd/schedd/internal/heartbeat"
 	"github.com/schedd/schedd/internal/queue"
 	"github.com/schedd/schedd/internal/queue/queuetest"
 	"github.com/schedd/schedd/internal/restart"
+	"github.com/schedd/schedd/internal/server"
 )
 
 // The fuzz targets of the control API's request bodies (R-INPUT-16) serve each input in
-// process, through control.Server (its body cap included) and the daemon's real handlers.
+// process, through server.Server (its body cap included) and the daemon's real handlers.
 // Whatever the body, the reply is JSON and never a 5xx, an error has a code and a message,
 // and what is accepted is sound: a stored delivery can be sent (its key and header values
 // are text a header carries) and holds the data that was sent, unaltered; a restart keeps
@@ -120,7 +120,7 @@ func FuzzDeliveryEnqueue_RINPUT16(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	srv := control.NewServer(control.ServerOptions{Backend: statusNone{}, MaxBody: 64 << 10})
+	srv := server.New(server.Options{Backend: statusNone{}, MaxBody: 64 << 10})
 	(&deliveriesAPI{svc: svc, path: "q.db", maxBody: 64 << 10, limits: deliveryLimits{entries: queue.DefaultMaxEntries}}).routes(srv)
 	f.Fuzz(func(t *testing.T, body []byte) {
 		code, out := fuzzServe(t, srv, http.MethodPost, "/v1/deliveries", body)
@@ -180,7 +180,7 @@ func FuzzRestartRequest_RINPUT16(f *testing.F) {
 			done := make(chan error, 1)
 			go func() { done <- d.coord.Run(ctx) }()
 			defer func() { cancel(); <-done }()
-			srv := control.NewServer(control.ServerOptions{Backend: statusNone{}, MaxBody: 64 << 10})
+			srv := server.New(server.Options{Backend: statusNone{}, MaxBody: 64 << 10})
 			srv.HandleLong("POST /v1/restart", d.apiRestart)
 
 			code, out := fuzzServe(t, srv, http.MethodPost, "/v1/restart", body)
@@ -228,7 +228,7 @@ func FuzzHeartbeatWake_RINPUT16(f *testing.F) {
 	var wg sync.WaitGroup
 	wg.Go(func() { _ = svc.Run(ctx) })
 	f.Cleanup(func() { cancel(); wg.Wait() })
-	srv := control.NewServer(control.ServerOptions{Backend: statusOnly{svc}, MaxBody: 64 << 10})
+	srv := server.New(server.Options{Backend: statusOnly{svc}, MaxBody: 64 << 10})
 	heartbeatAPI{svc: svc}.routes(srv)
 	f.Fuzz(func(t *testing.T, body []byte) {
 		fuzzServe(t, srv, http.MethodPost, "/v1/heartbeat/wake", body)
@@ -259,7 +259,7 @@ cron:
 		f.Fatal(err)
 	}
 	cd := &cronDaemon{d: &Daemon{opts: Options{StateDir: dir, Config: cfg}, log: zap.NewNop(), cfg: cfg}, dir: dir}
-	srv := control.NewServer(control.ServerOptions{Backend: cd, MaxBody: 64 << 10})
+	srv := server.New(server.Options{Backend: cd, MaxBody: 64 << 10})
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	f.Cleanup(func() { cancel(); wg.Wait() })

@@ -16,10 +16,10 @@ import (
 
 	"github.com/schedd/schedd/internal/api"
 	"github.com/schedd/schedd/internal/config"
-	"github.com/schedd/schedd/internal/control"
 	"github.com/schedd/schedd/internal/heartbeat"
 	"github.com/schedd/schedd/internal/platform"
 	"github.com/schedd/schedd/internal/restart"
+	"github.com/schedd/schedd/internal/server"
 )
 
 // setupHeartbeat builds the heartbeat component: the service runs heartbeat.* from the
@@ -242,18 +242,18 @@ const (
 // heartbeatAPI serves the heartbeat endpoints of the control API.
 type heartbeatAPI struct{ svc *heartbeat.Service }
 
-func (h heartbeatAPI) routes(srv *control.Server) {
+func (h heartbeatAPI) routes(srv *server.Server) {
 	srv.Handle("POST /v1/heartbeat/wake", h.wake)
 	srv.Handle("PUT /v1/heartbeat/enabled", h.enabled)
 }
 
 func (h heartbeatAPI) wake(w http.ResponseWriter, r *http.Request) {
 	var req api.HeartbeatWakeRequest
-	if !control.DecodeJSON(w, r, &req) {
+	if !server.DecodeJSON(w, r, &req) {
 		return
 	}
 	bad := func(format string, args ...any) {
-		control.WriteError(w, http.StatusBadRequest, api.CodeBadRequest, fmt.Sprintf(format, args...))
+		server.WriteError(w, http.StatusBadRequest, api.CodeBadRequest, fmt.Sprintf(format, args...))
 	}
 	req.Agent = strings.TrimSpace(req.Agent)
 	req.Session = strings.TrimSpace(req.Session)
@@ -286,31 +286,31 @@ func (h heartbeatAPI) wake(w http.ResponseWriter, r *http.Request) {
 	if id != "" {
 		i := slices.IndexFunc(st.Agents, func(a api.AgentStatus) bool { return a.ID == id })
 		if i < 0 {
-			control.WriteError(w, http.StatusNotFound, api.CodeNotFound,
+			server.WriteError(w, http.StatusNotFound, api.CodeNotFound,
 				fmt.Sprintf("%s: unknown heartbeat agent %q (configured: %s)", field, id, heartbeatAgentList(st.Agents)))
 			return
 		}
 		if a := st.Agents[i]; !a.Enabled {
-			control.WriteError(w, http.StatusConflict, api.CodeConflict,
+			server.WriteError(w, http.StatusConflict, api.CodeConflict,
 				fmt.Sprintf("%s: heartbeat agent %q does not run (%s)", field, id, a.DisabledReason))
 			return
 		}
 	} else if !slices.ContainsFunc(st.Agents, func(a api.AgentStatus) bool { return a.Enabled }) {
-		control.WriteError(w, http.StatusConflict, api.CodeConflict,
+		server.WriteError(w, http.StatusConflict, api.CodeConflict,
 			"no heartbeat agent runs (give heartbeat.defaults or an agent a target; see `schedd heartbeat status`)")
 		return
 	}
 	err := h.svc.Wake(heartbeat.WakeRequest{AgentID: req.Agent, SessionKey: req.Session, Reason: req.Reason})
 	if errors.Is(err, heartbeat.ErrUnknownAgent) { // removed by a reload meanwhile
-		control.WriteError(w, http.StatusNotFound, api.CodeNotFound, "agent: "+err.Error())
+		server.WriteError(w, http.StatusNotFound, api.CodeNotFound, "agent: "+err.Error())
 		return
 	}
 	if err != nil {
-		control.WriteError(w, http.StatusInternalServerError, api.CodeInternal, err.Error())
+		server.WriteError(w, http.StatusInternalServerError, api.CodeInternal, err.Error())
 		return
 	}
 	reason := heartbeat.NormalizeReason(req.Reason)
-	control.WriteJSON(w, http.StatusAccepted, api.HeartbeatWakeReply{
+	server.WriteJSON(w, http.StatusAccepted, api.HeartbeatWakeReply{
 		Agent: req.Agent, Session: req.Session, Reason: reason, ReasonKind: string(heartbeat.KindOf(reason)),
 		CoalesceMS: heartbeat.DefaultCoalesce.Milliseconds(), Enabled: h.svc.Enabled(),
 	})
@@ -318,11 +318,11 @@ func (h heartbeatAPI) wake(w http.ResponseWriter, r *http.Request) {
 
 func (h heartbeatAPI) enabled(w http.ResponseWriter, r *http.Request) {
 	var req api.HeartbeatEnabledRequest
-	if !control.DecodeJSON(w, r, &req) {
+	if !server.DecodeJSON(w, r, &req) {
 		return
 	}
 	if req.Enabled == nil {
-		control.WriteError(w, http.StatusBadRequest, api.CodeBadRequest, `enabled: is required: {"enabled": true} or {"enabled": false}`)
+		server.WriteError(w, http.StatusBadRequest, api.CodeBadRequest, `enabled: is required: {"enabled": true} or {"enabled": false}`)
 		return
 	}
 	was := h.svc.Enabled()
@@ -331,11 +331,11 @@ func (h heartbeatAPI) enabled(w http.ResponseWriter, r *http.Request) {
 		if *req.Enabled {
 			state = "on"
 		}
-		control.WriteError(w, http.StatusInternalServerError, api.CodeInternal,
+		server.WriteError(w, http.StatusInternalServerError, api.CodeInternal,
 			fmt.Sprintf("heartbeats switched %s, but the switch was not saved and a restart would undo it: %v", state, err))
 		return
 	}
-	control.WriteJSON(w, http.StatusOK, api.HeartbeatEnabledReply{Enabled: *req.Enabled, Changed: was != *req.Enabled})
+	server.WriteJSON(w, http.StatusOK, api.HeartbeatEnabledReply{Enabled: *req.Enabled, Changed: was != *req.Enabled})
 }
 
 // heartbeatAgentList names the configured agents for an error message, at most ten of them.

@@ -17,9 +17,10 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/schedd/schedd/internal/api"
+	"github.com/schedd/schedd/internal/client"
 	"github.com/schedd/schedd/internal/config"
-	"github.com/schedd/schedd/internal/control"
 	"github.com/schedd/schedd/internal/heartbeat"
+	"github.com/schedd/schedd/internal/server"
 )
 
 // TestHeartbeatConfigMirrorsConfig: every field of the config file's heartbeat agent has a
@@ -236,7 +237,7 @@ func (l *pulseLog) run(_ context.Context, _, env []string, stdin []byte) (int, [
 }
 
 // serveHeartbeatAPI runs svc and its endpoints on a control socket and returns a client.
-func serveHeartbeatAPI(t *testing.T, svc *heartbeat.Service) *control.Client {
+func serveHeartbeatAPI(t *testing.T, svc *heartbeat.Service) *client.Client {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "hb")
 	if err != nil {
@@ -244,18 +245,18 @@ func serveHeartbeatAPI(t *testing.T, svc *heartbeat.Service) *control.Client {
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	sock := filepath.Join(dir, "s.sock")
-	ln, err := control.Listen(sock, 0o600)
+	ln, err := server.Listen(sock, 0o600)
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := control.NewServer(control.ServerOptions{Backend: statusOnly{svc}})
+	srv := server.New(server.Options{Backend: statusOnly{svc}})
 	heartbeatAPI{svc: svc}.routes(srv)
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Go(func() { _ = srv.Serve(ctx, ln) })
 	wg.Go(func() { _ = svc.Run(ctx) })
 	t.Cleanup(func() { cancel(); wg.Wait(); ln.Close() })
-	return control.NewClient(sock)
+	return client.New(sock)
 }
 
 type statusOnly struct{ svc *heartbeat.Service }

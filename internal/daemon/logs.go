@@ -8,7 +8,7 @@ import (
 	"strconv"
 
 	"github.com/schedd/schedd/internal/api"
-	"github.com/schedd/schedd/internal/control"
+	"github.com/schedd/schedd/internal/server"
 	"github.com/schedd/schedd/internal/supervisor"
 )
 
@@ -21,16 +21,16 @@ const followBatch = 256
 func (d *Daemon) apiLogs(w http.ResponseWriter, r *http.Request) {
 	n, follow, err := logsQuery(r)
 	if err != nil {
-		control.WriteError(w, http.StatusBadRequest, api.CodeBadRequest, err.Error())
+		server.WriteError(w, http.StatusBadRequest, api.CodeBadRequest, err.Error())
 		return
 	}
 	lines, next := d.output.Last(n)
 	if !follow {
 		size, total, notLogged := d.output.Stats()
-		control.WriteJSON(w, http.StatusOK, api.Logs{Lines: lines, KeepLines: size, Total: total, NotLogged: notLogged})
+		server.WriteJSON(w, http.StatusOK, api.Logs{Lines: lines, KeepLines: size, Total: total, NotLogged: notLogged})
 		return
 	}
-	s := control.NewStream(w)
+	s := server.NewStream(w)
 	for i := range lines {
 		if s.Send(api.LogEvent{Line: &lines[i]}) != nil {
 			return

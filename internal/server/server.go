@@ -1,7 +1,10 @@
-// Package control is schedd's local control API: HTTP/1.1 and JSON over a unix socket
-// that only its owner may use. The daemon serves it; every CLI command is a client of
-// exactly this API. The types that travel over it are in internal/api.
-package control
+// Package server serves schedd's control API: HTTP/1.1 and JSON over a unix socket that
+// only its owner may use. It owns the socket (binding, keeping it bound, the peer check),
+// the limits every request meets (body cap, request timeout) and the route handlers,
+// which reach the running parts of schedd through the small interfaces in backend.go.
+// Every CLI command is a client of exactly this API (internal/client); the types that
+// travel over it are in internal/api.
+package server
 
 import (
 	"context"
@@ -33,8 +36,8 @@ type Backend interface {
 	Status(ctx context.Context) api.Status
 }
 
-// ServerOptions configures a Server.
-type ServerOptions struct {
+// Options configures a Server.
+type Options struct {
 	Backend        Backend
 	Logger         *zap.Logger
 	MaxBody        int64         // request bodies above this are refused; default 1 MiB
@@ -46,12 +49,12 @@ type ServerOptions struct {
 
 // Server serves the control API.
 type Server struct {
-	opts ServerOptions
+	opts Options
 	mux  *http.ServeMux
 }
 
-// NewServer returns a server for opts.
-func NewServer(opts ServerOptions) *Server {
+// New returns a server for opts.
+func New(opts Options) *Server {
 	if opts.Logger == nil {
 		opts.Logger = zap.NewNop()
 	}
