@@ -16,6 +16,7 @@ import (
 	"github.com/schedd/schedd/internal/deliveries"
 	"github.com/schedd/schedd/internal/heartbeat"
 	"github.com/schedd/schedd/internal/queue"
+	"github.com/schedd/schedd/internal/server"
 )
 
 // cronUpdateTimeout bounds how long a reload waits for the cron loop to take the new jobs.
@@ -76,7 +77,7 @@ func (d *Daemon) setupCron() (*component, error) {
 			cs := svc.Status()
 			st.Cron = &cs
 		},
-		routes: cronAPI{svc: svc}.routes,
+		routes: func(srv *server.Server) { srv.AddCron(svc) },
 		prepare: func(next *config.Config) (func(), error) {
 			jobs, err := CronJobs(next.Cron)
 			if err != nil {

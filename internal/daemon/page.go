@@ -8,6 +8,7 @@ import (
 	"github.com/schedd/schedd/internal/cron"
 	"github.com/schedd/schedd/internal/metrics"
 	"github.com/schedd/schedd/internal/queue"
+	"github.com/schedd/schedd/internal/server"
 )
 
 // pageViews are the read-only views the status page on metrics.listen shows, read the way
@@ -46,7 +47,7 @@ func (v pageViews) DeadLetters(ctx context.Context, limit int) ([]api.Delivery, 
 	list, err := v.d.deliveries.List(ctx, queue.Filter{State: queue.StateDead, Limit: limit})
 	out := make([]api.Delivery, 0, len(list))
 	for _, e := range list {
-		out = append(out, view(e, false))
+		out = append(out, server.DeliveryView(e, false))
 	}
 	return out, err
 }

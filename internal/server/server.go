@@ -1,7 +1,9 @@
 // Package server serves schedd's control API: HTTP/1.1 and JSON over a unix socket that
 // only its owner may use. It owns the socket (binding, keeping it bound, the peer check),
-// the limits every request meets (body cap, request timeout) and the route handlers,
-// which reach the running parts of schedd through the small interfaces in backend.go.
+// the limits every request meets (body cap, request timeout) and every route's handler.
+// The handlers reach the running parts of schedd through small interfaces (Backend,
+// Lifecycle, Output, Heartbeats, Deliveries, Cron) that the daemon or its components
+// satisfy, so this package opens no store and starts nothing.
 // Every CLI command is a client of exactly this API (internal/client); the types that
 // travel over it are in internal/api.
 package server
@@ -31,7 +33,7 @@ const (
 // ErrInUse is returned by Listen when a live daemon already answers on the socket.
 var ErrInUse = errors.New("another schedd answers on the control socket")
 
-// Backend is what the daemon provides to the API.
+// Backend gives GET /v1/status its document (the daemon).
 type Backend interface {
 	Status(ctx context.Context) api.Status
 }

@@ -1,4 +1,4 @@
-package daemon
+package server
 
 import (
 	"bytes"
@@ -15,7 +15,6 @@ import (
 	"github.com/schedd/schedd/internal/client"
 	"github.com/schedd/schedd/internal/deliveries"
 	"github.com/schedd/schedd/internal/queue"
-	"github.com/schedd/schedd/internal/server"
 )
 
 // waitingSink is never ready: entries wait, so the benchmark measures the enqueue path.
@@ -35,7 +34,7 @@ func BenchmarkEnqueueAPI(b *testing.B) {
 				b.Fatal(err)
 			}
 			b.Cleanup(func() { store.Close() })
-			hc := client.New(serveEnqueue(b, store, server.DefaultMaxBody, true)).HTTP
+			hc := client.New(serveEnqueue(b, store, DefaultMaxBody, true)).HTTP
 			payload := string(bytes.Repeat([]byte{'x'}, 256))
 			var n atomic.Int64
 			b.SetParallelism(clients)

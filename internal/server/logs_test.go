@@ -1,4 +1,4 @@
-package daemon
+package server
 
 import (
 	"context"
@@ -14,7 +14,6 @@ import (
 
 	"github.com/schedd/schedd/internal/api"
 	"github.com/schedd/schedd/internal/client"
-	"github.com/schedd/schedd/internal/server"
 	"github.com/schedd/schedd/internal/supervisor"
 )
 
@@ -86,12 +85,12 @@ func serveLogs(t *testing.T, ring *supervisor.OutputRing) *client.Client {
 		t.Fatal(err)
 	}
 	sock := filepath.Join(dir, "s.sock")
-	ln, err := server.Listen(sock, 0o600)
+	ln, err := Listen(sock, 0o600)
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := server.New(server.Options{Backend: statusNone{}})
-	(&Daemon{output: ring}).routes(srv)
+	srv := New(Options{Backend: statusNone{}})
+	srv.AddLogs(ring)
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan struct{})
 	go func() { _ = srv.Serve(ctx, ln); close(served) }()
