@@ -15,6 +15,12 @@ import (
 // the control API reads them: the status of GET /v1/status, the tasks of GET /v1/tasks,
 // the dead letters of GET /v1/deliveries?state=dead and the lines of GET /v1/logs. The
 // services are set up before the page serves its first request.
+//
+// The page is not the control API: internal/metrics serves it beside the metrics on
+// metrics.listen, a TCP port for a browser, read-only and without the socket's owner
+// check, so it is not a route of internal/server. These views stay with the daemon
+// because they join its components (status, cron, deliveries, the output ring); a
+// dead letter is shown as the API shows it (server.DeliveryView).
 type pageViews struct{ d *Daemon }
 
 var _ metrics.Views = pageViews{}
