@@ -31,7 +31,7 @@ type logsAPI struct{ out Output }
 // followBatch is how many lines a follower copies out of the ring at a time.
 const followBatch = 256
 
-// apiLogs is GET /v1/logs?n=N[&follow=1]: the gateway's last n output lines (every kept
+// logs is GET /v1/logs?n=N[&follow=1]: the gateway's last n output lines (every kept
 // line without n). With follow the reply is a stream of api.LogEvent lines: those lines,
 // then each new one as it comes, until the client goes away or schedd stops.
 func (a logsAPI) logs(w http.ResponseWriter, r *http.Request) {
