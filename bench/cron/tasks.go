@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/schedd/schedd/internal/api"
-	"github.com/schedd/schedd/internal/control"
+	"github.com/schedd/schedd/internal/client"
 )
 
 // tasksMode writes every task of the daemon on socket, read through GET /v1/tasks, as
@@ -28,7 +28,7 @@ func tasksMode(args []string) error {
 	}
 	defer f.Close()
 	w := bufio.NewWriter(f)
-	c := control.NewClient(*socket)
+	c := client.New(*socket)
 	defer c.Close()
 	states := map[api.TaskState]int{}
 	ns := func(t *time.Time) int64 {

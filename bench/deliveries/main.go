@@ -51,7 +51,7 @@ import (
 
 	"github.com/schedd/schedd/bench/deliveries/load"
 	"github.com/schedd/schedd/internal/api"
-	"github.com/schedd/schedd/internal/control"
+	"github.com/schedd/schedd/internal/client"
 	"github.com/schedd/schedd/internal/queue"
 )
 
@@ -168,7 +168,7 @@ func enqueueCmd(args []string) error {
 	fs.IntVar(&load.DatabasePID, "db-pid", 0, "the postmaster's pid of a Postgres store, to report the cluster's CPU time per entry")
 	fs.Parse(args)
 	// schedd's own client (the CLI's): net/http over the socket, connections kept alive.
-	hc := control.NewClient(*socket).HTTP
+	hc := client.New(*socket).HTTP
 	payload := strings.Repeat("x", *size)
 	entry := func(i int) api.DeliveryRequest {
 		return api.DeliveryRequest{Sink: *sink, Key: fmt.Sprintf("%s-%d", *prefix, i), Data: &payload}

@@ -15,7 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/schedd/schedd/internal/api"
-	"github.com/schedd/schedd/internal/control"
+	"github.com/schedd/schedd/internal/client"
 )
 
 func newCronCmd(g *globals) *cobra.Command {
@@ -69,7 +69,7 @@ disable_after failures in a row. The job queue's load is on the last line.
   schedd cron list --json   # the cron block of schedd status --json`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return show(cmd, g, func(ctx context.Context, cl *control.Client) (api.Cron, error) {
+			return show(cmd, g, func(ctx context.Context, cl *client.Client) (api.Cron, error) {
 				return cl.Cron(ctx)
 			}, asJSON, printCronList)
 		},
@@ -172,7 +172,7 @@ next five run instants (in its zone and in UTC) and its tasks, newest first.
 			if err != nil {
 				return err
 			}
-			return show(cmd, g, func(ctx context.Context, cl *control.Client) (api.CronJobDetail, error) {
+			return show(cmd, g, func(ctx context.Context, cl *client.Client) (api.CronJobDetail, error) {
 				return cl.CronJob(ctx, name)
 			}, asJSON, printCronJob)
 		},
@@ -298,7 +298,7 @@ in real time. For a job at 02:30 in New York, on the spring-forward day:
 					return usageError{fmt.Errorf("--from %q: want an RFC 3339 time like 2027-03-14T00:00:00-05:00", from)}
 				}
 			}
-			reply, err := call(cmd, g, 30*time.Second, func(ctx context.Context, cl *control.Client) (api.CronNextReply, error) {
+			reply, err := call(cmd, g, 30*time.Second, func(ctx context.Context, cl *client.Client) (api.CronNextReply, error) {
 				return cl.CronNext(ctx, name, count, at)
 			})
 			if err != nil {
@@ -407,7 +407,7 @@ the command returns and wins over the config's enabled.
 			if err != nil {
 				return err
 			}
-			reply, err := call(cmd, g, 30*time.Second, func(ctx context.Context, cl *control.Client) (api.CronEnabledReply, error) {
+			reply, err := call(cmd, g, 30*time.Second, func(ctx context.Context, cl *client.Client) (api.CronEnabledReply, error) {
 				return cl.SetCronEnabled(ctx, name, on)
 			})
 			if err != nil {

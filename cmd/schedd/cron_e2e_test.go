@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/schedd/schedd/internal/api"
-	"github.com/schedd/schedd/internal/control"
+	"github.com/schedd/schedd/internal/client"
 )
 
 // cronYAML is a config with the given cron jobs (YAML flow mappings).
@@ -44,7 +44,7 @@ func (d *testDaemon) tasksOf(job string) []api.Task {
 	var list api.TaskList
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	cl := control.NewClient(d.socket)
+	cl := client.New(d.socket)
 	defer cl.Close()
 	if err := cl.Do(ctx, http.MethodGet, "/v1/tasks?job="+job, nil, &list); err != nil {
 		d.t.Fatalf("tasks of %s: %v", job, err)

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/schedd/schedd/internal/api"
-	"github.com/schedd/schedd/internal/control"
+	"github.com/schedd/schedd/internal/client"
 	"github.com/schedd/schedd/internal/queue/pgstore/pgtest"
 )
 
@@ -150,7 +150,7 @@ cron:
 // waitRole waits until d's cron fleet role is role and returns its cron status.
 func waitRole(t *testing.T, d *testDaemon, role string) api.Cron {
 	t.Helper()
-	cl := control.NewClient(d.socket)
+	cl := client.New(d.socket)
 	defer cl.Close()
 	var c api.Cron
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {

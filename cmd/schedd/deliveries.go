@@ -17,7 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/schedd/schedd/internal/api"
-	"github.com/schedd/schedd/internal/control"
+	"github.com/schedd/schedd/internal/client"
 )
 
 func newDeliveriesCmd(g *globals) *cobra.Command {
@@ -118,7 +118,7 @@ func (o *enqueueOptions) run(cmd *cobra.Command, g *globals) error {
 	if o.ttl > 0 {
 		req.TTL = o.ttl.String()
 	}
-	reply, err := call(cmd, g, 30*time.Second, func(ctx context.Context, cl *control.Client) (api.EnqueueReply, error) {
+	reply, err := call(cmd, g, 30*time.Second, func(ctx context.Context, cl *client.Client) (api.EnqueueReply, error) {
 		return cl.Enqueue(ctx, req)
 	})
 	if err != nil {
@@ -246,8 +246,8 @@ func (o *listOptions) run(cmd *cobra.Command, g *globals) error {
 	if o.limit < 1 || o.limit > 1000 {
 		return usageError{fmt.Errorf("--limit %d: want 1 to 1000", o.limit)}
 	}
-	q := control.DeliveryQuery{State: api.DeliveryState(o.state), Sink: o.sink, Limit: o.limit, Cursor: o.after}
-	list, err := call(cmd, g, 30*time.Second, func(ctx context.Context, cl *control.Client) (api.DeliveryList, error) {
+	q := client.DeliveryQuery{State: api.DeliveryState(o.state), Sink: o.sink, Limit: o.limit, Cursor: o.after}
+	list, err := call(cmd, g, 30*time.Second, func(ctx context.Context, cl *client.Client) (api.DeliveryList, error) {
 		return cl.Deliveries(ctx, q)
 	})
 	if err != nil {
@@ -338,7 +338,7 @@ when it finished), its last error and dead-letter reason, the names of its heade
 			if err != nil {
 				return err
 			}
-			d, err := call(cmd, g, 30*time.Second, func(ctx context.Context, cl *control.Client) (api.Delivery, error) {
+			d, err := call(cmd, g, 30*time.Second, func(ctx context.Context, cl *client.Client) (api.Delivery, error) {
 				return cl.Delivery(ctx, id)
 			})
 			if err != nil {

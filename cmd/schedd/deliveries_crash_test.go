@@ -23,7 +23,7 @@ import (
 	_ "modernc.org/sqlite" // to read the store between kills
 
 	"github.com/schedd/schedd/internal/api"
-	"github.com/schedd/schedd/internal/control"
+	"github.com/schedd/schedd/internal/client"
 )
 
 // crashCycles is how many times TestE2EDeliveriesCrash kills schedd; SCHEDD_CRASH_CYCLES
@@ -230,7 +230,7 @@ deliveries:
 // answer (not up yet, or killed). ack is told of every acknowledged entry; a refusal fails
 // the test.
 func produce(t *testing.T, d *testDaemon, stop <-chan struct{}, pause time.Duration, key func(n int) string, ack func(key string, id int64)) {
-	cl := control.NewClient(d.socket)
+	cl := client.New(d.socket)
 	defer cl.Close()
 	for n := 0; ; n++ {
 		select {

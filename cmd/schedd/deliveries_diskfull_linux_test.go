@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/schedd/schedd/internal/api"
-	"github.com/schedd/schedd/internal/control"
+	"github.com/schedd/schedd/internal/client"
 )
 
 // R-ENV-04 end to end, on a state dir that really fills up (a 24 MiB tmpfs; it needs root
@@ -62,7 +62,7 @@ func TestE2EDiskFull_RENV04(t *testing.T) {
 		!strings.Contains(errOut, filepath.Join(dir, "schedd.db")) {
 		t.Fatalf("enqueue on a full disk: exit %d: %s", code, errOut)
 	}
-	err := control.NewClient(d.socket).Do(context.Background(), http.MethodPost, "/v1/deliveries",
+	err := client.New(d.socket).Do(context.Background(), http.MethodPost, "/v1/deliveries",
 		api.DeliveryRequest{Sink: "hook", Key: "new"}, nil)
 	if ae, ok := errors.AsType[*api.Error](err); !ok || ae.Status != 507 || ae.Code != api.CodeDiskFull {
 		t.Fatalf("API enqueue on a full disk: %v", err)

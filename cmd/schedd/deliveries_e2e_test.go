@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/schedd/schedd/internal/api"
-	"github.com/schedd/schedd/internal/control"
+	"github.com/schedd/schedd/internal/client"
 )
 
 // sinkRecorder is an HTTP destination for deliveries: it records every request it gets
@@ -81,7 +81,7 @@ func (d *testDaemon) delivery(t *testing.T, id int64) api.Delivery {
 	var v api.Delivery
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := control.NewClient(d.socket).Do(ctx, http.MethodGet, fmt.Sprintf("/v1/deliveries/%d", id), nil, &v); err != nil {
+	if err := client.New(d.socket).Do(ctx, http.MethodGet, fmt.Sprintf("/v1/deliveries/%d", id), nil, &v); err != nil {
 		t.Fatalf("get delivery %d: %v", id, err)
 	}
 	return v

@@ -12,7 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/schedd/schedd/internal/api"
-	"github.com/schedd/schedd/internal/control"
+	"github.com/schedd/schedd/internal/client"
 )
 
 func newDeliveriesRetryCmd(g *globals) *cobra.Command {
@@ -29,7 +29,7 @@ show ID). Only dead letters can be retried: a delivered entry is never sent agai
 			if err != nil {
 				return err
 			}
-			d, err := call(cmd, g, 30*time.Second, func(ctx context.Context, cl *control.Client) (api.Delivery, error) {
+			d, err := call(cmd, g, 30*time.Second, func(ctx context.Context, cl *client.Client) (api.Delivery, error) {
 				return cl.RetryDelivery(ctx, id)
 			})
 			if err != nil {
@@ -55,7 +55,7 @@ until its retention ends, so that its idempotency key keeps working.
 			if err != nil {
 				return err
 			}
-			if _, err := call(cmd, g, 30*time.Second, func(ctx context.Context, cl *control.Client) (api.DropReply, error) {
+			if _, err := call(cmd, g, 30*time.Second, func(ctx context.Context, cl *client.Client) (api.DropReply, error) {
 				return cl.DropDelivery(ctx, id)
 			}); err != nil {
 				return err
@@ -103,7 +103,7 @@ are gone after each batch.`,
 			}
 			n, err := purgeBatches(progress, what, func(limit int) (int, error) {
 				req.Limit = limit
-				reply, err := call(cmd, g, 30*time.Second, func(ctx context.Context, cl *control.Client) (api.PurgeReply, error) {
+				reply, err := call(cmd, g, 30*time.Second, func(ctx context.Context, cl *client.Client) (api.PurgeReply, error) {
 					return cl.Purge(ctx, req)
 				})
 				return reply.Purged, err
@@ -144,7 +144,7 @@ it says how many it has read after each of them.
 			if !dry {
 				return usageError{errors.New("only --dry-run is supported: the recovery pass runs at every start of schedd")}
 			}
-			rep, err := call(cmd, g, time.Minute, func(ctx context.Context, cl *control.Client) (api.RecoveryReport, error) {
+			rep, err := call(cmd, g, time.Minute, func(ctx context.Context, cl *client.Client) (api.RecoveryReport, error) {
 				if !asJSON && isTerminal(cmd.ErrOrStderr()) {
 					return cl.RecoverWithProgress(ctx, api.RecoverRequest{DryRun: true}, recoverProgress(cmd.ErrOrStderr()))
 				}

@@ -21,7 +21,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/schedd/schedd/internal/api"
-	"github.com/schedd/schedd/internal/control"
+	"github.com/schedd/schedd/internal/client"
 	"github.com/schedd/schedd/internal/queue/pgstore"
 	"github.com/schedd/schedd/internal/queue/pgstore/pgtest"
 )
@@ -108,7 +108,7 @@ deliveries:
 		// must not lose it does; clients 2 and 3 go on with the next one.
 		again := c < 2
 		wg.Go(func() {
-			cl := control.NewClient(h.d.socket)
+			cl := client.New(h.d.socket)
 			defer cl.Close()
 			for n := 0; ; n++ {
 				select {

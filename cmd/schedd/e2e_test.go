@@ -21,7 +21,7 @@ import (
 	"time"
 
 	"github.com/schedd/schedd/internal/api"
-	"github.com/schedd/schedd/internal/control"
+	"github.com/schedd/schedd/internal/client"
 	"github.com/schedd/schedd/internal/testgateway"
 )
 
@@ -176,7 +176,7 @@ func exitCode(err error) int {
 func (d *testDaemon) status() (api.Status, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	cl := control.NewClient(d.socket)
+	cl := client.New(d.socket)
 	defer cl.Close() // an idle connection left open is a goroutine in the daemon
 	return cl.Status(ctx)
 }

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/schedd/schedd/internal/api"
-	"github.com/schedd/schedd/internal/control"
+	"github.com/schedd/schedd/internal/client"
 )
 
 // starts counts the gateway's starts in its pid-file.
@@ -146,7 +146,7 @@ func TestE2ESignalMethodHTTP(t *testing.T) {
 	if code, _, errOut = cli("restart", "--method", "reload", "--socket", d.socket); code != exitUsage || !strings.Contains(errOut, "--method") {
 		t.Fatalf("restart --method reload = %d %s", code, errOut)
 	}
-	cl := control.NewClient(d.socket)
+	cl := client.New(d.socket)
 	defer cl.Close()
 	err = cl.Do(context.Background(), http.MethodPost, "/v1/restart", api.RestartRequest{Method: "reload"}, nil)
 	if ae, ok := errors.AsType[*api.Error](err); !ok || ae.Status != http.StatusBadRequest || !strings.Contains(ae.Message, "method") {

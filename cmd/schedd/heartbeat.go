@@ -13,7 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/schedd/schedd/internal/api"
-	"github.com/schedd/schedd/internal/control"
+	"github.com/schedd/schedd/internal/client"
 )
 
 func newHeartbeatCmd(g *globals) *cobra.Command {
@@ -98,7 +98,7 @@ before the command returns, so a daemon restart keeps heartbeats off.`
 		Long:  long,
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			reply, err := call(cmd, g, 10*time.Second, func(ctx context.Context, cl *control.Client) (api.HeartbeatEnabledReply, error) {
+			reply, err := call(cmd, g, 10*time.Second, func(ctx context.Context, cl *client.Client) (api.HeartbeatEnabledReply, error) {
 				return cl.SetHeartbeatEnabled(ctx, on)
 			})
 			if err != nil {
@@ -137,7 +137,7 @@ exec-event, hook:*, cron:*, wake; anything else is "other".
   schedd heartbeat wake --reason hook:deploy     # subject to the cooldown gate`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			reply, err := call(cmd, g, 10*time.Second, func(ctx context.Context, cl *control.Client) (api.HeartbeatWakeReply, error) {
+			reply, err := call(cmd, g, 10*time.Second, func(ctx context.Context, cl *client.Client) (api.HeartbeatWakeReply, error) {
 				return cl.HeartbeatWake(ctx, req)
 			})
 			if err != nil {

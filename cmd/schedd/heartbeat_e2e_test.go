@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/schedd/schedd/internal/api"
-	"github.com/schedd/schedd/internal/control"
+	"github.com/schedd/schedd/internal/client"
 	"github.com/schedd/schedd/internal/heartbeat"
 	"github.com/schedd/schedd/internal/testgateway"
 )
@@ -142,7 +142,7 @@ func (d *testDaemon) wake(agent, reason string) {
 	d.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	err := control.NewClient(d.socket).Do(ctx, http.MethodPost, "/v1/heartbeat/wake",
+	err := client.New(d.socket).Do(ctx, http.MethodPost, "/v1/heartbeat/wake",
 		api.HeartbeatWakeRequest{Agent: agent, Reason: reason}, nil)
 	if err != nil {
 		d.t.Fatalf("wake %s: %v", agent, err)

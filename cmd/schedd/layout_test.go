@@ -46,6 +46,10 @@ func listPackages(t *testing.T) []goPackage {
 
 const modulePath = "github.com/schedd/schedd/"
 
+// storageDrivers are the packages that open and write a store's database; only the
+// daemon chooses one.
+var storageDrivers = []string{"internal/queue/pgstore", "internal/store/sqlite", "internal/store/postgres"}
+
 // features are the packages behind the control API: the CLI reaches them only through it.
 var features = []string{"internal/daemon", "internal/supervisor", "internal/restart", "internal/heartbeat",
 	"internal/deliveries", "internal/queue", "internal/cron", "internal/handoff"}
@@ -59,7 +63,9 @@ var handoffMayImport = []string{"internal/api", "internal/platform"}
 //     fake gateway and PostgreSQL cluster, the examples and the bench programs, which are
 //     separate programs);
 //   - internal/platform, internal/backoff and internal/api import nothing of ours;
-//   - internal/control imports none of the features: it describes them with internal/api;
+//   - internal/client imports only internal/api: it describes the features with its types;
+//   - internal/server imports neither the daemon nor a storage driver: its handlers reach
+//     the running parts through interfaces the daemon satisfies;
 //   - only cmd/schedd imports the daemon, and there only to run it (run.go, and the
 //     respawn helper that waits for a daemon to hand over); the rest of the CLI is a client
 //     of the control API and imports none of the features;
@@ -88,8 +94,10 @@ func TestLayout(t *testing.T) {
 				t.Errorf("%s imports %s: only internal/platform and cmd may", p, imp)
 			case isOurs && (p == "internal/platform" || p == "internal/backoff" || p == "internal/api"):
 				t.Errorf("%s imports %s: it must import nothing of ours", p, ours)
-			case isOurs && p == "internal/control" && ours != "internal/api":
-				t.Errorf("%s imports %s: the control API describes the features with internal/api", p, ours)
+			case isOurs && p == "internal/client" && ours != "internal/api":
+				t.Errorf("%s imports %s: the control client describes the features with internal/api", p, ours)
+			case isOurs && p == "internal/server" && (ours == "internal/daemon" || slices.Contains(storageDrivers, ours)):
+				t.Errorf("%s imports %s: the control server reaches the daemon's parts through its interfaces", p, ours)
 			case isOurs && ours == "internal/daemon" && p != "cmd/schedd":
 				t.Errorf("%s imports the daemon: only cmd/schedd may", p)
 			case isOurs && p == "internal/handoff" && !slices.Contains(handoffMayImport, ours):
@@ -106,10 +114,10 @@ func TestLayout(t *testing.T) {
 }
 
 // TestCLIIsAClient: outside the files that run the daemon, no file of the command imports
-// the daemon or a feature package; it speaks to them through internal/control and
-// internal/api, as any other client would. The files that run the daemon may import it
-// and internal/handoff (a successor waits for its predecessor, the respawn helper brings
-// schedd back).
+// the daemon, the control server or a feature package; it speaks to them through
+// internal/client and internal/api, as any other client would. The files that run the
+// daemon may import it, internal/server (for its errors) and internal/handoff (a successor
+// waits for its predecessor, the respawn helper brings schedd back).
 func TestCLIIsAClient(t *testing.T) {
 	runsTheDaemon := []string{"run.go", "respawn_helper.go"}
 	files, err := filepath.Glob("*.go")
@@ -129,13 +137,13 @@ func TestCLIIsAClient(t *testing.T) {
 		checked++
 		for _, is := range f.Imports {
 			ours, isOurs := strings.CutPrefix(strings.Trim(is.Path.Value, `"`), modulePath)
-			if !isOurs || !slices.Contains(features, ours) {
+			if !isOurs || !slices.Contains(features, ours) && ours != "internal/server" {
 				continue
 			}
-			if (ours == "internal/daemon" || ours == "internal/handoff") && slices.Contains(runsTheDaemon, name) {
+			if (ours == "internal/daemon" || ours == "internal/server" || ours == "internal/handoff") && slices.Contains(runsTheDaemon, name) {
 				continue
 			}
-			t.Errorf("%s imports %s: the CLI reaches it through the control API (internal/control, internal/api)", name, ours)
+			t.Errorf("%s imports %s: the CLI reaches it through the control API (internal/client, internal/api)", name, ours)
 		}
 	}
 	if checked < 10 {
@@ -144,14 +152,13 @@ func TestCLIIsAClient(t *testing.T) {
 }
 
 // apiPathsAllowed are the packages that may write a path of the control API ("/v1/..."):
-// its types and route table, the typed client, the server and its handlers, and the
-// metrics that name the routes. Everyone else, the CLI first, calls a method of
-// control.Client. The bench programs are separate load generators that write the wire
+// its types and route table, the typed client, and the server and its handlers. Everyone else, the CLI first, calls a method of
+// client.Client. The bench programs are separate load generators that write the wire
 // themselves.
-var apiPathsAllowed = []string{"internal/api", "internal/control", "internal/daemon", "internal/metrics", "bench/"}
+var apiPathsAllowed = []string{"internal/api", "internal/client", "internal/server", "bench/"}
 
 // TestLayoutAPIPaths: no string in a non-test file outside apiPathsAllowed contains "/v1/",
-// so the CLI speaks to the daemon only through control.Client's methods, and a path
+// so the CLI speaks to the daemon only through client.Client's methods, and a path
 // changes in one place.
 func TestLayoutAPIPaths(t *testing.T) {
 	if testing.Short() {
@@ -180,7 +187,7 @@ func TestLayoutAPIPaths(t *testing.T) {
 			checked++
 			ast.Inspect(f, func(n ast.Node) bool {
 				if lit, ok := n.(*ast.BasicLit); ok && lit.Kind == token.STRING && strings.Contains(lit.Value, "/v1/") {
-					t.Errorf("%s/%s:%d: %s: call a method of control.Client instead of writing an API path",
+					t.Errorf("%s/%s:%d: %s: call a method of client.Client instead of writing an API path",
 						p, name, fset.Position(lit.Pos()).Line, lit.Value)
 				}
 				return true

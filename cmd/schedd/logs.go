@@ -13,7 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/schedd/schedd/internal/api"
-	"github.com/schedd/schedd/internal/control"
+	"github.com/schedd/schedd/internal/client"
 )
 
 // logTime is how `schedd logs` prints a line's time: local, to the millisecond.
@@ -53,7 +53,7 @@ says how many on stderr. -f ends with exit 0 on ^C or when schedd stops.`,
 			}
 			p := &logPrinter{out: cmd.OutOrStdout(), json: asJSON}
 			if !follow {
-				logs, err := call(cmd, g, 30*time.Second, func(ctx context.Context, cl *control.Client) (api.Logs, error) {
+				logs, err := call(cmd, g, 30*time.Second, func(ctx context.Context, cl *client.Client) (api.Logs, error) {
 					return cl.Logs(ctx, n)
 				})
 				if err != nil {

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/schedd/schedd/internal/api"
-	"github.com/schedd/schedd/internal/control"
+	"github.com/schedd/schedd/internal/client"
 )
 
 // TestE2ERestartRequestsBounded_RINPUT06: 3,000 POST /v1/restart with reasons over 200
@@ -24,7 +24,7 @@ func TestE2ERestartRequestsBounded_RINPUT06(t *testing.T) {
 	cfg := writeConfig(t, "restart: {delay: 60s, cooldown: 0s}\n")
 	d := startDaemon(t, daemonOpts{args: []string{"--config", cfg}, gateway: []string{}, env: []string{"NOTIFY_SOCKET=" + sm.path}})
 	d.waitFor("ready", func(g api.Gateway) bool { return g.State == api.GatewayReady })
-	cl := control.NewClient(d.socket)
+	cl := client.New(d.socket)
 	defer cl.Close()
 	post := func(body string) (int, []byte) {
 		t.Helper()

@@ -11,8 +11,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/schedd/schedd/internal/client"
 	"github.com/schedd/schedd/internal/config"
-	"github.com/schedd/schedd/internal/control"
 	"github.com/schedd/schedd/internal/platform"
 )
 
@@ -56,7 +56,7 @@ type globals struct {
 
 // call asks the daemon for a T with do, on a client of the control socket, bounded by
 // timeout.
-func call[T any](cmd *cobra.Command, g *globals, timeout time.Duration, do func(context.Context, *control.Client) (T, error)) (T, error) {
+func call[T any](cmd *cobra.Command, g *globals, timeout time.Duration, do func(context.Context, *client.Client) (T, error)) (T, error) {
 	ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
 	defer cancel()
 	cl := g.client()
@@ -65,7 +65,7 @@ func call[T any](cmd *cobra.Command, g *globals, timeout time.Duration, do func(
 }
 
 // show gets a T from the daemon with get and prints it: as JSON with asJSON, else with print.
-func show[T any](cmd *cobra.Command, g *globals, get func(context.Context, *control.Client) (T, error), asJSON bool, print func(io.Writer, T, time.Time)) error {
+func show[T any](cmd *cobra.Command, g *globals, get func(context.Context, *client.Client) (T, error), asJSON bool, print func(io.Writer, T, time.Time)) error {
 	v, err := call(cmd, g, 30*time.Second, get)
 	if err != nil {
 		return err
@@ -78,7 +78,7 @@ func show[T any](cmd *cobra.Command, g *globals, get func(context.Context, *cont
 }
 
 // client returns a client for the control socket; the caller closes it.
-func (g *globals) client() *control.Client { return control.NewClient(g.socketPath()) }
+func (g *globals) client() *client.Client { return client.New(g.socketPath()) }
 
 // socketPath resolves the control socket: --socket, $SCHEDD_SOCKET, then the default.
 func (g *globals) socketPath() string {

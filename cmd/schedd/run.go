@@ -12,10 +12,10 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/schedd/schedd/internal/config"
-	"github.com/schedd/schedd/internal/control"
 	"github.com/schedd/schedd/internal/daemon"
 	"github.com/schedd/schedd/internal/handoff"
 	"github.com/schedd/schedd/internal/platform"
+	"github.com/schedd/schedd/internal/server"
 	"github.com/schedd/schedd/internal/storeid"
 )
 
@@ -136,7 +136,7 @@ func (o *runOptions) run(cmd *cobra.Command, args []string) error {
 	if _, ok := errors.AsType[*platform.LockedError](err); ok {
 		return withCode(exitLocked, fmt.Errorf("%w; stop it first, or give this one another --state-dir", err))
 	}
-	if errors.Is(err, control.ErrInUse) {
+	if errors.Is(err, server.ErrInUse) {
 		return withCode(exitLocked, fmt.Errorf("%w; stop it first, or give this one another --socket", err))
 	}
 	if errors.Is(err, storeid.ErrDamaged) {

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/schedd/schedd/internal/api"
-	"github.com/schedd/schedd/internal/control"
+	"github.com/schedd/schedd/internal/client"
 	"github.com/schedd/schedd/internal/handoff"
 )
 
@@ -75,7 +75,7 @@ func restartDaemon(t *testing.T, socket string) api.SelfRespawn {
 	var out struct {
 		Daemon api.SelfRespawn `json:"daemon"`
 	}
-	if err := control.NewClient(socket).Do(ctx, "POST", "/v1/restart", map[string]any{"daemon": true}, &out); err != nil {
+	if err := client.New(socket).Do(ctx, "POST", "/v1/restart", map[string]any{"daemon": true}, &out); err != nil {
 		t.Fatalf("POST /v1/restart {daemon: true}: %v", err)
 	}
 	return out.Daemon
@@ -139,7 +139,7 @@ func TestE2ESelfRespawnSpawned(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := control.NewClient(d.socket).Do(ctx, "POST", "/v1/stop", nil, nil); err != nil {
+	if err := client.New(d.socket).Do(ctx, "POST", "/v1/stop", nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	waitGone(t, succ, "the successor")

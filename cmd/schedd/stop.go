@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/schedd/schedd/internal/control"
+	"github.com/schedd/schedd/internal/client"
 )
 
 func newStopCmd(g *globals) *cobra.Command {
@@ -40,7 +40,7 @@ restarts schedd on failure, a clean stop is not restarted.
 				sctx, cancel := context.WithTimeout(context.Background(), time.Second)
 				_, err := cl.Status(sctx)
 				cancel()
-				if errors.Is(err, control.ErrNoDaemon) {
+				if errors.Is(err, client.ErrNoDaemon) {
 					fmt.Fprintln(cmd.OutOrStdout(), "schedd stopped")
 					return nil
 				}

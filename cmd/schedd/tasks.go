@@ -13,7 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/schedd/schedd/internal/api"
-	"github.com/schedd/schedd/internal/control"
+	"github.com/schedd/schedd/internal/client"
 )
 
 func newTasksCmd(g *globals) *cobra.Command {
@@ -63,8 +63,8 @@ A job no longer configured keeps its history until it returns.
 			if limit < 1 || limit > 1000 {
 				return usageError{fmt.Errorf("--limit %d: want 1 to 1000", limit)}
 			}
-			q := control.TaskQuery{Job: job, State: api.TaskState(state), Limit: limit, Before: before}
-			list, err := call(cmd, g, 30*time.Second, func(ctx context.Context, cl *control.Client) (api.TaskList, error) {
+			q := client.TaskQuery{Job: job, State: api.TaskState(state), Limit: limit, Before: before}
+			list, err := call(cmd, g, 30*time.Second, func(ctx context.Context, cl *client.Client) (api.TaskList, error) {
 				return cl.Tasks(ctx, q)
 			})
 			if err != nil {
@@ -174,7 +174,7 @@ signal or HTTP status; transient or permanent), its error and the start of its o
 			if err != nil {
 				return err
 			}
-			return show(cmd, g, func(ctx context.Context, cl *control.Client) (api.Task, error) {
+			return show(cmd, g, func(ctx context.Context, cl *client.Client) (api.Task, error) {
 				return cl.Task(ctx, id)
 			}, asJSON, printTask)
 		},
@@ -251,7 +251,7 @@ had already ended is shown as it ended.
 			if err != nil {
 				return err
 			}
-			reply, err := call(cmd, g, 2*time.Minute, func(ctx context.Context, cl *control.Client) (api.TaskCancelReply, error) {
+			reply, err := call(cmd, g, 2*time.Minute, func(ctx context.Context, cl *client.Client) (api.TaskCancelReply, error) {
 				return cl.CancelTask(ctx, id)
 			})
 			if err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/schedd/schedd/internal/deliveries"
 	"github.com/schedd/schedd/internal/heartbeat"
 	"github.com/schedd/schedd/internal/queue"
+	"github.com/schedd/schedd/internal/server"
 )
 
 // cronUpdateTimeout bounds how long a reload waits for the cron loop to take the new jobs.
@@ -24,16 +25,9 @@ const cronUpdateTimeout = time.Minute
 // cronService is what the daemon needs of cron: a Service on one host, a Fleet on a
 // shared PostgreSQL database.
 type cronService interface {
+	server.Cron // what the control API reads and does
 	Run(ctx context.Context) error
 	PrepareUpdate(jobs []cron.Job) (apply func(ctx context.Context) error, err error)
-	Status() api.Cron
-	Job(ctx context.Context, name string) (api.CronJobDetail, error)
-	Next(ctx context.Context, name string, from time.Time, n int) (api.CronNextReply, error)
-	RunNow(ctx context.Context, name string, wait bool) (api.Task, error)
-	SetEnabled(ctx context.Context, name string, on bool) (bool, error)
-	Tasks(ctx context.Context, f cron.TaskFilter) (api.TaskList, error)
-	Task(ctx context.Context, id int64) (api.Task, error)
-	Cancel(ctx context.Context, id int64) (api.Task, error)
 }
 
 // setupCron builds the cron component: the cron service runs cron.jobs from the config and
@@ -76,7 +70,7 @@ func (d *Daemon) setupCron() (*component, error) {
 			cs := svc.Status()
 			st.Cron = &cs
 		},
-		routes: cronAPI{svc: svc}.routes,
+		routes: func(srv *server.Server) { srv.AddCron(svc) },
 		prepare: func(next *config.Config) (func(), error) {
 			jobs, err := CronJobs(next.Cron)
 			if err != nil {

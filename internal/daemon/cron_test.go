@@ -17,10 +17,11 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/schedd/schedd/internal/api"
+	"github.com/schedd/schedd/internal/client"
 	"github.com/schedd/schedd/internal/config"
-	"github.com/schedd/schedd/internal/control"
 	"github.com/schedd/schedd/internal/cron"
 	"github.com/schedd/schedd/internal/heartbeat"
+	"github.com/schedd/schedd/internal/server"
 )
 
 // TestCronDefaultsAgree: the defaults the config file documents are the cron runtime's.
@@ -131,7 +132,7 @@ func TestCronActionFailuresArePermanent(t *testing.T) {
 type cronDaemon struct {
 	d     *Daemon
 	comps []*component
-	cl    *control.Client
+	cl    *client.Client
 	dir   string
 }
 
@@ -159,11 +160,11 @@ func startCron(t *testing.T, cfg *config.Config) *cronDaemon {
 		cd.comps = append(cd.comps, c)
 	}
 	sock := filepath.Join(dir, "s.sock")
-	ln, err := control.Listen(sock, 0o600)
+	ln, err := server.Listen(sock, 0o600)
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := control.NewServer(control.ServerOptions{Backend: cd})
+	srv := server.New(server.Options{Backend: cd})
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	for _, c := range cd.comps {
@@ -172,7 +173,7 @@ func startCron(t *testing.T, cfg *config.Config) *cronDaemon {
 	}
 	wg.Go(func() { _ = srv.Serve(ctx, ln) })
 	t.Cleanup(func() { cancel(); wg.Wait(); ln.Close() })
-	cd.cl = control.NewClient(sock)
+	cd.cl = client.New(sock)
 	return cd
 }
 

@@ -20,7 +20,6 @@ import (
 
 	"github.com/schedd/schedd/internal/api"
 	"github.com/schedd/schedd/internal/config"
-	"github.com/schedd/schedd/internal/control"
 	"github.com/schedd/schedd/internal/deliveries"
 	"github.com/schedd/schedd/internal/handoff"
 	"github.com/schedd/schedd/internal/heartbeat"
@@ -28,6 +27,7 @@ import (
 	"github.com/schedd/schedd/internal/platform"
 	"github.com/schedd/schedd/internal/queue/pgstore"
 	"github.com/schedd/schedd/internal/restart"
+	"github.com/schedd/schedd/internal/server"
 	"github.com/schedd/schedd/internal/supervisor"
 )
 
@@ -111,13 +111,13 @@ type component struct {
 	name    string
 	run     func(ctx context.Context) error
 	status  func(context.Context, *api.Status)
-	routes  func(*control.Server)
+	routes  func(*server.Server)
 	prepare func(*config.Config) (commit func(), err error)
 }
 
 // Run runs the daemon until a stop signal (or ctx ends): the gateway is stopped gracefully
 // and Run returns nil. Errors before the gateway could be supervised are returned: a held
-// lock as *platform.LockedError, a live socket as control.ErrInUse.
+// lock as *platform.LockedError, a live socket as server.ErrInUse.
 func Run(ctx context.Context, opts Options) error {
 	if opts.Logger == nil {
 		opts.Logger = zap.NewNop()
@@ -156,11 +156,11 @@ func (d *Daemon) run(ctx context.Context) error {
 		defer ns.Close()
 	}
 
-	ln, err := control.Listen(o.Socket, 0o600)
+	ln, err := server.Listen(o.Socket, 0o600)
 	if err != nil {
 		return err
 	}
-	kept := control.Keep(ln, o.Socket, 0o600)
+	kept := server.Keep(ln, o.Socket, 0o600)
 	ln = kept
 	defer ln.Close()
 	mln, err := d.listenMetrics(o.Config)
@@ -224,7 +224,7 @@ func (d *Daemon) run(ctx context.Context) error {
 	bg, bgCancel := context.WithCancel(context.WithoutCancel(ctx))
 	var g errgroup.Group
 	g.Go(func() error {
-		srv := control.NewServer(control.ServerOptions{
+		srv := server.New(server.Options{
 			Backend:        d,
 			Logger:         d.log.Named("control"),
 			MaxBody:        int64(o.Config.Control.MaxBody),
@@ -360,22 +360,22 @@ func (d *Daemon) readNotify(ctx context.Context, ns *platform.NotifySocket) {
 // keepSockets binds the control socket and the gateway's notify socket again when their
 // files are gone (R-ENV-07): without them the CLI cannot reach schedd, and the gateway's
 // READY=1 and WATCHDOG=1 go nowhere, so its watchdog would kill it. It waits on their
-// directories' removals (inotify; a look every control.KeepEvery elsewhere).
-func (d *Daemon) keepSockets(ctx context.Context, ctl *control.KeptListener, ns *platform.NotifySocket) {
+// directories' removals (inotify; a look every server.KeepEvery elsewhere).
+func (d *Daemon) keepSockets(ctx context.Context, ctl *server.KeptListener, ns *platform.NotifySocket) {
 	dirs := []string{filepath.Dir(ctl.Addr().String())}
 	if ns != nil && filepath.Dir(ns.Path()) != dirs[0] {
 		dirs = append(dirs, filepath.Dir(ns.Path()))
 	}
 	var ctlFailing, nsFailing bool
-	platform.WatchRemovals(ctx, dirs, control.KeepEvery, func() {
+	platform.WatchRemovals(ctx, dirs, server.KeepEvery, func() {
 		if ctx.Err() != nil { // the stop closes the sockets and removes their files
 			return
 		}
 		ok, err := ctl.Check()
-		control.ReportRebind(d.log.Named("control"), "the control socket", ctl.Addr().String(), ok, err, &ctlFailing)
+		server.ReportRebind(d.log.Named("control"), "the control socket", ctl.Addr().String(), ok, err, &ctlFailing)
 		if ns != nil {
 			ok, err := ns.Rebind()
-			control.ReportRebind(d.log, "the gateway's notify socket", ns.Path(), ok, err, &nsFailing)
+			server.ReportRebind(d.log, "the gateway's notify socket", ns.Path(), ok, err, &nsFailing)
 		}
 	})
 }
@@ -474,7 +474,7 @@ func statusLine(st api.Gateway) string {
 	return "gateway " + string(st.State)
 }
 
-// Status implements control.Backend.
+// Status implements server.Backend.
 func (d *Daemon) Status(ctx context.Context) api.Status {
 	o := d.opts
 	rs := d.coord.Status()

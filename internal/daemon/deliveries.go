@@ -18,6 +18,7 @@ import (
 	"github.com/schedd/schedd/internal/platform"
 	"github.com/schedd/schedd/internal/queue"
 	"github.com/schedd/schedd/internal/queue/pgstore"
+	"github.com/schedd/schedd/internal/server"
 	"github.com/schedd/schedd/internal/storeid"
 )
 
@@ -56,8 +57,8 @@ func (d *Daemon) setupDeliveries() (*component, error) {
 		store.Close()
 		return nil, err
 	}
-	endpoints := &deliveriesAPI{svc: svc, path: store.Path(), maxBody: c.Control.MaxBody,
-		limits: deliveryLimits{payload: c.Deliveries.MaxPayload.Bytes(), entries: c.Deliveries.MaxEntries}}
+	limits := server.DeliveryLimits{Path: store.Path(), MaxBody: c.Control.MaxBody,
+		Payload: c.Deliveries.MaxPayload.Bytes(), Entries: c.Deliveries.MaxEntries}
 	opened := c.Deliveries // what the store was opened with
 	d.deliveries = svc
 	return &component{
@@ -99,7 +100,7 @@ func (d *Daemon) setupDeliveries() (*component, error) {
 			ds, _ := svc.Status(ctx)
 			st.Deliveries = &ds
 		},
-		routes: endpoints.routes,
+		routes: func(srv *server.Server) { srv.AddDeliveries(svc, limits) },
 		prepare: func(next *config.Config) (func(), error) {
 			sinks, err := d.deliverySinks(next)
 			if err != nil {
@@ -117,12 +118,6 @@ func (d *Daemon) setupDeliveries() (*component, error) {
 			}, nil
 		},
 	}, nil
-}
-
-// deliveryLimits are the bounds the store was opened with, for error messages.
-type deliveryLimits struct {
-	payload int64
-	entries int
 }
 
 // storeChanges names the delivery settings that differ between a and b and take effect

@@ -9,12 +9,12 @@ import (
 	"testing"
 
 	"github.com/schedd/schedd/internal/api"
-	"github.com/schedd/schedd/internal/control"
+	"github.com/schedd/schedd/internal/client"
 )
 
-// postRaw posts body to POST /v1/deliveries as it is (control.Client would encode it, and
+// postRaw posts body to POST /v1/deliveries as it is (client.Client would encode it, and
 // encoding/json replaces bytes that are not UTF-8) and returns the status and the reply.
-func postRaw(t *testing.T, cl *control.Client, body string) (int, []byte) {
+func postRaw(t *testing.T, cl *client.Client, body string) (int, []byte) {
 	t.Helper()
 	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, "http://schedd/v1/deliveries", strings.NewReader(body))
 	if err != nil {

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/schedd/schedd/internal/api"
+	"github.com/schedd/schedd/internal/client"
 	"github.com/schedd/schedd/internal/config"
-	"github.com/schedd/schedd/internal/control"
 	"github.com/schedd/schedd/internal/queue/pgstore/pgtest"
 )
 
@@ -105,7 +105,7 @@ func TestDeliveriesOnPostgres(t *testing.T) {
 // was sent, and its 503 says the entry may be stored (the client cannot tell a lost reply
 // from that); once the pool's connections are gone the database is seen unreachable and
 // nothing stored. Either way it is a 503 `unavailable`.
-func enqueueDown(t *testing.T, cl *control.Client, key string) {
+func enqueueDown(t *testing.T, cl *client.Client, key string) {
 	t.Helper()
 	for range 10 {
 		err := cl.Do(t.Context(), http.MethodPost, "/v1/deliveries", api.DeliveryRequest{Sink: "hook", Key: key, Data: ptr("x")}, nil)

@@ -18,9 +18,10 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/schedd/schedd/internal/api"
+	"github.com/schedd/schedd/internal/client"
 	"github.com/schedd/schedd/internal/config"
-	"github.com/schedd/schedd/internal/control"
 	"github.com/schedd/schedd/internal/queue"
+	"github.com/schedd/schedd/internal/server"
 )
 
 // hookServer is an HTTP sink destination that records what it receives and answers with
@@ -62,7 +63,7 @@ func (h *hookServer) requests() ([]*http.Request, []string) {
 type deliveryDaemon struct {
 	d    *Daemon
 	comp *component
-	cl   *control.Client
+	cl   *client.Client
 }
 
 func (dd *deliveryDaemon) Status(ctx context.Context) api.Status {
@@ -85,18 +86,18 @@ func startDeliveries(t *testing.T, cfg *config.Config) *deliveryDaemon {
 	}
 	dd := &deliveryDaemon{d: d, comp: comp}
 	sock := filepath.Join(dir, "s.sock")
-	ln, err := control.Listen(sock, 0o600)
+	ln, err := server.Listen(sock, 0o600)
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := control.NewServer(control.ServerOptions{Backend: dd, MaxBody: int64(cfg.Control.MaxBody)})
+	srv := server.New(server.Options{Backend: dd, MaxBody: int64(cfg.Control.MaxBody)})
 	comp.routes(srv)
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Go(func() { _ = srv.Serve(ctx, ln) })
 	wg.Go(func() { _ = comp.run(ctx) })
 	t.Cleanup(func() { cancel(); wg.Wait(); ln.Close() })
-	dd.cl = control.NewClient(sock)
+	dd.cl = client.New(sock)
 	return dd
 }
 
@@ -174,7 +175,7 @@ type postError struct {
 }
 
 // postErrors posts each body and checks the error reply.
-func postErrors(t *testing.T, cl *control.Client, cases []postError) {
+func postErrors(t *testing.T, cl *client.Client, cases []postError) {
 	t.Helper()
 	for _, tc := range cases {
 		err := cl.Do(t.Context(), http.MethodPost, "/v1/deliveries", tc.body, nil)
@@ -385,37 +386,6 @@ func TestDeliveriesReload(t *testing.T) {
 	bad.Deliveries.Sinks["x"] = config.Sink{HTTP: &config.HTTPSink{URL: "ftp://nope"}}
 	if err := reloadComponent(dd.comp, bad); err == nil || !strings.Contains(err.Error(), "deliveries.sinks.x") {
 		t.Fatalf("a bad sink: %v", err)
-	}
-}
-
-// Every store failure has its status and says that nothing was stored; a full disk is 507.
-func TestDeliveryErrorReplies(t *testing.T) {
-	a := &deliveriesAPI{path: "/var/lib/schedd/schedd.db", limits: deliveryLimits{payload: 1 << 20, entries: 1000}}
-	for _, tc := range []struct {
-		err    error
-		status int
-		code   string
-		msg    string
-	}{
-		{fmt.Errorf("enqueue: %w: no space", queue.ErrDiskFull), 507, api.CodeDiskFull,
-			"the disk of the delivery store /var/lib/schedd/schedd.db is full: nothing was stored. Deliveries already stored are still sent"},
-		{fmt.Errorf("enqueue: %w: disk I/O error", queue.ErrStorage), 500, api.CodeStorage, "could not commit: nothing was stored"},
-		{fmt.Errorf("enqueue: %w (%w): dial tcp: connection refused", queue.ErrUnavailable, queue.ErrStorage), 503, api.CodeUnavailable,
-			"database cannot be reached: nothing was stored"},
-		{fmt.Errorf("enqueue: %w", queue.ErrClosed), 503, api.CodeUnavailable, "schedd is stopping"},
-		{fmt.Errorf("enqueue: %w", &queue.BoundError{Err: queue.ErrQueueFull, Limit: 1000, Got: 1001}), 503, api.CodeQueueFull, "limit of 1000"},
-		{fmt.Errorf("drop delivery 3: %w", queue.ErrBusy), 409, api.CodeConflict, "try again"},
-		{context.DeadlineExceeded, 503, api.CodeTimeout, "deadline"},
-	} {
-		w := httptest.NewRecorder()
-		a.writeError(w, tc.err)
-		var body api.ErrorBody
-		if err := json.Unmarshal(w.Body.Bytes(), &body); err != nil {
-			t.Fatal(err)
-		}
-		if w.Code != tc.status || body.Error.Code != tc.code || !strings.Contains(body.Error.Message, tc.msg) {
-			t.Errorf("%v: %d %+v, want %d %s with %q", tc.err, w.Code, body.Error, tc.status, tc.code, tc.msg)
-		}
 	}
 }
 

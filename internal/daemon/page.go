@@ -8,12 +8,19 @@ import (
 	"github.com/schedd/schedd/internal/cron"
 	"github.com/schedd/schedd/internal/metrics"
 	"github.com/schedd/schedd/internal/queue"
+	"github.com/schedd/schedd/internal/server"
 )
 
 // pageViews are the read-only views the status page on metrics.listen shows, read the way
 // the control API reads them: the status of GET /v1/status, the tasks of GET /v1/tasks,
 // the dead letters of GET /v1/deliveries?state=dead and the lines of GET /v1/logs. The
 // services are set up before the page serves its first request.
+//
+// The page is not the control API: internal/metrics serves it beside the metrics on
+// metrics.listen, a TCP port for a browser, read-only and without the socket's owner
+// check, so it is not a route of internal/server. These views stay with the daemon
+// because they join its components (status, cron, deliveries, the output ring); a
+// dead letter is shown as the API shows it (server.DeliveryView).
 type pageViews struct{ d *Daemon }
 
 var _ metrics.Views = pageViews{}
@@ -46,7 +53,7 @@ func (v pageViews) DeadLetters(ctx context.Context, limit int) ([]api.Delivery, 
 	list, err := v.d.deliveries.List(ctx, queue.Filter{State: queue.StateDead, Limit: limit})
 	out := make([]api.Delivery, 0, len(list))
 	for _, e := range list {
-		out = append(out, view(e, false))
+		out = append(out, server.DeliveryView(e, false))
 	}
 	return out, err
 }

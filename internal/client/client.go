@@ -1,4 +1,7 @@
-package control
+// Package client is the typed client of schedd's control API: one method per route of
+// api.Routes, over the daemon's owner-only unix socket. Every CLI command that speaks to
+// a running schedd does it through a Client; the request and reply types are internal/api's.
+package client
 
 import (
 	"bytes"
@@ -30,8 +33,8 @@ type Client struct {
 	HTTP   *http.Client
 }
 
-// NewClient returns a client for the socket at path.
-func NewClient(path string) *Client {
+// New returns a client for the socket at path.
+func New(path string) *Client {
 	tr := &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			var d net.Dialer

@@ -1,4 +1,4 @@
-package daemon
+package server
 
 import (
 	"context"
@@ -8,35 +8,51 @@ import (
 	"strconv"
 
 	"github.com/schedd/schedd/internal/api"
-	"github.com/schedd/schedd/internal/control"
-	"github.com/schedd/schedd/internal/supervisor"
 )
+
+// Output is the gateway's recent output lines (supervisor.OutputRing): what `schedd logs`
+// reads and follows.
+type Output interface {
+	// Last returns the last n lines and the sequence number of the next.
+	Last(n int) ([]api.LogLine, uint64)
+	// Since returns up to n lines from seq on, how many before them are gone, a channel
+	// closed when there are more, and whether no more will come.
+	Since(seq uint64, n int) (lines []api.LogLine, missed uint64, wait <-chan struct{}, closed bool)
+	// Stats returns the number of lines kept, every line's count and those not logged.
+	Stats() (size int, total, notLogged uint64)
+}
+
+// AddLogs adds GET /v1/logs, served from out.
+func (s *Server) AddLogs(out Output) { s.HandleLong("GET /v1/logs", logsAPI{out}.logs) }
+
+// logsAPI serves the gateway's output lines.
+type logsAPI struct{ out Output }
 
 // followBatch is how many lines a follower copies out of the ring at a time.
 const followBatch = 256
 
-// apiLogs is GET /v1/logs?n=N[&follow=1]: the gateway's last n output lines (every kept
+// logs is GET /v1/logs?n=N[&follow=1]: the gateway's last n output lines (every kept
 // line without n). With follow the reply is a stream of api.LogEvent lines: those lines,
 // then each new one as it comes, until the client goes away or schedd stops.
-func (d *Daemon) apiLogs(w http.ResponseWriter, r *http.Request) {
+func (a logsAPI) logs(w http.ResponseWriter, r *http.Request) {
 	n, follow, err := logsQuery(r)
 	if err != nil {
-		control.WriteError(w, http.StatusBadRequest, api.CodeBadRequest, err.Error())
+		WriteError(w, http.StatusBadRequest, api.CodeBadRequest, err.Error())
 		return
 	}
-	lines, next := d.output.Last(n)
+	lines, next := a.out.Last(n)
 	if !follow {
-		size, total, notLogged := d.output.Stats()
-		control.WriteJSON(w, http.StatusOK, api.Logs{Lines: lines, KeepLines: size, Total: total, NotLogged: notLogged})
+		size, total, notLogged := a.out.Stats()
+		WriteJSON(w, http.StatusOK, api.Logs{Lines: lines, KeepLines: size, Total: total, NotLogged: notLogged})
 		return
 	}
-	s := control.NewStream(w)
+	s := NewStream(w)
 	for i := range lines {
 		if s.Send(api.LogEvent{Line: &lines[i]}) != nil {
 			return
 		}
 	}
-	followOutput(r.Context(), d.output, next, s.Send)
+	followOutput(r.Context(), a.out, next, s.Send)
 }
 
 func logsQuery(r *http.Request) (n int, follow bool, err error) {
@@ -60,7 +76,7 @@ func logsQuery(r *http.Request) (n int, follow bool, err error) {
 // followOutput sends the ring's lines from seq on as they come, until ctx ends, the ring
 // is closed or send fails (the client is gone). It never holds the ring up: a client too
 // slow to keep within the ring's size gets a Missed event with the count instead.
-func followOutput(ctx context.Context, ring *supervisor.OutputRing, seq uint64, send func(any) error) {
+func followOutput(ctx context.Context, ring Output, seq uint64, send func(any) error) {
 	for {
 		lines, missed, wait, closed := ring.Since(seq, followBatch)
 		if missed > 0 {

@@ -1,4 +1,4 @@
-package daemon
+package server
 
 import (
 	"context"
@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/schedd/schedd/internal/api"
-	"github.com/schedd/schedd/internal/control"
 	"github.com/schedd/schedd/internal/cron"
 )
 
@@ -20,10 +19,26 @@ const (
 	maxTaskPage      = 1000
 )
 
-// cronAPI serves the cron and task endpoints of the control API.
-type cronAPI struct{ svc cronService }
+// Cron is what the cron and task endpoints need of cron: a cron.Service on one host, a
+// cron.Fleet on a shared PostgreSQL database.
+type Cron interface {
+	Status() api.Cron
+	Job(ctx context.Context, name string) (api.CronJobDetail, error)
+	Next(ctx context.Context, name string, from time.Time, n int) (api.CronNextReply, error)
+	RunNow(ctx context.Context, name string, wait bool) (api.Task, error)
+	SetEnabled(ctx context.Context, name string, on bool) (bool, error)
+	Tasks(ctx context.Context, f cron.TaskFilter) (api.TaskList, error)
+	Task(ctx context.Context, id int64) (api.Task, error)
+	Cancel(ctx context.Context, id int64) (api.Task, error)
+}
 
-func (a cronAPI) routes(srv *control.Server) {
+// AddCron adds the cron and task endpoints, served by svc.
+func (s *Server) AddCron(svc Cron) { cronAPI{svc: svc}.routes(s) }
+
+// cronAPI serves the cron and task endpoints of the control API.
+type cronAPI struct{ svc Cron }
+
+func (a cronAPI) routes(srv *Server) {
 	srv.Handle("GET /v1/cron", a.list)
 	srv.Handle("GET /v1/cron/{name}", a.job)
 	srv.Handle("GET /v1/cron/{name}/next", a.next)
@@ -35,7 +50,7 @@ func (a cronAPI) routes(srv *control.Server) {
 }
 
 func (a cronAPI) list(w http.ResponseWriter, _ *http.Request) {
-	control.WriteJSON(w, http.StatusOK, a.svc.Status())
+	WriteJSON(w, http.StatusOK, a.svc.Status())
 }
 
 func (a cronAPI) job(w http.ResponseWriter, r *http.Request) {
@@ -49,7 +64,7 @@ func reply[T any](w http.ResponseWriter, v T, err error) {
 		cronError(w, err)
 		return
 	}
-	control.WriteJSON(w, http.StatusOK, v)
+	WriteJSON(w, http.StatusOK, v)
 }
 
 func (a cronAPI) next(w http.ResponseWriter, r *http.Request) {
@@ -77,7 +92,7 @@ func (a cronAPI) next(w http.ResponseWriter, r *http.Request) {
 
 func (a cronAPI) run(w http.ResponseWriter, r *http.Request) {
 	var req api.CronRunRequest
-	if !control.DecodeJSON(w, r, &req) {
+	if !DecodeJSON(w, r, &req) {
 		return
 	}
 	t, err := a.svc.RunNow(r.Context(), r.PathValue("name"), req.Wait)
@@ -89,12 +104,12 @@ func (a cronAPI) run(w http.ResponseWriter, r *http.Request) {
 	if req.Wait {
 		code = http.StatusOK
 	}
-	control.WriteJSON(w, code, api.CronRunReply{Task: t})
+	WriteJSON(w, code, api.CronRunReply{Task: t})
 }
 
 func (a cronAPI) enabled(w http.ResponseWriter, r *http.Request) {
 	var req api.CronEnabledRequest
-	if !control.DecodeJSON(w, r, &req) {
+	if !DecodeJSON(w, r, &req) {
 		return
 	}
 	if req.Enabled == nil {
@@ -107,7 +122,7 @@ func (a cronAPI) enabled(w http.ResponseWriter, r *http.Request) {
 		cronError(w, err)
 		return
 	}
-	control.WriteJSON(w, http.StatusOK, api.CronEnabledReply{Name: name, Enabled: *req.Enabled, Changed: changed})
+	WriteJSON(w, http.StatusOK, api.CronEnabledReply{Name: name, Enabled: *req.Enabled, Changed: changed})
 }
 
 func (a cronAPI) tasks(w http.ResponseWriter, r *http.Request) {
@@ -141,11 +156,11 @@ func (a cronAPI) tasks(w http.ResponseWriter, r *http.Request) {
 	// A job no longer configured keeps its history; a name with neither is a mistake.
 	if f.Job != "" && len(list.Tasks) == 0 && f.Before == 0 {
 		if _, err := a.svc.Job(r.Context(), f.Job); errors.Is(err, cron.ErrUnknownJob) {
-			control.WriteError(w, http.StatusNotFound, api.CodeNotFound, fmt.Sprintf("job: no cron job %q is configured or has tasks", f.Job))
+			WriteError(w, http.StatusNotFound, api.CodeNotFound, fmt.Sprintf("job: no cron job %q is configured or has tasks", f.Job))
 			return
 		}
 	}
-	control.WriteJSON(w, http.StatusOK, list)
+	WriteJSON(w, http.StatusOK, list)
 }
 
 func (a cronAPI) task(w http.ResponseWriter, r *http.Request) {
@@ -167,7 +182,7 @@ func (a cronAPI) cancel(w http.ResponseWriter, r *http.Request) {
 		cronError(w, err)
 		return
 	}
-	control.WriteJSON(w, http.StatusOK, api.TaskCancelReply{Task: t, Cancelled: err == nil})
+	WriteJSON(w, http.StatusOK, api.TaskCancelReply{Task: t, Cancelled: err == nil})
 }
 
 // taskID reads the {id} of the path; false after writing the 400 reply.
@@ -182,23 +197,23 @@ func taskID(w http.ResponseWriter, r *http.Request) (int64, bool) {
 }
 
 func badRequest(w http.ResponseWriter, format string, args ...any) {
-	control.WriteError(w, http.StatusBadRequest, api.CodeBadRequest, fmt.Sprintf(format, args...))
+	WriteError(w, http.StatusBadRequest, api.CodeBadRequest, fmt.Sprintf(format, args...))
 }
 
 // cronError answers an error of the cron service, naming the field it is about.
 func cronError(w http.ResponseWriter, err error) {
 	switch {
 	case errors.Is(err, cron.ErrUnknownJob):
-		control.WriteError(w, http.StatusNotFound, api.CodeNotFound, "name: "+err.Error())
+		WriteError(w, http.StatusNotFound, api.CodeNotFound, "name: "+err.Error())
 	case errors.Is(err, cron.ErrUnknownTask):
-		control.WriteError(w, http.StatusNotFound, api.CodeNotFound, "id: "+err.Error())
+		WriteError(w, http.StatusNotFound, api.CodeNotFound, "id: "+err.Error())
 	case errors.Is(err, cron.ErrNotLeader):
-		control.WriteError(w, http.StatusConflict, api.CodeConflict, err.Error())
+		WriteError(w, http.StatusConflict, api.CodeConflict, err.Error())
 	case errors.Is(err, cron.ErrStopped):
-		control.WriteError(w, http.StatusServiceUnavailable, api.CodeUnavailable, "schedd is stopping: "+err.Error())
+		WriteError(w, http.StatusServiceUnavailable, api.CodeUnavailable, "schedd is stopping: "+err.Error())
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
-		control.WriteError(w, http.StatusServiceUnavailable, api.CodeTimeout, err.Error())
+		WriteError(w, http.StatusServiceUnavailable, api.CodeTimeout, err.Error())
 	default:
-		control.WriteError(w, http.StatusInternalServerError, api.CodeInternal, err.Error())
+		WriteError(w, http.StatusInternalServerError, api.CodeInternal, err.Error())
 	}
 }

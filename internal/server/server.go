@@ -1,7 +1,12 @@
-// Package control is schedd's local control API: HTTP/1.1 and JSON over a unix socket
-// that only its owner may use. The daemon serves it; every CLI command is a client of
-// exactly this API. The types that travel over it are in internal/api.
-package control
+// Package server serves schedd's control API: HTTP/1.1 and JSON over a unix socket that
+// only its owner may use. It owns the socket (binding, keeping it bound, the peer check),
+// the limits every request meets (body cap, request timeout) and every route's handler.
+// The handlers reach the running parts of schedd through small interfaces (Backend,
+// Lifecycle, Output, Heartbeats, Deliveries, Cron) that the daemon or its components
+// satisfy, so this package opens no store and starts nothing.
+// Every CLI command is a client of exactly this API (internal/client); the types that
+// travel over it are in internal/api.
+package server
 
 import (
 	"context"
@@ -28,13 +33,13 @@ const (
 // ErrInUse is returned by Listen when a live daemon already answers on the socket.
 var ErrInUse = errors.New("another schedd answers on the control socket")
 
-// Backend is what the daemon provides to the API.
+// Backend gives GET /v1/status its document (the daemon).
 type Backend interface {
 	Status(ctx context.Context) api.Status
 }
 
-// ServerOptions configures a Server.
-type ServerOptions struct {
+// Options configures a Server.
+type Options struct {
 	Backend        Backend
 	Logger         *zap.Logger
 	MaxBody        int64         // request bodies above this are refused; default 1 MiB
@@ -46,12 +51,12 @@ type ServerOptions struct {
 
 // Server serves the control API.
 type Server struct {
-	opts ServerOptions
+	opts Options
 	mux  *http.ServeMux
 }
 
-// NewServer returns a server for opts.
-func NewServer(opts ServerOptions) *Server {
+// New returns a server for opts.
+func New(opts Options) *Server {
 	if opts.Logger == nil {
 		opts.Logger = zap.NewNop()
 	}

@@ -1,6 +1,6 @@
 //go:build unix
 
-package control
+package server
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/schedd/schedd/internal/api"
+	"github.com/schedd/schedd/internal/client"
 	"go.uber.org/goleak"
 )
 
@@ -38,7 +39,7 @@ func socketPath(t *testing.T) string {
 }
 
 // serve starts a server on a fresh socket and returns a client for it.
-func serve(t *testing.T, opts ServerOptions) (*Client, *Server) {
+func serve(t *testing.T, opts Options) (*client.Client, *Server) {
 	t.Helper()
 	path := socketPath(t)
 	ln, err := Listen(path, 0o600)
@@ -48,7 +49,7 @@ func serve(t *testing.T, opts ServerOptions) (*Client, *Server) {
 	if opts.Backend == nil {
 		opts.Backend = fakeBackend{}
 	}
-	srv := NewServer(opts)
+	srv := New(opts)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ctx, ln) }()
@@ -58,7 +59,7 @@ func serve(t *testing.T, opts ServerOptions) (*Client, *Server) {
 			t.Errorf("Serve: %v", err)
 		}
 	})
-	c := NewClient(path)
+	c := client.New(path)
 	// Before the server stops (cleanups run last first): a connection the client dialled
 	// and never used is new to the server, and its shutdown waits up to 5 s for such ones.
 	t.Cleanup(c.Close)
@@ -66,7 +67,7 @@ func serve(t *testing.T, opts ServerOptions) (*Client, *Server) {
 }
 
 func TestStatus(t *testing.T) {
-	c, _ := serve(t, ServerOptions{})
+	c, _ := serve(t, Options{})
 	st, err := c.Status(context.Background())
 	if err != nil || st.Schedd.PID != 7 {
 		t.Fatalf("status %+v, %v", st, err)
@@ -75,7 +76,7 @@ func TestStatus(t *testing.T) {
 
 // TestSocketOwnerOnly is part of R-SIG-07: the socket file is created owner-only.
 func TestSocketOwnerOnly(t *testing.T) {
-	c, _ := serve(t, ServerOptions{})
+	c, _ := serve(t, Options{})
 	fi, err := os.Stat(c.Socket)
 	if err != nil {
 		t.Fatal(err)
@@ -121,7 +122,7 @@ func TestStaleSocket(t *testing.T) {
 }
 
 func TestErrorShape(t *testing.T) {
-	c, srv := serve(t, ServerOptions{MaxBody: 16})
+	c, srv := serve(t, Options{MaxBody: 16})
 	srv.Handle("POST /v1/echo", func(w http.ResponseWriter, r *http.Request) {
 		var v struct {
 			A int `json:"a"`
@@ -160,7 +161,7 @@ func TestErrorShape(t *testing.T) {
 
 // TestPeerCheck: a connection that fails the peer check is closed before it is served.
 func TestPeerCheck(t *testing.T) {
-	c, _ := serve(t, ServerOptions{PeerCheck: func(net.Conn) error { return errors.New("not you") }})
+	c, _ := serve(t, Options{PeerCheck: func(net.Conn) error { return errors.New("not you") }})
 	if _, err := c.Status(context.Background()); err == nil {
 		t.Fatal("a refused peer got a status")
 	}
@@ -169,7 +170,7 @@ func TestPeerCheck(t *testing.T) {
 // TestHangingClient is part of R-SIG-07: a client that connects and sends half a request
 // does not hold up others, and 100 concurrent clients are all served.
 func TestHangingClient(t *testing.T) {
-	c, _ := serve(t, ServerOptions{RequestTimeout: time.Second})
+	c, _ := serve(t, Options{RequestTimeout: time.Second})
 	hang, err := net.Dial("unix", c.Socket)
 	if err != nil {
 		t.Fatal(err)
@@ -189,13 +190,5 @@ func TestHangingClient(t *testing.T) {
 	close(errs)
 	for err := range errs {
 		t.Fatal(err)
-	}
-}
-
-func TestNoDaemon(t *testing.T) {
-	c := NewClient(filepath.Join(t.TempDir(), "none.sock"))
-	_, err := c.Status(context.Background())
-	if !errors.Is(err, ErrNoDaemon) || !strings.Contains(err.Error(), "schedd run") {
-		t.Fatalf("err %v, want ErrNoDaemon with a hint", err)
 	}
 }

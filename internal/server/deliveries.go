@@ -1,4 +1,4 @@
-package daemon
+package server
 
 import (
 	"context"
@@ -14,19 +14,45 @@ import (
 	"unicode/utf8"
 
 	"github.com/schedd/schedd/internal/api"
-	"github.com/schedd/schedd/internal/control"
 	"github.com/schedd/schedd/internal/deliveries"
 	"github.com/schedd/schedd/internal/queue"
 )
 
-type deliveriesAPI struct {
-	svc     *deliveries.Service
-	path    string
-	limits  deliveryLimits
-	maxBody int // control.max_body, for the error of a batch over its bounds
+// Deliveries is what the delivery endpoints need of the delivery service
+// (deliveries.Service).
+type Deliveries interface {
+	Enqueue(ctx context.Context, r deliveries.Request) (queue.Entry, bool, error)
+	EnqueueBatch(ctx context.Context, rs []deliveries.Request) ([]queue.EnqueueResult, error)
+	Get(ctx context.Context, id int64) (queue.Entry, error)
+	List(ctx context.Context, f queue.Filter) ([]queue.Entry, error)
+	Retry(ctx context.Context, id int64) (queue.Entry, error)
+	Drop(ctx context.Context, id int64) error
+	Purge(ctx context.Context, state queue.State, olderThan time.Duration, limit int) (int, error)
+	RecoverDryRun(ctx context.Context, progress func(scanned int)) (api.RecoveryReport, error)
+	Sinks() []string
 }
 
-func (a *deliveriesAPI) routes(srv *control.Server) {
+// DeliveryLimits are the bounds the delivery endpoints' error messages name: those the
+// store was opened with, and the body cap.
+type DeliveryLimits struct {
+	Path    string // the store's file or database
+	Payload int64  // deliveries.max_payload
+	Entries int    // deliveries.max_entries
+	MaxBody int    // control.max_body, for the error of a batch over its bounds
+}
+
+// AddDeliveries adds the delivery endpoints, served by svc.
+func (s *Server) AddDeliveries(svc Deliveries, lim DeliveryLimits) {
+	(&deliveriesAPI{svc: svc, lim: lim}).routes(s)
+}
+
+// deliveriesAPI serves the delivery endpoints of the control API.
+type deliveriesAPI struct {
+	svc Deliveries
+	lim DeliveryLimits
+}
+
+func (a *deliveriesAPI) routes(srv *Server) {
 	srv.Handle("POST /v1/deliveries", a.enqueue)
 	srv.Handle("GET /v1/deliveries", a.list)
 	srv.Handle("POST /v1/deliveries/purge", a.purge)
@@ -47,7 +73,7 @@ func (a *deliveriesAPI) enqueue(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req api.DeliveryRequest
-	if !control.DecodeJSON(w, r, &req) {
+	if !DecodeJSON(w, r, &req) {
 		return
 	}
 	msg := requestText(body)
@@ -64,11 +90,11 @@ func (a *deliveriesAPI) enqueue(w http.ResponseWriter, r *http.Request) {
 			if created {
 				code = http.StatusCreated
 			}
-			control.WriteJSON(w, code, api.EnqueueReply{Created: created, Delivery: view(e, false)})
+			WriteJSON(w, code, api.EnqueueReply{Created: created, Delivery: DeliveryView(e, false)})
 			return
 		}
 	}
-	control.WriteError(w, http.StatusBadRequest, api.CodeBadRequest, msg)
+	WriteError(w, http.StatusBadRequest, api.CodeBadRequest, msg)
 }
 
 // enqueueBatch stores the entries of a JSON array in one commit and answers 200 with one
@@ -79,17 +105,17 @@ func (a *deliveriesAPI) enqueue(w http.ResponseWriter, r *http.Request) {
 // request, and then nothing was stored.
 func (a *deliveriesAPI) enqueueBatch(w http.ResponseWriter, r *http.Request, body []byte) {
 	var reqs []api.DeliveryRequest
-	if !control.DecodeJSON(w, r, &reqs) {
+	if !DecodeJSON(w, r, &reqs) {
 		return
 	}
 	switch {
 	case len(reqs) == 0:
-		control.WriteError(w, http.StatusBadRequest, api.CodeBadRequest, "the array of deliveries is empty: give at least one")
+		WriteError(w, http.StatusBadRequest, api.CodeBadRequest, "the array of deliveries is empty: give at least one")
 		return
 	case len(reqs) > api.MaxBatch:
-		control.WriteError(w, http.StatusRequestEntityTooLarge, api.CodeTooLarge,
+		WriteError(w, http.StatusRequestEntityTooLarge, api.CodeTooLarge,
 			fmt.Sprintf("%d deliveries in one request: a batch holds at most %d (and its body at most %d bytes, control.max_body); "+
-				"nothing was stored: send them in several requests", len(reqs), api.MaxBatch, a.maxBody))
+				"nothing was stored: send them in several requests", len(reqs), api.MaxBatch, a.lim.MaxBody))
 		return
 	}
 	rep := api.BatchReply{Results: make([]api.BatchResult, len(reqs))}
@@ -133,7 +159,7 @@ func (a *deliveriesAPI) enqueueBatch(w http.ResponseWriter, r *http.Request, bod
 			rep.Existing++
 		}
 	}
-	control.WriteJSON(w, http.StatusOK, rep)
+	WriteJSON(w, http.StatusOK, rep)
 }
 
 // requestFields are the fields of api.DeliveryRequest, as error messages begin with them.
@@ -197,14 +223,14 @@ func (a *deliveriesAPI) list(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	f := queue.Filter{State: queue.State(q.Get("state")), Sink: q.Get("sink"), Limit: 100}
 	if f.State != "" && !f.State.Valid() {
-		control.WriteError(w, http.StatusBadRequest, api.CodeBadRequest,
+		WriteError(w, http.StatusBadRequest, api.CodeBadRequest,
 			"state: want pending, sending, delivered or dead, got "+strconv.Quote(string(f.State)))
 		return
 	}
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > 1000 {
-			control.WriteError(w, http.StatusBadRequest, api.CodeBadRequest, "limit: want a number from 1 to 1000, got "+strconv.Quote(v))
+			WriteError(w, http.StatusBadRequest, api.CodeBadRequest, "limit: want a number from 1 to 1000, got "+strconv.Quote(v))
 			return
 		}
 		f.Limit = n
@@ -212,7 +238,7 @@ func (a *deliveriesAPI) list(w http.ResponseWriter, r *http.Request) {
 	if v := q.Get("cursor"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n < 0 {
-			control.WriteError(w, http.StatusBadRequest, api.CodeBadRequest, "cursor: want the next_cursor of the previous page, got "+strconv.Quote(v))
+			WriteError(w, http.StatusBadRequest, api.CodeBadRequest, "cursor: want the next_cursor of the previous page, got "+strconv.Quote(v))
 			return
 		}
 		f.AfterID = n
@@ -224,12 +250,12 @@ func (a *deliveriesAPI) list(w http.ResponseWriter, r *http.Request) {
 	}
 	out := api.DeliveryList{Deliveries: make([]api.Delivery, 0, len(list))}
 	for _, e := range list {
-		out.Deliveries = append(out.Deliveries, view(e, false))
+		out.Deliveries = append(out.Deliveries, DeliveryView(e, false))
 	}
 	if len(list) == f.Limit {
 		out.NextCursor = list[len(list)-1].ID
 	}
-	control.WriteJSON(w, http.StatusOK, out)
+	WriteJSON(w, http.StatusOK, out)
 }
 
 // pathID reads the {id} of the path; false after writing the 400 reply.
@@ -237,7 +263,7 @@ func pathID(w http.ResponseWriter, r *http.Request) (int64, bool) {
 	v := r.PathValue("id")
 	id, err := strconv.ParseInt(v, 10, 64)
 	if err != nil || id <= 0 {
-		control.WriteError(w, http.StatusBadRequest, api.CodeBadRequest, "id: want a delivery id (a positive number), got "+strconv.Quote(v))
+		WriteError(w, http.StatusBadRequest, api.CodeBadRequest, "id: want a delivery id (a positive number), got "+strconv.Quote(v))
 		return 0, false
 	}
 	return id, true
@@ -253,7 +279,7 @@ func (a *deliveriesAPI) get(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, err)
 		return
 	}
-	control.WriteJSON(w, http.StatusOK, view(e, true))
+	WriteJSON(w, http.StatusOK, DeliveryView(e, true))
 }
 
 func (a *deliveriesAPI) drop(w http.ResponseWriter, r *http.Request) {
@@ -265,7 +291,7 @@ func (a *deliveriesAPI) drop(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, err)
 		return
 	}
-	control.WriteJSON(w, http.StatusOK, api.DropReply{Dropped: id})
+	WriteJSON(w, http.StatusOK, api.DropReply{Dropped: id})
 }
 
 func (a *deliveriesAPI) retry(w http.ResponseWriter, r *http.Request) {
@@ -278,19 +304,19 @@ func (a *deliveriesAPI) retry(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, err)
 		return
 	}
-	control.WriteJSON(w, http.StatusOK, view(e, false))
+	WriteJSON(w, http.StatusOK, DeliveryView(e, false))
 }
 
 func (a *deliveriesAPI) purge(w http.ResponseWriter, r *http.Request) {
 	var req api.PurgeRequest
-	if !control.DecodeJSON(w, r, &req) {
+	if !DecodeJSON(w, r, &req) {
 		return
 	}
 	if req.State == "" {
 		req.State = api.DeliveryDead
 	}
 	if req.State != api.DeliveryDead && req.State != api.DeliveryDelivered {
-		control.WriteError(w, http.StatusBadRequest, api.CodeBadRequest,
+		WriteError(w, http.StatusBadRequest, api.CodeBadRequest,
 			"state: want dead or delivered, got "+strconv.Quote(string(req.State)))
 		return
 	}
@@ -298,14 +324,14 @@ func (a *deliveriesAPI) purge(w http.ResponseWriter, r *http.Request) {
 	if req.OlderThan != "" {
 		d, err := time.ParseDuration(req.OlderThan)
 		if err != nil || d < 0 {
-			control.WriteError(w, http.StatusBadRequest, api.CodeBadRequest,
+			WriteError(w, http.StatusBadRequest, api.CodeBadRequest,
 				"older_than: want a Go duration like 72h, got "+strconv.Quote(req.OlderThan))
 			return
 		}
 		older = d
 	}
 	if req.Limit < 0 || req.Limit > api.MaxPurgeLimit {
-		control.WriteError(w, http.StatusBadRequest, api.CodeBadRequest,
+		WriteError(w, http.StatusBadRequest, api.CodeBadRequest,
 			fmt.Sprintf("limit: want 0 (all) or a number from 1 to %d, got %d", api.MaxPurgeLimit, req.Limit))
 		return
 	}
@@ -314,16 +340,16 @@ func (a *deliveriesAPI) purge(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, err)
 		return
 	}
-	control.WriteJSON(w, http.StatusOK, api.PurgeReply{Purged: n})
+	WriteJSON(w, http.StatusOK, api.PurgeReply{Purged: n})
 }
 
 func (a *deliveriesAPI) recover(w http.ResponseWriter, r *http.Request) {
 	var req api.RecoverRequest
-	if !control.DecodeJSON(w, r, &req) {
+	if !DecodeJSON(w, r, &req) {
 		return
 	}
 	if !req.DryRun {
-		control.WriteError(w, http.StatusBadRequest, api.CodeBadRequest,
+		WriteError(w, http.StatusBadRequest, api.CodeBadRequest,
 			`dry_run: only {"dry_run": true} is supported: the recovery pass runs at every start of schedd, `+
 				"and the runtime keeps every pending entry armed after it")
 		return
@@ -337,14 +363,14 @@ func (a *deliveriesAPI) recover(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, err)
 		return
 	}
-	control.WriteJSON(w, http.StatusOK, rep)
+	WriteJSON(w, http.StatusOK, rep)
 }
 
 // recoverStream answers a dry run with progress: the count of live entries read after each
 // page, then the report (or the error) on the last line. A client that is gone ends the
 // pass through the request's context.
 func (a *deliveriesAPI) recoverStream(w http.ResponseWriter, r *http.Request) {
-	out := control.NewStream(w)
+	out := NewStream(w)
 	rep, err := a.svc.RecoverDryRun(r.Context(), func(n int) {
 		_ = out.Send(api.RecoverProgress{Scanned: n})
 	})
@@ -369,7 +395,7 @@ func (a *deliveriesAPI) writeError(w http.ResponseWriter, err error) {
 }
 
 func writeAPIError(w http.ResponseWriter, e *api.Error) {
-	control.WriteError(w, e.Status, e.Code, e.Message)
+	WriteError(w, e.Status, e.Code, e.Message)
 }
 
 // enqueueError is errorReply for an enqueue of an entry for sink.
@@ -393,11 +419,11 @@ func (a *deliveriesAPI) errorReply(err error) *api.Error {
 	case errors.Is(err, queue.ErrQueueFull):
 		return &api.Error{Status: http.StatusServiceUnavailable, Code: api.CodeQueueFull,
 			Message: fmt.Sprintf("the delivery queue holds its limit of %d pending entries (deliveries.max_entries); nothing was stored; "+
-				"enqueue again once it has drained", a.limits.entries)}
+				"enqueue again once it has drained", a.lim.Entries)}
 	case errors.Is(err, queue.ErrDiskFull):
 		return &api.Error{Status: 507, Code: api.CodeDiskFull,
 			Message: fmt.Sprintf("the disk of the delivery store %s is full: nothing was stored. Deliveries already stored are still sent; "+
-				"enqueue works again once space is freed", a.path)}
+				"enqueue works again once space is freed", a.lim.Path)}
 	case errors.As(err, &mismatch):
 		return &api.Error{Status: http.StatusConflict, Code: api.CodeConflict,
 			Message: fmt.Sprintf("idempotency_key: %q belongs to delivery %d, which has another sink or payload; nothing was stored",
@@ -428,13 +454,13 @@ func (a *deliveriesAPI) errorReply(err error) *api.Error {
 			Message: "the delivery store's database cannot be reached: nothing was stored; enqueue again once it is back"}
 	case errors.Is(err, queue.ErrStorage), errors.Is(err, queue.ErrCorrupt):
 		return &api.Error{Status: http.StatusInternalServerError, Code: api.CodeStorage,
-			Message: fmt.Sprintf("the delivery store %s could not commit: nothing was stored (%v)", a.path, err)}
+			Message: fmt.Sprintf("the delivery store %s could not commit: nothing was stored (%v)", a.lim.Path, err)}
 	}
 	return &api.Error{Status: http.StatusInternalServerError, Code: api.CodeInternal, Message: err.Error()}
 }
 
-// view is how the API shows e; withPayload adds the payload, as text when it is UTF-8.
-func view(e queue.Entry, withPayload bool) api.Delivery {
+// DeliveryView is how the API shows e; withPayload adds the payload, as text when it is UTF-8.
+func DeliveryView(e queue.Entry, withPayload bool) api.Delivery {
 	v := api.Delivery{
 		ID: e.ID, Sink: e.Sink, Key: e.Key, State: api.DeliveryState(e.State), Priority: e.Priority, PayloadSize: e.PayloadSize,
 		Attempts: e.Attempts, Failures: e.Failures, LastError: e.LastError, DeadReason: e.DeadReason,

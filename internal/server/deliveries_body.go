@@ -1,4 +1,4 @@
-package daemon
+package server
 
 import (
 	"bytes"
@@ -11,10 +11,9 @@ import (
 	"unicode/utf8"
 
 	"github.com/schedd/schedd/internal/api"
-	"github.com/schedd/schedd/internal/control"
 )
 
-// readBody reads the whole request body, and leaves it for control.DecodeJSON to read
+// readBody reads the whole request body, and leaves it for DecodeJSON to read
 // again; false after writing the 413 (over control.max_body) or 400 reply.
 func readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 	var buf bytes.Buffer
@@ -23,10 +22,10 @@ func readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 	}
 	if _, err := buf.ReadFrom(r.Body); err != nil {
 		if mbe, ok := errors.AsType[*http.MaxBytesError](err); ok {
-			control.WriteError(w, http.StatusRequestEntityTooLarge, api.CodeTooLarge,
+			WriteError(w, http.StatusRequestEntityTooLarge, api.CodeTooLarge,
 				fmt.Sprintf("request body is over the %d byte limit", mbe.Limit))
 		} else {
-			control.WriteError(w, http.StatusBadRequest, api.CodeBadRequest, "read the request body: "+err.Error())
+			WriteError(w, http.StatusBadRequest, api.CodeBadRequest, "read the request body: "+err.Error())
 		}
 		return nil, false
 	}

@@ -1,6 +1,6 @@
 //go:build unix
 
-package control
+package server
 
 import (
 	"bufio"
@@ -41,7 +41,7 @@ func TestAcceptBackoffEMFILE_RSUP09(t *testing.T) {
 	}
 	core, logs := observer.New(zap.InfoLevel)
 	cl := &countingListener{Listener: ln}
-	srv := NewServer(ServerOptions{Backend: fakeBackend{}, Logger: zap.New(core)})
+	srv := New(Options{Backend: fakeBackend{}, Logger: zap.New(core)})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ctx, cl) }()

@@ -1,6 +1,6 @@
 //go:build unix
 
-package control
+package server
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/schedd/schedd/internal/api"
+	"github.com/schedd/schedd/internal/client"
 )
 
 // A streamed reply of a long endpoint goes on past the request timeout, line by line as
@@ -18,7 +19,7 @@ import (
 func TestStreamOutlivesRequestTimeout(t *testing.T) {
 	feed := make(chan int)
 	ended := make(chan struct{})
-	c, srv := serve(t, ServerOptions{RequestTimeout: 50 * time.Millisecond})
+	c, srv := serve(t, Options{RequestTimeout: 50 * time.Millisecond})
 	srv.HandleLong("GET /v1/ticks", func(w http.ResponseWriter, r *http.Request) {
 		defer close(ended)
 		s := NewStream(w)
@@ -63,7 +64,7 @@ func TestStreamOutlivesRequestTimeout(t *testing.T) {
 }
 
 func TestStreamErrors(t *testing.T) {
-	c, srv := serve(t, ServerOptions{})
+	c, srv := serve(t, Options{})
 	srv.HandleLong("GET /v1/bad", func(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, http.StatusBadRequest, api.CodeBadRequest, "n: want a number")
 	})
@@ -73,8 +74,8 @@ func TestStreamErrors(t *testing.T) {
 	if ae, ok := errors.AsType[*api.Error](err); !ok || ae.Status != 400 || ae.Message != "n: want a number" {
 		t.Fatalf("error reply: %v", err)
 	}
-	gone := NewClient(filepath.Join(t.TempDir(), "none.sock"))
-	if err := gone.Stream(context.Background(), "/v1/logs", none); !errors.Is(err, ErrNoDaemon) {
+	gone := client.New(filepath.Join(t.TempDir(), "none.sock"))
+	if err := gone.Stream(context.Background(), "/v1/logs", none); !errors.Is(err, client.ErrNoDaemon) {
 		t.Fatalf("no daemon: %v", err)
 	}
 }

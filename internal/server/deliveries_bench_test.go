@@ -1,4 +1,4 @@
-package daemon
+package server
 
 import (
 	"bytes"
@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/schedd/schedd/internal/api"
-	"github.com/schedd/schedd/internal/control"
+	"github.com/schedd/schedd/internal/client"
 	"github.com/schedd/schedd/internal/deliveries"
 	"github.com/schedd/schedd/internal/queue"
 )
@@ -34,7 +34,7 @@ func BenchmarkEnqueueAPI(b *testing.B) {
 				b.Fatal(err)
 			}
 			b.Cleanup(func() { store.Close() })
-			hc := control.NewClient(serveEnqueue(b, store, control.DefaultMaxBody, true)).HTTP
+			hc := client.New(serveEnqueue(b, store, DefaultMaxBody, true)).HTTP
 			payload := string(bytes.Repeat([]byte{'x'}, 256))
 			var n atomic.Int64
 			b.SetParallelism(clients)

@@ -1,6 +1,6 @@
 //go:build unix
 
-package control
+package client
 
 import (
 	"context"
@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/schedd/schedd/internal/api"
+	"github.com/schedd/schedd/internal/server"
 )
 
 // hit is one request the route table's server saw.
@@ -84,22 +85,22 @@ func serveRoutes(t *testing.T) (*Client, *routeServer) {
 			}
 			rs.record(h)
 			if rt.Stream != nil && r.URL.Query().Get("follow") == "1" {
-				s := NewStream(w)
+				s := server.NewStream(w)
 				s.Send(api.LogEvent{Line: &api.LogLine{Seq: 1, Text: "one"}})
 				s.Send(api.LogEvent{Missed: 3})
 				return
 			}
 			if rt.Stream != nil && strings.Contains(string(body), `"progress":true`) {
-				s := NewStream(w)
+				s := server.NewStream(w)
 				s.Send(api.RecoverProgress{Scanned: 10000})
 				s.Send(api.RecoverProgress{Scanned: 10000, Report: &api.RecoveryReport{}})
 				return
 			}
 			if rt.Alt != nil && strings.HasPrefix(string(body), "[") {
-				WriteJSON(w, http.StatusOK, api.BatchReply{}) // the array form's reply
+				server.WriteJSON(w, http.StatusOK, api.BatchReply{}) // the array form's reply
 				return
 			}
-			WriteJSON(w, status, json.RawMessage(reply))
+			server.WriteJSON(w, status, json.RawMessage(reply))
 		})
 	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
@@ -115,7 +116,7 @@ func serveRoutes(t *testing.T) (*Client, *routeServer) {
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
-	c := NewClient(path)
+	c := New(path)
 	t.Cleanup(func() {
 		c.Close()
 		srv.Close()
@@ -245,7 +246,7 @@ func TestEveryRouteHasAMethod(t *testing.T) {
 	}
 	for _, rt := range api.Routes {
 		if p := rt.Method + " " + rt.Path; len(reached[p]) == 0 {
-			t.Errorf("no method of Client reaches %s: add one (internal/control/routes.go)", p)
+			t.Errorf("no method of Client reaches %s: add one (internal/client/routes.go)", p)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package daemon
+package server
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 	"testing/synctest"
 
 	"github.com/schedd/schedd/internal/api"
-	"github.com/schedd/schedd/internal/control"
+	"github.com/schedd/schedd/internal/client"
 	"github.com/schedd/schedd/internal/supervisor"
 )
 
@@ -78,23 +78,23 @@ func TestFollowOutputSlowReader(t *testing.T) {
 	})
 }
 
-func serveLogs(t *testing.T, ring *supervisor.OutputRing) *control.Client {
+func serveLogs(t *testing.T, ring *supervisor.OutputRing) *client.Client {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "lg")
 	if err != nil {
 		t.Fatal(err)
 	}
 	sock := filepath.Join(dir, "s.sock")
-	ln, err := control.Listen(sock, 0o600)
+	ln, err := Listen(sock, 0o600)
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := control.NewServer(control.ServerOptions{Backend: statusNone{}})
-	(&Daemon{output: ring}).routes(srv)
+	srv := New(Options{Backend: statusNone{}})
+	srv.AddLogs(ring)
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan struct{})
 	go func() { _ = srv.Serve(ctx, ln); close(served) }()
-	cl := control.NewClient(sock)
+	cl := client.New(sock)
 	t.Cleanup(func() { cl.Close(); ring.Close(); cancel(); <-served; os.RemoveAll(dir) })
 	return cl
 }

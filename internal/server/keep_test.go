@@ -1,6 +1,6 @@
 //go:build unix
 
-package control
+package server
 
 import (
 	"context"
@@ -11,6 +11,8 @@ import (
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/schedd/schedd/internal/client"
 )
 
 // R-ENV-07: the runtime dir holding the control socket is removed while schedd runs (a
@@ -45,11 +47,11 @@ func TestRuntimeDirRemoved_RENV07(t *testing.T) {
 		}
 	}()
 	defer func() { close(stopWatch); <-watched }()
-	srv := NewServer(ServerOptions{Backend: fakeBackend{}})
+	srv := New(Options{Backend: fakeBackend{}})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ctx, kept) }()
-	c := NewClient(path)
+	c := client.New(path)
 	status := func(when string) {
 		t.Helper()
 		if st, err := c.Status(context.Background()); err != nil || st.Schedd.PID != 7 {
