@@ -56,6 +56,8 @@ var features = []string{"internal/daemon", "internal/supervisor", "internal/rest
 //     separate programs);
 //   - internal/platform, internal/backoff and internal/api import nothing of ours;
 //   - internal/control imports none of the features: it describes them with internal/api;
+//   - internal/outbound, the one outbound call the features make, imports none of them:
+//     only internal/platform and internal/backoff;
 //   - only cmd/schedd imports the daemon, and there only to run it (run.go, and the
 //     respawn helper that waits for a daemon to hand over); the rest of the CLI is a client
 //     of the control API and imports none of the features.
@@ -83,6 +85,8 @@ func TestLayout(t *testing.T) {
 				t.Errorf("%s imports %s: it must import nothing of ours", p, ours)
 			case isOurs && p == "internal/control" && ours != "internal/api":
 				t.Errorf("%s imports %s: the control API describes the features with internal/api", p, ours)
+			case isOurs && p == "internal/outbound" && ours != "internal/platform" && ours != "internal/backoff":
+				t.Errorf("%s imports %s: the outbound call imports only internal/platform and internal/backoff", p, ours)
 			case isOurs && ours == "internal/daemon" && p != "cmd/schedd":
 				t.Errorf("%s imports the daemon: only cmd/schedd may", p)
 			case isOurs && strings.HasPrefix(ours, "internal/testgateway"):
