@@ -20,6 +20,7 @@ import (
 	"github.com/schedd/schedd/internal/config"
 	"github.com/schedd/schedd/internal/control"
 	"github.com/schedd/schedd/internal/heartbeat"
+	"github.com/schedd/schedd/internal/platform"
 )
 
 // TestHeartbeatConfigMirrorsConfig: every field of the config file's heartbeat agent has a
@@ -215,9 +216,9 @@ type pulseLog struct {
 	got    chan struct{}
 }
 
-func (l *pulseLog) run(_ context.Context, _, env []string, stdin []byte) (int, []byte, error) {
+func (l *pulseLog) run(_ context.Context, spec platform.RunSpec) (platform.RunResult, error) {
 	var p heartbeat.Pulse
-	for _, kv := range env {
+	for _, kv := range spec.Env {
 		k, v, _ := strings.Cut(kv, "=")
 		switch k {
 		case "SCHEDD_AGENT_ID":
@@ -232,7 +233,7 @@ func (l *pulseLog) run(_ context.Context, _, env []string, stdin []byte) (int, [
 	l.pulses = append(l.pulses, p)
 	l.mu.Unlock()
 	l.got <- struct{}{}
-	return 0, nil, nil
+	return platform.RunResult{Status: platform.ExitStatus{Exited: true}}, nil
 }
 
 // serveHeartbeatAPI runs svc and its endpoints on a control socket and returns a client.
