@@ -41,7 +41,8 @@ const (
 	FaultTimeout
 	// FaultCancelled: ctx was cancelled first.
 	FaultCancelled
-	// FaultTransport: the connection failed; no reply came.
+	// FaultTransport: the connection failed and no reply came (of a command: the runner
+	// failed for another reason than the start or the context).
 	FaultTransport
 	// FaultBody: the reply came but reading its body failed; Body holds what was read.
 	FaultBody
@@ -111,8 +112,8 @@ func Exchange(ctx context.Context, client *http.Client, req Request) (res Respon
 	return res
 }
 
-// ctxFault is the fault of an error: the timeout or the cancellation when ctx ended, else
-// otherwise.
+// ctxFault is the fault behind an error: the timeout or the cancellation when ctx has
+// ended, the fault given otherwise.
 func ctxFault(ctx context.Context, otherwise Fault) Fault {
 	switch {
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
@@ -132,19 +133,20 @@ func WithoutURL(err error) error {
 	return err
 }
 
-// NoRedirects makes client follow no redirect: the reply to the first request is the
+// NoRedirects, as a client's CheckRedirect, follows no redirect: the reply to the first request is the
 // answer. A destination that moved is a configuration problem, and following a 302 would
 // turn a POST into a GET.
 func NoRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
-// Client is a client that follows no redirect and keeps idle idle connections to each
-// host (the default transport keeps two, so concurrent senders to one endpoint would open
-// a new connection for most requests). idle <= 0 keeps the default transport's settings.
-func Client(idle int) *http.Client {
-	if idle <= 0 {
+// Client is a client that follows no redirect and keeps up to perHost idle connections
+// to each host (the default transport keeps two, so concurrent senders to one endpoint
+// would open a new connection for most requests). perHost <= 0 keeps the default
+// transport.
+func Client(perHost int) *http.Client {
+	if perHost <= 0 {
 		return &http.Client{CheckRedirect: NoRedirects}
 	}
 	t := http.DefaultTransport.(*http.Transport).Clone()
-	t.MaxIdleConnsPerHost = idle
+	t.MaxIdleConnsPerHost = perHost
 	return &http.Client{Transport: t, CheckRedirect: NoRedirects}
 }
