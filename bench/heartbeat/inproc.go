@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/schedd/schedd/internal/heartbeat"
+	"github.com/schedd/schedd/internal/platform"
 )
 
 // inprocMode runs the heartbeat service in this process with N agents whose exec target
@@ -65,6 +66,8 @@ func inprocMode(args []string) error {
 		Logger: log,
 		Store:  heartbeat.NewFileStore(*dir, log),
 		Run:    rec.run,
+		// The pulse's variables alone: the daemon's environment is not what is measured.
+		Environ: []string{},
 	})
 	if err != nil {
 		return err
@@ -142,9 +145,9 @@ type lateness struct {
 	ms []float64
 }
 
-func (l *lateness) run(_ context.Context, _, env []string, _ []byte) (int, []byte, error) {
+func (l *lateness) run(_ context.Context, spec platform.RunSpec) (platform.RunResult, error) {
 	now := time.Now()
-	for _, kv := range env {
+	for _, kv := range spec.Env {
 		if v, ok := strings.CutPrefix(kv, "SCHEDD_SCHEDULED_AT="); ok {
 			if at, err := time.Parse(time.RFC3339Nano, v); err == nil {
 				l.mu.Lock()
@@ -153,7 +156,7 @@ func (l *lateness) run(_ context.Context, _, env []string, _ []byte) (int, []byt
 			}
 		}
 	}
-	return 0, nil, nil
+	return platform.RunResult{Status: platform.ExitStatus{Exited: true}}, nil
 }
 
 func (l *lateness) reset() {

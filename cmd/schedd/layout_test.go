@@ -66,6 +66,8 @@ var handoffMayImport = []string{"internal/api", "internal/platform"}
 //   - internal/client imports only internal/api: it describes the features with its types;
 //   - internal/server imports neither the daemon nor a storage driver: its handlers reach
 //     the running parts through interfaces the daemon satisfies;
+//   - internal/outbound, the one outbound call the features make, imports none of them:
+//     only internal/platform and internal/backoff;
 //   - only cmd/schedd imports the daemon, and there only to run it (run.go, and the
 //     respawn helper that waits for a daemon to hand over); the rest of the CLI is a client
 //     of the control API and imports none of the features;
@@ -98,6 +100,8 @@ func TestLayout(t *testing.T) {
 				t.Errorf("%s imports %s: the control client describes the features with internal/api", p, ours)
 			case isOurs && p == "internal/server" && (ours == "internal/daemon" || slices.Contains(storageDrivers, ours)):
 				t.Errorf("%s imports %s: the control server reaches the daemon's parts through its interfaces", p, ours)
+			case isOurs && p == "internal/outbound" && ours != "internal/platform" && ours != "internal/backoff":
+				t.Errorf("%s imports %s: the outbound call imports only internal/platform and internal/backoff", p, ours)
 			case isOurs && ours == "internal/daemon" && p != "cmd/schedd":
 				t.Errorf("%s imports the daemon: only cmd/schedd may", p)
 			case isOurs && p == "internal/handoff" && !slices.Contains(handoffMayImport, ours):

@@ -5,11 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
 	"time"
 
 	"github.com/schedd/schedd/internal/api"
-	"github.com/schedd/schedd/internal/platform"
+	"github.com/schedd/schedd/internal/outbound"
 )
 
 // Action is what a job runs: exactly one per job. HeartbeatWake, Exec, HTTP and Deliver
@@ -70,31 +69,15 @@ type Deps struct {
 	// follows no redirects.
 	HTTPClient *http.Client
 	// RunCommand runs exec actions (nil: platform.RunCommand).
-	RunCommand func(ctx context.Context, spec platform.RunSpec) (platform.RunResult, error)
+	RunCommand outbound.RunFunc
 	// Environ is the environment exec actions start from (nil: os.Environ()).
 	Environ []string
-}
-
-func (d *Deps) runCommand() func(context.Context, platform.RunSpec) (platform.RunResult, error) {
-	if d.RunCommand != nil {
-		return d.RunCommand
-	}
-	return platform.RunCommand
-}
-
-func (d *Deps) environ() []string {
-	if d.Environ != nil {
-		return d.Environ
-	}
-	return os.Environ()
 }
 
 // newHTTPClient is the service's own client for http actions: redirects are not followed,
 // since a job's URL that moved is a configuration problem and following a 302 would turn a
 // POST into a GET.
-func newHTTPClient() *http.Client {
-	return &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-}
+func newHTTPClient() *http.Client { return outbound.Client(0) }
 
 // Class is how a failed run is handled.
 type Class int

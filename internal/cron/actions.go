@@ -1,16 +1,16 @@
 package cron
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/schedd/schedd/internal/outbound"
 )
 
 // HeartbeatWake asks the heartbeat dispatcher for a wake of an agent (coalesced like any
@@ -121,38 +121,30 @@ func (a *HTTP) method() string {
 func (a *HTTP) Run(ctx context.Context, d *Deps, r RunInfo) (Result, error) {
 	u, _ := url.Parse(a.URL)
 	where := a.method() + " " + redactURL(u)
-	req, err := http.NewRequestWithContext(ctx, a.method(), a.URL, bytes.NewReader(a.Body))
-	if err != nil {
-		return Result{}, PermanentError(fmt.Errorf("http %s: %w", where, err))
-	}
+	hdr := make(http.Header, len(a.Headers)+1)
 	for k, v := range a.Headers {
-		req.Header.Set(k, v)
+		hdr.Set(k, v)
 	}
-	if req.Header.Get(IdempotencyHeader) == "" {
-		req.Header.Set(IdempotencyHeader, "cron:"+r.RunKey)
+	if hdr.Get(IdempotencyHeader) == "" {
+		hdr.Set(IdempotencyHeader, "cron:"+r.RunKey)
 	}
-	resp, err := d.HTTPClient.Do(req)
-	if err != nil {
-		// url.Error repeats the URL, query and all: keep only its cause.
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err
-		}
-		return Result{}, TransientError(fmt.Errorf("http %s: %w", where, err))
+	resp := outbound.Exchange(ctx, d.HTTPClient, outbound.Request{Method: a.method(), URL: a.URL, Header: hdr, Body: a.Body,
+		MaxBody: MaxOutput, Drain: 64 << 10})
+	switch {
+	case resp.Fault == outbound.FaultRequest:
+		return Result{}, PermanentError(fmt.Errorf("http %s: %w", where, resp.Err))
+	case !resp.Replied():
+		// The client's error repeats the URL, query and all: keep only its cause.
+		return Result{}, TransientError(fmt.Errorf("http %s: %w", where, outbound.WithoutURL(resp.Err)))
 	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, MaxOutput))
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-	res := Result{HTTPStatus: resp.StatusCode, Output: body}
-	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+	res := Result{HTTPStatus: resp.Code, Output: resp.Body}
+	switch resp.Verdict(time.Now()).Class {
+	case outbound.Success:
 		return res, nil
+	case outbound.Transient:
+		return res, TransientError(fmt.Errorf("http %s: %s", where, resp.Status))
 	}
-	err = fmt.Errorf("http %s: %s", where, resp.Status)
-	switch code := resp.StatusCode; {
-	case code == http.StatusRequestTimeout, code == http.StatusTooEarly, code == http.StatusTooManyRequests, code >= 500:
-		return res, TransientError(err)
-	}
-	return res, PermanentError(err)
+	return res, PermanentError(fmt.Errorf("http %s: %s", where, resp.Status))
 }
 
 // redactURL shows a URL without its user info, query and fragment, where tokens hide.

@@ -4,12 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"strconv"
-	"strings"
 	"time"
 
-	"github.com/schedd/schedd/internal/platform"
+	"github.com/schedd/schedd/internal/outbound"
 )
 
 // Exec runs a command in its own process group (Windows: its own Job). On a timeout or a
@@ -33,7 +31,7 @@ type Exec struct {
 const DefaultGrace = 10 * time.Second
 
 // ExitTransient is the exit code that asks for a retry (EX_TEMPFAIL).
-const ExitTransient = 75
+const ExitTransient = outbound.ExitTempFail
 
 // Kind is "exec".
 func (*Exec) Kind() string { return "exec" }
@@ -51,67 +49,56 @@ func (a *Exec) Check(*Deps) error {
 
 // Run runs the command to completion.
 func (a *Exec) Run(ctx context.Context, d *Deps, r RunInfo) (Result, error) {
-	set := maps.Clone(a.Env)
-	if set == nil {
-		set = map[string]string{}
-	}
 	slot := ""
 	if !r.Slot.IsZero() {
 		slot = r.Slot.UTC().Format(time.RFC3339Nano)
 	}
-	set["SCHEDD_CRON_JOB"] = r.Job
-	set["SCHEDD_CRON_TASK_ID"] = strconv.FormatInt(r.TaskID, 10)
-	set["SCHEDD_CRON_KIND"] = string(r.Kind)
-	set["SCHEDD_CRON_ATTEMPT"] = strconv.Itoa(r.Attempt)
-	set["SCHEDD_CRON_RUN_KEY"] = r.RunKey
-	set["SCHEDD_CRON_SLOT"] = slot
+	env := make([]string, 0, len(a.Env)+6)
+	for k, v := range a.Env {
+		env = append(env, k+"="+v)
+	}
+	env = append(env,
+		"SCHEDD_CRON_JOB="+r.Job,
+		"SCHEDD_CRON_TASK_ID="+strconv.FormatInt(r.TaskID, 10),
+		"SCHEDD_CRON_KIND="+string(r.Kind),
+		"SCHEDD_CRON_ATTEMPT="+strconv.Itoa(r.Attempt),
+		"SCHEDD_CRON_RUN_KEY="+r.RunKey,
+		"SCHEDD_CRON_SLOT="+slot,
+	)
 	grace := a.Grace
 	if grace == 0 {
 		grace = DefaultGrace
 	}
 	name := a.Command[0]
-	res, err := d.runCommand()(ctx, platform.RunSpec{
-		Argv: a.Command, Env: platform.ChildEnv(d.environ(), set), Dir: a.Dir,
+	ran := d.RunCommand.Run(ctx, outbound.Command{
+		Argv: a.Command, Env: outbound.Environ(d.Environ, env...), Dir: a.Dir,
 		MaxOutput: MaxOutput, StopGrace: grace,
 	})
-	out := Result{Output: res.Stdout}
-	var se *platform.SpawnError
-	switch {
-	case errors.As(err, &se):
-		return out, PermanentError(fmt.Errorf("exec %s: %w", name, err))
-	case ctx.Err() != nil:
+	out := Result{Output: ran.Stdout}
+	switch ran.Fault {
+	case outbound.FaultStart:
+		return out, PermanentError(fmt.Errorf("exec %s: %w", name, ran.Err))
+	case outbound.FaultTimeout, outbound.FaultCancelled:
 		// Stopped by the timeout or a cancel, even if the command then exited 0.
-		return out, fmt.Errorf("exec %s: stopped (%s): %w", name, res.Status, context.Cause(ctx))
-	case err != nil:
-		return out, TransientError(fmt.Errorf("exec %s: %w", name, err))
+		return out, fmt.Errorf("exec %s: stopped (%s): %w", name, ran.Exit, context.Cause(ctx))
+	case outbound.FaultTransport:
+		return out, TransientError(fmt.Errorf("exec %s: %w", name, ran.Err))
 	}
-	st := res.Status
+	st := ran.Exit
 	if st.Exited {
 		code := st.Code
 		out.ExitCode = &code
 	} else {
 		out.Signal = st.SignalName
 	}
-	switch {
-	case st.Exited && st.Code == 0:
+	switch outbound.ExitVerdict(st).Class {
+	case outbound.Success:
 		return out, nil
-	case st.Exited && st.Code == ExitTransient:
-		return out, TransientError(fmt.Errorf("exec %s: %s%s", name, st, stderrTail(res.Stderr)))
-	case st.Exited:
-		return out, PermanentError(fmt.Errorf("exec %s: %s%s", name, st, stderrTail(res.Stderr)))
+	case outbound.Permanent:
+		return out, PermanentError(fmt.Errorf("exec %s: %s%s", name, st, outbound.Tail(ran.Stderr, stderrTail)))
 	}
-	return out, TransientError(fmt.Errorf("exec %s: %s%s", name, st, stderrTail(res.Stderr)))
+	return out, TransientError(fmt.Errorf("exec %s: %s%s", name, st, outbound.Tail(ran.Stderr, stderrTail)))
 }
 
-// stderrTail is the end of a command's error output, on one line, for the task's error.
-func stderrTail(b []byte) string {
-	const n = 512
-	if len(b) > n {
-		b = b[len(b)-n:]
-	}
-	s := strings.Join(strings.Fields(strings.ToValidUTF8(string(b), "")), " ")
-	if s == "" {
-		return ""
-	}
-	return ": " + s
-}
+// stderrTail is how much of the end of a command's error output its task's error quotes.
+const stderrTail = 512

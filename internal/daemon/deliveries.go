@@ -241,7 +241,7 @@ func (d *Daemon) deliverySinks(c *config.Config) (map[string]deliveries.Sink, er
 		case s.Exec != nil:
 			sink, err = deliveries.NewExecSink(deliveries.ExecConfig{
 				Command: slices.Clone(s.Exec.Command), Timeout: s.Exec.Timeout.D(),
-				TransientCodes: slices.Clone(s.Exec.TransientCodes), Run: execRunner(d.opts.Environ),
+				TransientCodes: slices.Clone(s.Exec.TransientCodes), Environ: d.opts.Environ, Run: platform.RunCommand,
 			})
 		case s.Gateway != nil:
 			base := s.Gateway.BaseURL
@@ -268,24 +268,3 @@ func (d *Daemon) deliverySinks(c *config.Config) (map[string]deliveries.Sink, er
 
 // gatewayReady is the gateway sink's readiness: the supervised gateway is ready.
 func (d *Daemon) gatewayReady() bool { return d.sup.Status().State == api.GatewayReady }
-
-// execRunner runs exec sinks' commands as short child processes with the environment the
-// gateway's is built from.
-func execRunner(environ []string) deliveries.RunFunc {
-	return func(ctx context.Context, req deliveries.ExecRequest) (deliveries.ExecResult, error) {
-		set := make(map[string]string, len(req.Env))
-		for _, kv := range req.Env {
-			k, v, _ := strings.Cut(kv, "=")
-			set[k] = v
-		}
-		res, err := platform.RunCommand(ctx, platform.RunSpec{
-			Argv: req.Argv, Env: platform.ChildEnv(environ, set), Dir: req.Dir, Stdin: req.Stdin,
-		})
-		if err != nil {
-			return deliveries.ExecResult{}, err
-		}
-		return deliveries.ExecResult{
-			Exited: res.Status.Exited, Code: res.Status.Code, Signal: res.Status.SignalName, Stderr: res.Stderr,
-		}, nil
-	}
-}

@@ -2,11 +2,9 @@ package daemon
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -32,7 +30,8 @@ func (d *Daemon) setupHeartbeat() (*component, error) {
 		Logger:  log,
 		Gateway: gw,
 		Store:   heartbeat.NewFileStore(d.opts.StateDir, log),
-		Run:     targetRunner(d.opts.Environ),
+		Run:     platform.RunCommand,
+		Environ: d.opts.Environ,
 		Observe: d.heartbeatObserver(),
 	})
 	if err != nil {
@@ -206,26 +205,4 @@ func (g *heartbeatGateway) Inflight(ctx context.Context) (int, bool) {
 	}
 	g.mu.Unlock()
 	return n, true
-}
-
-// targetRunner runs exec targets: the daemon's environment as the gateway would get it,
-// plus the pulse's SCHEDD_* variables.
-func targetRunner(environ []string) heartbeat.RunFunc {
-	return func(ctx context.Context, argv, env []string, stdin []byte) (int, []byte, error) {
-		set := make(map[string]string, len(env))
-		for _, kv := range env {
-			k, v, _ := strings.Cut(kv, "=")
-			set[k] = v
-		}
-		res, err := platform.RunCommand(ctx, platform.RunSpec{Argv: argv, Env: platform.ChildEnv(environ, set), Stdin: stdin})
-		switch {
-		case ctx.Err() != nil:
-			return -1, res.Stdout, fmt.Errorf("run target: %w", ctx.Err())
-		case err != nil:
-			return -1, res.Stdout, err
-		case !res.Status.Exited:
-			return -1, res.Stdout, errors.New(res.Status.String())
-		}
-		return res.Status.Code, res.Stdout, nil
-	}
 }

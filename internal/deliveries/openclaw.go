@@ -52,16 +52,16 @@ func (s *OpenClawSink) Send(ctx context.Context, d Delivery) error {
 	if d.Key == "" {
 		d.Key = fmt.Sprintf("schedd-delivery-%d", d.ID)
 	}
-	resp, body, err := s.http.exchange(ctx, d, 64<<10)
+	resp, err := s.http.exchange(ctx, d, 64<<10)
 	if err != nil {
 		return err
 	}
-	r := openclaw.Classify(resp.StatusCode, resp.Header, body, time.Now())
+	r := openclaw.Classify(resp.Code, resp.Header, resp.Body, time.Now())
 	if r.Class == openclaw.Accepted {
 		return nil
 	}
 	msg := openclaw.Scrub(r.Message, s.token)
-	se := &SendError{Class: Transient, Err: errors.New("openclaw: " + msg), Status: resp.StatusCode, RetryAfter: r.RetryAfter}
+	se := &SendError{Class: Transient, Err: errors.New("openclaw: " + msg), Status: resp.Code, RetryAfter: r.RetryAfter}
 	if r.Class == openclaw.Refused {
 		se.Class, se.Detail, se.RetryAfter = Permanent, msg, 0
 	}

@@ -1,18 +1,15 @@
 package deliveries
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 	"time"
 
-	"github.com/schedd/schedd/internal/backoff"
+	"github.com/schedd/schedd/internal/outbound"
 )
 
 // Delivery is what a sink is asked to send.
@@ -81,9 +78,7 @@ func NewHTTPSink(cfg HTTPConfig) (*HTTPSink, error) {
 	if client == nil {
 		// Keep a connection per concurrent send: the default transport keeps 2 per host, so
 		// 16 workers sending to one endpoint would open a new connection for most sends.
-		tr := http.DefaultTransport.(*http.Transport).Clone()
-		tr.MaxIdleConnsPerHost = idleConnsPerHost
-		client = &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		client = outbound.Client(idleConnsPerHost)
 	}
 	return &HTTPSink{cfg: cfg, client: client}, nil
 }
@@ -97,72 +92,47 @@ const snippetLen = 512
 
 // Send makes one HTTP request.
 func (s *HTTPSink) Send(ctx context.Context, d Delivery) error {
-	resp, body, err := s.exchange(ctx, d, 0)
+	r, err := s.exchange(ctx, d, 0)
 	if err != nil {
 		return err
 	}
-	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+	v := r.Verdict(time.Now())
+	if v.Class == outbound.Success {
 		return nil
 	}
-	msg := "HTTP " + resp.Status
-	if s := snippet(body); s != "" {
+	msg := "HTTP " + r.Status
+	if s := outbound.OneLine(r.Body); s != "" {
 		msg += ": " + s
 	}
-	se := &SendError{Class: statusClass(resp.StatusCode), Err: errors.New(msg), Status: resp.StatusCode}
-	if se.Class == Transient {
-		if ra, ok := backoff.ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now()); ok {
-			se.RetryAfter = ra
-		}
+	se := &SendError{Class: Permanent, Err: errors.New(msg), Status: r.Code}
+	if v.Class == outbound.Transient {
+		se.Class, se.RetryAfter = Transient, v.RetryAfter
 	}
 	return se
 }
 
 // exchange makes the request and returns the reply with the start of its body: okKeep
 // bytes of a 2xx body (the HTTP sink reads none of it), snippetLen bytes of any other (the
-// rest is read and dropped, up to 64 KiB, so that the connection can be kept). The body is
-// closed.
-func (s *HTTPSink) exchange(ctx context.Context, d Delivery, okKeep int64) (*http.Response, []byte, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, s.cfg.Method, s.cfg.URL, bytes.NewReader(d.Payload))
-	if err != nil {
-		return nil, nil, PermanentError(fmt.Errorf("http request: %w", err))
-	}
+// rest is read and dropped, up to 64 KiB, so that the connection can be kept). An error
+// is returned when no reply came.
+func (s *HTTPSink) exchange(ctx context.Context, d Delivery, okKeep int64) (outbound.Response, error) {
+	hdr := make(http.Header, len(s.cfg.Headers)+len(d.Headers)+1)
 	for k, v := range s.cfg.Headers {
-		req.Header.Set(k, v)
+		hdr.Set(k, v)
 	}
 	for k, v := range d.Headers {
-		req.Header.Set(k, v)
+		hdr.Set(k, v)
 	}
-	req.Header.Set(IdempotencyHeader, d.Key)
-	resp, err := s.client.Do(req)
-	if err != nil {
-		return nil, nil, TransientError(fmt.Errorf("http %s: %w", s.cfg.Method, err))
-	}
-	defer resp.Body.Close()
-	keep := int64(snippetLen)
-	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
-		keep = okKeep
-	}
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, keep))
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-	return resp, body, nil
-}
-
-// statusClass maps a non-2xx status.
-func statusClass(code int) Class {
+	hdr.Set(IdempotencyHeader, d.Key)
+	r := outbound.Exchange(ctx, s.client, outbound.Request{Method: s.cfg.Method, URL: s.cfg.URL, Header: hdr,
+		Body: d.Payload, Timeout: s.cfg.Timeout, MaxBody: okKeep, MaxErrorBody: snippetLen, Drain: 64 << 10})
 	switch {
-	case code == http.StatusRequestTimeout, code == http.StatusTooEarly, code == http.StatusTooManyRequests:
-		return Transient
-	case code >= 500:
-		return Transient
+	case r.Fault == outbound.FaultRequest:
+		return r, PermanentError(fmt.Errorf("http request: %w", r.Err))
+	case !r.Replied():
+		return r, TransientError(fmt.Errorf("http %s: %w", s.cfg.Method, r.Err))
 	}
-	return Permanent
-}
-
-// snippet makes a body excerpt safe for one log line.
-func snippet(b []byte) string {
-	return strings.Join(strings.Fields(strings.ToValidUTF8(string(b), "")), " ")
+	return r, nil
 }
 
 // GatewaySink is an HTTP sink aimed at the supervised gateway: it is attempted only while
@@ -195,43 +165,24 @@ func (g *GatewaySink) Send(ctx context.Context, d Delivery) error {
 	return g.http.Send(ctx, d)
 }
 
-// ExecRequest is a command for RunFunc to run to completion.
-type ExecRequest struct {
-	Argv []string
-	// Env holds KEY=VALUE pairs to add to the daemon's child environment.
-	Env   []string
-	Dir   string
-	Stdin []byte
-}
-
-// ExecResult is how the command ended.
-type ExecResult struct {
-	// Exited is true when the command exited with Code; false when a signal ended it.
-	Exited bool
-	Code   int
-	Signal string
-	// Stderr is the command's error output (its tail goes into the error text).
-	Stderr []byte
-}
-
-// RunFunc runs a command (the daemon provides one built on internal/platform.RunCommand).
-// It returns an error only when the command could not be run at all or ctx ended.
-type RunFunc func(ctx context.Context, req ExecRequest) (ExecResult, error)
-
 // ExecExitTransient is the exit code that asks for a retry (EX_TEMPFAIL).
-const ExecExitTransient = 75
+const ExecExitTransient = outbound.ExitTempFail
 
 // ExecConfig configures an exec sink.
 type ExecConfig struct {
 	Command []string
-	Env     []string
+	// Env holds KEY=VALUE pairs added to Environ.
+	Env []string
+	// Environ is the environment commands start from (nil: schedd's own).
+	Environ []string
 	Dir     string
 	// Timeout bounds one attempt (default 30 s); a command still running is killed and the
 	// attempt is transient.
 	Timeout time.Duration
 	// TransientCodes are exit codes retried besides 75; every other non-zero code is permanent.
 	TransientCodes []int
-	Run            RunFunc
+	// Run runs the command (required: the daemon gives platform.RunCommand).
+	Run outbound.RunFunc
 }
 
 // ExecSink runs a command with the payload on stdin. Exit 0 is delivered; 75 (and the
@@ -258,43 +209,29 @@ func NewExecSink(cfg ExecConfig) (*ExecSink, error) {
 
 // Send runs the command once.
 func (s *ExecSink) Send(ctx context.Context, d Delivery) error {
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
-	defer cancel()
 	env := append(append([]string(nil), s.cfg.Env...),
 		"SCHEDD_DELIVERY_ID="+strconv.FormatInt(d.ID, 10),
 		"SCHEDD_IDEMPOTENCY_KEY="+d.Key,
 		"SCHEDD_ATTEMPT="+strconv.Itoa(d.Attempt),
 		"SCHEDD_SINK="+d.Sink,
 	)
-	res, err := s.cfg.Run(ctx, ExecRequest{Argv: s.cfg.Command, Env: env, Dir: s.cfg.Dir, Stdin: d.Payload})
-	if err != nil {
-		return TransientError(fmt.Errorf("exec %s: %w", s.cfg.Command[0], err))
+	name := s.cfg.Command[0]
+	r := s.cfg.Run.Run(ctx, outbound.Command{Argv: s.cfg.Command, Env: outbound.Environ(s.cfg.Environ, env...),
+		Dir: s.cfg.Dir, Stdin: d.Payload, Timeout: s.cfg.Timeout})
+	if r.Err != nil {
+		return TransientError(fmt.Errorf("exec %s: %w", name, r.Err))
 	}
-	if !res.Exited {
-		return TransientError(fmt.Errorf("exec %s: killed by %s%s", s.cfg.Command[0], res.Signal, tail(res.Stderr)))
-	}
-	if res.Code == 0 {
+	v := outbound.ExitVerdict(r.Exit, s.cfg.TransientCodes...)
+	switch {
+	case v.Class == outbound.Success:
 		return nil
+	case !r.Exit.Exited:
+		return TransientError(fmt.Errorf("exec %s: killed by %s%s", name, r.Exit.SignalName, outbound.Tail(r.Stderr, snippetLen)))
 	}
-	msg := fmt.Errorf("exec %s: exit status %d%s", s.cfg.Command[0], res.Code, tail(res.Stderr))
+	msg := fmt.Errorf("exec %s: exit status %d%s", name, r.Exit.Code, outbound.Tail(r.Stderr, snippetLen))
 	class := Permanent
-	if res.Code == ExecExitTransient {
+	if v.Class == outbound.Transient {
 		class = Transient
 	}
-	for _, c := range s.cfg.TransientCodes {
-		if res.Code == c {
-			class = Transient
-		}
-	}
-	return &SendError{Class: class, Err: msg, Status: res.Code}
-}
-
-func tail(stderr []byte) string {
-	if len(stderr) > snippetLen {
-		stderr = stderr[len(stderr)-snippetLen:]
-	}
-	if s := snippet(stderr); s != "" {
-		return ": " + s
-	}
-	return ""
+	return &SendError{Class: class, Err: msg, Status: r.Exit.Code}
 }

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/schedd/schedd/internal/platform"
 )
 
 // The HTTP sink maps every status class (R-DLV-04), sends the idempotency key, and keeps
@@ -164,25 +166,25 @@ func TestExecSinkExitCodes(t *testing.T) {
 	c, _ := NewClassifier(nil)
 	for _, tc := range []struct {
 		name    string
-		res     ExecResult
+		res     platform.RunResult
 		err     error
 		wantNil bool
 		class   Class
 	}{
-		{name: "exit 0", res: ExecResult{Exited: true}, wantNil: true},
-		{name: "exit 75", res: ExecResult{Exited: true, Code: 75}, class: Transient},
-		{name: "exit 1", res: ExecResult{Exited: true, Code: 1, Stderr: []byte("bad input\n")}, class: Permanent},
-		{name: "exit 2", res: ExecResult{Exited: true, Code: 2}, class: Permanent},
-		{name: "configured transient 3", res: ExecResult{Exited: true, Code: 3}, class: Transient},
-		{name: "signal", res: ExecResult{Signal: "SIGKILL", Code: -1}, class: Transient},
+		{name: "exit 0", res: exited(0, ""), wantNil: true},
+		{name: "exit 75", res: exited(75, ""), class: Transient},
+		{name: "exit 1", res: exited(1, "bad input\n"), class: Permanent},
+		{name: "exit 2", res: exited(2, ""), class: Permanent},
+		{name: "configured transient 3", res: exited(3, ""), class: Transient},
+		{name: "signal", res: platform.RunResult{Status: platform.ExitStatus{Signaled: true, Signal: 9, SignalName: "SIGKILL", Code: -1}}, class: Transient},
 		{name: "not started", err: errors.New("executable file not found"), class: Transient},
-		{name: "exit 1 with permanent text", res: ExecResult{Exited: true, Code: 1, Stderr: []byte("user not found")}, class: Permanent},
+		{name: "exit 1 with permanent text", res: exited(1, "user not found"), class: Permanent},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var got ExecRequest
+			var got platform.RunSpec
 			sink, err := NewExecSink(ExecConfig{
 				Command: []string{"/usr/bin/deliver", "--fast"}, Env: []string{"A=1"}, TransientCodes: []int{3},
-				Run: func(ctx context.Context, req ExecRequest) (ExecResult, error) {
+				Run: func(ctx context.Context, req platform.RunSpec) (platform.RunResult, error) {
 					got = req
 					if _, ok := ctx.Deadline(); !ok {
 						t.Error("no deadline on the run")
@@ -211,10 +213,15 @@ func TestExecSinkExitCodes(t *testing.T) {
 			}
 		})
 	}
-	if _, err := NewExecSink(ExecConfig{Run: func(context.Context, ExecRequest) (ExecResult, error) { return ExecResult{}, nil }}); err == nil {
+	if _, err := NewExecSink(ExecConfig{Run: func(context.Context, platform.RunSpec) (platform.RunResult, error) { return platform.RunResult{}, nil }}); err == nil {
 		t.Fatal("empty command accepted")
 	}
 	if _, err := NewExecSink(ExecConfig{Command: []string{"x"}}); err == nil {
 		t.Fatal("nil RunFunc accepted")
 	}
+}
+
+// exited is how a command that exited with code, printing stderr, ended.
+func exited(code int, stderr string) platform.RunResult {
+	return platform.RunResult{Status: platform.ExitStatus{Exited: true, Code: code}, Stderr: []byte(stderr)}
 }

@@ -42,7 +42,7 @@ func benchService(b *testing.B, n int) *Service {
 	for i := range n {
 		cfg.Agents = append(cfg.Agents, AgentConfig{ID: fmt.Sprintf("a%05d", i)})
 	}
-	svc, err := New(cfg, Deps{Run: func(context.Context, []string, []string, []byte) (int, []byte, error) { return 0, nil, nil }})
+	svc, err := New(cfg, Deps{Environ: []string{}, Run: runner(func(context.Context, []string, []string, []byte) (int, []byte, error) { return 0, nil, nil })})
 	if err != nil {
 		b.Fatal(err)
 	}

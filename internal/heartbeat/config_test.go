@@ -111,7 +111,7 @@ func TestNewNeedsRunFuncForExec(t *testing.T) {
 }
 
 func TestUpdateConfigRejectsInvalidAndKeepsOld(t *testing.T) {
-	s, err := New(baseConfig(AgentConfig{ID: "a"}), Deps{Run: (&fakeExec{}).run})
+	s, err := New(baseConfig(AgentConfig{ID: "a"}), Deps{Run: runner((&fakeExec{}).run)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,7 @@
 //     60 s); manual wakes are exempt.
 //
 // Service ties them together behind one timer for all agents. It takes plain structs and
-// small interfaces (Gateway, StateStore, RunFunc) so the daemon wires it without this
+// small interfaces (Gateway, StateStore, outbound.RunFunc) so the daemon wires it without this
 // package knowing about config files, processes or sockets.
 //
 // Where this package deliberately differs from the heartbeat runner of the gateways it

@@ -4,13 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"strconv"
 	"time"
+
+	"github.com/schedd/schedd/internal/outbound"
+	"github.com/schedd/schedd/internal/platform"
 )
 
 // helperEnv makes the test binary act as an exec target (see TestMain).
@@ -50,29 +51,24 @@ func helperMain(mode string) int {
 	return code
 }
 
-// osRun is a RunFunc on os/exec, standing in for the daemon's platform.RunCommand.
-func osRun(ctx context.Context, argv, env []string, stdin []byte) (int, []byte, error) {
-	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	cmd.Env = append(os.Environ(), env...)
-	cmd.Stdin = bytes.NewReader(stdin)
-	cmd.WaitDelay = time.Second
-	out, err := cmd.Output()
-	if ee, ok := errors.AsType[*exec.ExitError](err); ok && ctx.Err() == nil {
-		return ee.ExitCode(), out, nil
-	}
-	if err != nil {
-		return -1, out, err
-	}
-	return 0, out, nil
-}
-
-// helperRun runs the test binary as the exec target in mode.
-func helperRun(mode string) RunFunc {
-	return func(ctx context.Context, argv, env []string, stdin []byte) (int, []byte, error) {
+// helperRun runs the test binary as the exec target in mode, with the daemon's runner.
+func helperRun(mode string) outbound.RunFunc {
+	return func(ctx context.Context, spec platform.RunSpec) (platform.RunResult, error) {
 		exe, err := os.Executable()
 		if err != nil {
-			return -1, nil, err
+			return platform.RunResult{}, err
 		}
-		return osRun(ctx, append([]string{exe}, argv...), append(env, helperEnv+"="+mode), stdin)
+		spec.Argv = append([]string{exe}, spec.Argv...)
+		spec.Env = append(spec.Env, helperEnv+"="+mode)
+		return platform.RunCommand(ctx, spec)
+	}
+}
+
+// runner makes a RunFunc of a fake target that sees argv, the whole environment and stdin
+// and answers with an exit code and stdout.
+func runner(f func(ctx context.Context, argv, env []string, stdin []byte) (int, []byte, error)) outbound.RunFunc {
+	return func(ctx context.Context, spec platform.RunSpec) (platform.RunResult, error) {
+		code, out, err := f(ctx, spec.Argv, spec.Env, spec.Stdin)
+		return platform.RunResult{Status: platform.ExitStatus{Exited: true, Code: code}, Stdout: out}, err
 	}
 }

@@ -65,11 +65,11 @@ func (o *openclawPulser) pulse(ctx context.Context, p Pulse) pulseResult {
 	}
 	hdr := http.Header{}
 	openclaw.Authorize(hdr, o.token)
-	code, rh, data, fail := exchange(ctx, o.client, http.MethodPost, o.url, body, hdr, o.limit)
+	resp, fail := exchange(ctx, o.client, http.MethodPost, o.url, body, hdr, o.limit)
 	if fail != nil {
 		return *fail
 	}
-	r := openclaw.Classify(code, rh, data, time.Now())
+	r := openclaw.Classify(resp.Code, resp.Header, resp.Body, time.Now())
 	msg := openclaw.Scrub(r.Message, o.token)
 	switch r.Class {
 	case openclaw.Accepted:

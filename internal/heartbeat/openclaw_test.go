@@ -75,7 +75,7 @@ func TestOpenClawTargetReplyClasses(t *testing.T) {
 	defer srv.Close()
 	client := newHTTPClient()
 	defer client.CloseIdleConnections()
-	pl, err := newPulser(&Target{OpenClaw: &OpenClawTarget{URL: srv.URL + "/hooks/wake", Token: testToken}}, client, nil)
+	pl, err := newPulser(&Target{OpenClaw: &OpenClawTarget{URL: srv.URL + "/hooks/wake", Token: testToken}}, client, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

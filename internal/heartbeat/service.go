@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/schedd/schedd/internal/api"
+	"github.com/schedd/schedd/internal/outbound"
 	"go.uber.org/zap"
 )
 
@@ -39,7 +40,8 @@ type Deps struct {
 	Gateway    Gateway          // nil: always idle and ready
 	Store      StateStore       // nil: state kept in memory only
 	HTTPClient *http.Client     // nil: one of the service's own, shared by every http target
-	Run        RunFunc          // required for exec targets
+	Run        outbound.RunFunc // required for exec targets (the daemon gives platform.RunCommand)
+	Environ    []string         // the environment exec targets start from; nil: schedd's own
 	Host       *time.Location   // the host zone for active hours; nil: time.Local
 	Now        func() time.Time // the wall clock; nil: time.Now
 	Observe    Observer         // told of outcomes, for metrics
@@ -95,7 +97,8 @@ type Service struct {
 	store     StateStore
 	httpc     *http.Client
 	ownClient bool // httpc is the service's: its idle connections close when Run ends
-	run       RunFunc
+	run       outbound.RunFunc
+	environ   []string
 	host      *time.Location
 	now       func() time.Time
 	obs       Observer
@@ -129,19 +132,20 @@ type Service struct {
 // nothing; call Run.
 func New(cfg Config, deps Deps) (*Service, error) {
 	s := &Service{
-		log:    deps.Logger,
-		disp:   NewDispatcher(),
-		gw:     deps.Gateway,
-		store:  deps.Store,
-		httpc:  deps.HTTPClient,
-		run:    deps.Run,
-		host:   deps.Host,
-		now:    deps.Now,
-		obs:    deps.Observe,
-		kick:   make(chan struct{}, 1),
-		jobs:   make(chan pulseJob, pulseQueue),
-		due:    newDueHeap(),
-		deferq: newDeferHeap(),
+		log:     deps.Logger,
+		disp:    NewDispatcher(),
+		gw:      deps.Gateway,
+		store:   deps.Store,
+		httpc:   deps.HTTPClient,
+		run:     deps.Run,
+		environ: deps.Environ,
+		host:    deps.Host,
+		now:     deps.Now,
+		obs:     deps.Observe,
+		kick:    make(chan struct{}, 1),
+		jobs:    make(chan pulseJob, pulseQueue),
+		due:     newDueHeap(),
+		deferq:  newDeferHeap(),
 	}
 	if s.log == nil {
 		s.log = zap.NewNop()
@@ -230,7 +234,7 @@ func (s *Service) prepare(cfg Config) (commit func(), err error) {
 		key := targetKey(p.cfg.Target)
 		keys[i] = key
 		if pulsers[i] = shared[key]; pulsers[i] == nil {
-			if pulsers[i], err = newPulser(p.cfg.Target, s.httpc, s.run); err != nil {
+			if pulsers[i], err = newPulser(p.cfg.Target, s.httpc, s.run, s.environ); err != nil {
 				return nil, fmt.Errorf("heartbeat agent %s: %w", p.cfg.ID, err)
 			}
 			shared[key] = pulsers[i]

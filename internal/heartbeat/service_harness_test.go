@@ -196,7 +196,7 @@ func startHarness(t *testing.T, cfg Config, opts harnessOpts) *harness {
 	t.Helper()
 	core, logs := observer.New(zapcore.DebugLevel)
 	h := &harness{t: t, start: time.Now(), exec: &fakeExec{start: time.Now()}, clk: &clock{}, logs: logs}
-	deps := Deps{Logger: zap.New(core), Run: h.exec.run, Host: time.UTC, Now: h.clk.now, Store: opts.store, Observe: opts.observe, HTTPClient: opts.client}
+	deps := Deps{Logger: zap.New(core), Run: runner(h.exec.run), Host: time.UTC, Now: h.clk.now, Store: opts.store, Observe: opts.observe, HTTPClient: opts.client}
 	if opts.gateway {
 		h.gw = &fakeGateway{}
 		deps.Gateway = h.gw

@@ -610,7 +610,7 @@ func TestServiceIdleNeverWakes(t *testing.T) {
 		idle := Config{Seed: testSeed, Defaults: AgentConfig{Every: "1m", Target: execTarget(), Enabled: &off}}
 		clk := &countingClock{}
 		exec := &fakeExec{start: time.Now()}
-		svc, err := New(idle, Deps{Run: exec.run, Host: time.UTC, Now: clk.now})
+		svc, err := New(idle, Deps{Run: runner(exec.run), Host: time.UTC, Now: clk.now})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -660,7 +660,7 @@ func (c *countingStore) Save(st State) error { c.saves.Add(1); return c.memStore
 func TestServiceNoAgentsWritesNothing(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := &countingStore{}
-		svc, err := New(Config{Seed: testSeed}, Deps{Run: (&fakeExec{start: time.Now()}).run, Host: time.UTC, Store: store})
+		svc, err := New(Config{Seed: testSeed}, Deps{Run: runner((&fakeExec{start: time.Now()}).run), Host: time.UTC, Store: store})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -13,7 +13,7 @@ import (
 func TestStatusJSONShape(t *testing.T) {
 	off := false
 	cfg := baseConfig(AgentConfig{ID: "main"}, AgentConfig{ID: "off", Enabled: &off})
-	s, err := New(cfg, Deps{Run: (&fakeExec{}).run, Now: func() time.Time { return utc("2026-05-01T10:10:00Z") }})
+	s, err := New(cfg, Deps{Run: runner((&fakeExec{}).run), Now: func() time.Time { return utc("2026-05-01T10:10:00Z") }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +75,7 @@ func TestStatusNoAgentsConfigured_RINPUT12(t *testing.T) {
 		{"none, a default target", baseConfig(), true, true},
 		{"one", baseConfig(AgentConfig{ID: "ops"}), false, true},
 	} {
-		s, err := New(tc.cfg, Deps{Run: (&fakeExec{}).run, Now: now})
+		s, err := New(tc.cfg, Deps{Run: runner((&fakeExec{}).run), Now: now})
 		if err != nil {
 			t.Fatal(err)
 		}

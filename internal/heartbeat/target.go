@@ -7,9 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/schedd/schedd/internal/api"
+	"github.com/schedd/schedd/internal/outbound"
 )
 
 // Pulse is what a target receives when an agent's heartbeat runs: the JSON body of an
@@ -147,13 +146,11 @@ const maxReply = 64 << 10
 // newHTTPClient is the client every http target of a service shares. It keeps an idle
 // connection per pulse worker to each target (the default keeps two per host), so a burst
 // of pulses to one gateway reuses its connections instead of opening new ones. Redirects
-// are not followed: a target that moved is a configuration problem, and following a 302
-// would turn the POST into a GET.
+// are not followed.
 func newHTTPClient() *http.Client {
-	t := http.DefaultTransport.(*http.Transport).Clone()
-	t.MaxIdleConnsPerHost = pulseWorkers
-	t.MaxIdleConns = 4 * pulseWorkers
-	return &http.Client{Transport: t, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	c := outbound.Client(pulseWorkers)
+	c.Transport.(*http.Transport).MaxIdleConns = 4 * pulseWorkers
+	return c
 }
 
 type httpPulser struct {
@@ -183,58 +180,48 @@ func (h *httpPulser) pulse(ctx context.Context, p Pulse) pulseResult {
 	for k, v := range h.headers {
 		hdr.Set(k, v)
 	}
-	code, _, data, fail := exchange(ctx, h.client, h.method, h.url, body, hdr, h.limit)
+	r, fail := exchange(ctx, h.client, h.method, h.url, body, hdr, h.limit)
 	if fail != nil {
 		return *fail
 	}
-	return classifyHTTP(code, data)
+	return classifyHTTP(r.Code, r.Body)
 }
 
 // exchange sends body as JSON with hdr on top and reads the reply, all within limit. fail
 // is set when no whole reply came.
 func exchange(ctx context.Context, client *http.Client, method, url string, body []byte, hdr http.Header, limit time.Duration) (
-	code int, header http.Header, data []byte, fail *pulseResult) {
-	ctx, cancel := context.WithTimeout(ctx, limit)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, method, url, bytes.NewReader(body))
-	if err != nil {
-		return 0, nil, nil, &pulseResult{outcome: outcomeFailed, reason: "build request: " + withoutURL(err).Error()}
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("User-Agent", "schedd-heartbeat")
+	r outbound.Response, fail *pulseResult) {
+	h := http.Header{"Content-Type": {"application/json"}, "User-Agent": {"schedd-heartbeat"}}
 	for k, v := range hdr {
-		req.Header[k] = v
+		h[k] = v
 	}
-	resp, err := client.Do(req)
-	if err != nil {
-		res := httpFailure(ctx, err)
-		return 0, nil, nil, &res
-	}
-	defer resp.Body.Close()
 	// A reply up to maxReply is read whole, which lets the connection carry the next pulse;
 	// a longer one is cut there and its connection closed.
-	data, err = io.ReadAll(io.LimitReader(resp.Body, maxReply))
-	if err != nil {
-		res := httpFailure(ctx, err)
-		return 0, nil, nil, &res
+	r = outbound.Exchange(ctx, client, outbound.Request{Method: method, URL: url, Header: h, Body: body,
+		Timeout: limit, MaxBody: maxReply})
+	if reason := faultReason(r.Fault, r.Err); reason != "" {
+		return r, &pulseResult{outcome: outcomeFailed, reason: reason}
 	}
-	return resp.StatusCode, resp.Header, data, nil
+	return r, nil
 }
 
-// httpFailure is the result of an exchange that got no whole reply.
-func httpFailure(ctx context.Context, err error) pulseResult {
-	if ctx.Err() != nil {
-		return pulseResult{outcome: outcomeFailed, reason: ctxReason(ctx)}
+// faultReason is the failure reason of an outbound call that fell short ("" when it did
+// not): its timeout, the service stopping, or the error without the URL, which may carry
+// a token.
+func faultReason(f outbound.Fault, err error) string {
+	switch f {
+	case outbound.NoFault:
+		return ""
+	case outbound.FaultTimeout:
+		return reasonTimeout
+	case outbound.FaultCancelled:
+		return reasonStopped
+	case outbound.FaultRequest:
+		return "build request: " + outbound.WithoutURL(err).Error()
+	case outbound.FaultTransport, outbound.FaultBody:
+		return "http: " + outbound.WithoutURL(err).Error()
 	}
-	return pulseResult{outcome: outcomeFailed, reason: "http: " + withoutURL(err).Error()}
-}
-
-// withoutURL drops the URL from err, which may carry a token.
-func withoutURL(err error) error {
-	if ue, ok := errors.AsType[*url.Error](err); ok {
-		return ue.Err
-	}
-	return err
+	return err.Error()
 }
 
 // classifyHTTP turns a reply into a result: 2xx ran (unless the body says busy or failed),
@@ -254,19 +241,14 @@ func classifyHTTP(code int, data []byte) pulseResult {
 	}
 }
 
-// RunFunc runs argv to completion with env added to the daemon's environment and stdin
-// fed to it, returning the exit code and (capped) stdout. It must kill the command and
-// return once ctx ends. A non-zero exit is not an error; err is for a command that could
-// not start or did not finish. The daemon fills it from platform.RunCommand.
-type RunFunc func(ctx context.Context, argv, env []string, stdin []byte) (exitCode int, stdout []byte, err error)
-
 // ExitBusy is the exit code (EX_TEMPFAIL) by which an exec target says "busy, retry".
-const ExitBusy = 75
+const ExitBusy = outbound.ExitTempFail
 
 type execPulser struct {
-	argv  []string
-	limit time.Duration
-	run   RunFunc
+	argv    []string
+	environ []string // the environment the command starts from (nil: schedd's own)
+	limit   time.Duration
+	run     outbound.RunFunc
 }
 
 // pulse runs the command: exit 0 ran (unless stdout's reply says busy or failed), 75 busy,
@@ -276,20 +258,21 @@ func (e *execPulser) pulse(ctx context.Context, p Pulse) pulseResult {
 	if err != nil {
 		return pulseResult{outcome: outcomeFailed, reason: "encode pulse: " + err.Error()}
 	}
-	ctx, cancel := context.WithTimeout(ctx, e.limit)
-	defer cancel()
-	code, stdout, err := e.run(ctx, e.argv, PulseEnv(p), stdin)
+	r := e.run.Run(ctx, outbound.Command{Argv: e.argv, Env: outbound.Environ(e.environ, PulseEnv(p)...), Stdin: stdin,
+		Timeout: e.limit})
 	switch {
-	case ctx.Err() != nil:
-		return pulseResult{outcome: outcomeFailed, reason: ctxReason(ctx)}
-	case err != nil:
-		return pulseResult{outcome: outcomeFailed, reason: err.Error()}
-	case code == ExitBusy:
+	case r.Fault == outbound.FaultTimeout || r.Fault == outbound.FaultCancelled:
+		return pulseResult{outcome: outcomeFailed, reason: faultReason(r.Fault, r.Err)}
+	case r.Err != nil:
+		return pulseResult{outcome: outcomeFailed, reason: r.Err.Error()}
+	case !r.Exit.Exited:
+		return pulseResult{outcome: outcomeFailed, reason: r.Exit.String()}
+	case r.Exit.Code == ExitBusy:
 		return pulseResult{outcome: outcomeBusy, reason: SkipRequestsInFlight}
-	case code != 0:
-		return pulseResult{outcome: outcomeFailed, reason: fmt.Sprintf("exit status %d", code)}
+	case r.Exit.Code != 0:
+		return pulseResult{outcome: outcomeFailed, reason: fmt.Sprintf("exit status %d", r.Exit.Code)}
 	}
-	return classify(stdout)
+	return classify(r.Stdout)
 }
 
 // PulseEnv is the environment an exec target gets on top of the daemon's.
@@ -310,14 +293,6 @@ const (
 	reasonTimeout = "timeout"
 	reasonStopped = "stopped"
 )
-
-// ctxReason says why ctx ended: the pulse's own timeout, or the service stopping.
-func ctxReason(ctx context.Context) string {
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return reasonTimeout
-	}
-	return reasonStopped
-}
 
 func nonZero(d, fallback time.Duration) time.Duration {
 	if d > 0 {
@@ -353,8 +328,9 @@ func targetKey(t *Target) string {
 	return ""
 }
 
-// newPulser builds the pulser for t.
-func newPulser(t *Target, client *http.Client, run RunFunc) (pulser, error) {
+// newPulser builds the pulser for t: http targets send with client, exec targets run with
+// run, starting from environ.
+func newPulser(t *Target, client *http.Client, run outbound.RunFunc, environ []string) (pulser, error) {
 	switch {
 	case t.HTTP != nil:
 		return newHTTPPulser(t.HTTP, client, DefaultHTTPTimeout), nil
@@ -362,7 +338,7 @@ func newPulser(t *Target, client *http.Client, run RunFunc) (pulser, error) {
 		if run == nil {
 			return nil, errNoRunFunc
 		}
-		return &execPulser{argv: t.Exec.Command, limit: nonZero(t.Exec.Timeout, DefaultExecTimeout), run: run}, nil
+		return &execPulser{argv: t.Exec.Command, environ: environ, limit: nonZero(t.Exec.Timeout, DefaultExecTimeout), run: run}, nil
 	case t.OpenClaw != nil:
 		o := t.OpenClaw
 		return &openclawPulser{url: o.URL, token: o.Token, limit: nonZero(o.Timeout, DefaultHTTPTimeout), client: client}, nil

@@ -216,7 +216,7 @@ func TestExecTargetClassifies(t *testing.T) {
 			gotArgv, gotEnv, gotStdin = argv, env, stdin
 			return tc.code, []byte(tc.stdout), tc.err
 		}
-		target, err := newPulser(&Target{Exec: &ExecTarget{Command: []string{"notify", "--now"}}}, nil, run)
+		target, err := newPulser(&Target{Exec: &ExecTarget{Command: []string{"notify", "--now"}}}, nil, runner(run), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -238,7 +238,7 @@ func TestExecTargetClassifies(t *testing.T) {
 // TestExecTargetRealProcess pulses the test binary itself: it checks that the SCHEDD_*
 // environment matches the pulse on stdin and answers with an event and an exit code.
 func TestExecTargetRealProcess(t *testing.T) {
-	target, err := newPulser(&Target{Exec: &ExecTarget{Command: []string{"0", `{"status":"sent","preview":"hi"}`}}}, nil, helperRun("target"))
+	target, err := newPulser(&Target{Exec: &ExecTarget{Command: []string{"0", `{"status":"sent","preview":"hi"}`}}}, nil, helperRun("target"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,7 +18,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/schedd/schedd/internal/backoff"
+	"github.com/schedd/schedd/internal/outbound"
 )
 
 // Class is what a reply means for the sender.
@@ -66,24 +66,23 @@ func Classify(code int, header http.Header, data []byte, now time.Time) Reply {
 	var b body
 	isJSON := json.Unmarshal(bytes.TrimSpace(data), &b) == nil
 	r := Reply{Outcome: b.EventOutcome}
+	v := outbound.StatusVerdict(code, header, now)
 	switch {
-	case code >= 200 && code < 300:
+	case v.Class == outbound.Success:
 		if b.OK != nil && !*b.OK {
 			r.Class = Refused
 		} else {
 			return r
 		}
 	case code == http.StatusServiceUnavailable:
-		r.Class = Busy
+		r.Class, r.RetryAfter = Busy, v.RetryAfter
 	case code == http.StatusTooManyRequests:
-		r.Class = RateLimited
-	case code == http.StatusRequestTimeout || code >= 500:
+		r.Class, r.RetryAfter = RateLimited, v.RetryAfter
+	case v.Class == outbound.Transient && code != http.StatusTooEarly:
+		// Unlike the general rule, 425 is a refusal: only 408 and the other 5xx pass.
 		r.Class = Transient
 	default:
 		r.Class = Refused
-	}
-	if code == http.StatusServiceUnavailable || code == http.StatusTooManyRequests {
-		r.RetryAfter, _ = backoff.ParseRetryAfter(header.Get("Retry-After"), now)
 	}
 	r.Message = "HTTP " + strconv.Itoa(code)
 	if text := errorText(b, isJSON, data); text != "" {

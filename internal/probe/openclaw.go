@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/schedd/schedd/internal/api"
-	"github.com/schedd/schedd/internal/platform"
+	"github.com/schedd/schedd/internal/outbound"
 )
 
 // OpenClaw asks an OpenClaw gateway through its CLI (`openclaw gateway call METHOD --json`)
@@ -18,11 +18,11 @@ import (
 // (gateway.suspend.prepare, .status, .resume). Each call starts the CLI: seconds, not
 // milliseconds, so callers poll it every few seconds.
 type OpenClaw struct {
-	Command []string // argv prefix of the CLI; nil: ["openclaw"] on PATH
-	Port    int      // --port; 0: no --port
-	URL     string   // --url (a ws:// URL); "": no --url
-	Env     []string // nil: the caller's environment as platform.RunCommand sees it
-	Run     RunFunc  // nil: platform.RunCommand
+	Command []string         // argv prefix of the CLI; nil: ["openclaw"] on PATH
+	Port    int              // --port; 0: no --port
+	URL     string           // --url (a ws:// URL); "": no --url
+	Env     []string         // nil: the caller's environment as platform.RunCommand sees it
+	Run     outbound.RunFunc // nil: platform.RunCommand
 }
 
 // maxCallOutput caps what one CLI call may print; its replies are a few hundred bytes.
@@ -65,9 +65,9 @@ func (o OpenClaw) call(ctx context.Context, method string, params any, out any) 
 		}
 		argv = append(argv, "--params", string(b))
 	}
-	res, err := o.Run.run(ctx, platform.RunSpec{Argv: argv, Env: o.Env, MaxOutput: maxCallOutput})
-	if err != nil {
-		return &CallError{Method: method, Message: err.Error()}
+	res := o.Run.Run(ctx, outbound.Command{Argv: argv, Env: o.Env, MaxOutput: maxCallOutput})
+	if res.Err != nil {
+		return &CallError{Method: method, Message: res.Err.Error()}
 	}
 	var reply struct {
 		OK    *bool `json:"ok"`
@@ -80,8 +80,8 @@ func (o OpenClaw) call(ctx context.Context, method string, params any, out any) 
 	switch {
 	case perr == nil && reply.Error != nil:
 		return &CallError{Method: method, Code: reply.Error.Code, Message: reply.Error.Message}
-	case !res.Status.Exited || res.Status.Code != 0:
-		return &CallError{Method: method, Message: res.Status.String() + outputTail(res)}
+	case !res.Exit.Exited || res.Exit.Code != 0:
+		return &CallError{Method: method, Message: res.Exit.String() + outputTail(res)}
 	case perr != nil:
 		return &CallError{Method: method, Message: "reply is not JSON" + outputTail(res)}
 	case reply.OK != nil && !*reply.OK:
@@ -94,7 +94,7 @@ func (o OpenClaw) call(ctx context.Context, method string, params any, out any) 
 }
 
 // outputTail is the start of what a failed call printed, for its error (stderr first).
-func outputTail(res platform.RunResult) string {
+func outputTail(res outbound.Ran) string {
 	msg := strings.TrimSpace(string(res.Stderr))
 	if msg == "" {
 		msg = strings.TrimSpace(string(res.Stdout))

@@ -12,14 +12,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 
-	"github.com/schedd/schedd/internal/platform"
+	"github.com/schedd/schedd/internal/outbound"
 )
 
 // Checker answers readiness and liveness questions: nil means ready (or alive).
@@ -98,38 +96,26 @@ func (p HTTP) Inflight(ctx context.Context) (int, error) {
 }
 
 func (p HTTP) get(ctx context.Context) ([]byte, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.URL, nil)
-	if err != nil {
-		return nil, fmt.Errorf("probe request: %w", err)
-	}
+	hdr := make(http.Header, len(p.Headers))
 	for k, v := range p.Headers {
-		req.Header.Set(k, v)
+		hdr.Set(k, v)
 	}
 	c := p.Client
 	if c == nil {
 		c = sameHostClient
 	}
-	resp, err := c.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("GET %s: %w", p.URL, unwrapURLError(err))
+	r := outbound.Exchange(ctx, c, outbound.Request{Method: http.MethodGet, URL: p.URL, Header: hdr, MaxBody: maxBody})
+	switch {
+	case r.Fault == outbound.FaultRequest:
+		return nil, fmt.Errorf("probe request: %w", r.Err)
+	case !r.Replied():
+		return nil, fmt.Errorf("GET %s: %w", p.URL, outbound.WithoutURL(r.Err))
+	case r.Fault != outbound.NoFault:
+		return nil, fmt.Errorf("GET %s: read reply: %w", p.URL, r.Err)
+	case !r.OK():
+		return nil, fmt.Errorf("GET %s: status %d", p.URL, r.Code)
 	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
-	if err != nil {
-		return nil, fmt.Errorf("GET %s: read reply: %w", p.URL, err)
-	}
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return nil, fmt.Errorf("GET %s: status %d", p.URL, resp.StatusCode)
-	}
-	return body, nil
-}
-
-// unwrapURLError drops the *url.Error layer, which repeats the method and URL.
-func unwrapURLError(err error) error {
-	if ue, ok := errors.AsType[*url.Error](err); ok {
-		return ue.Err
-	}
-	return err
+	return r.Body, nil
 }
 
 // TCP passes when a connection to Address succeeds.
@@ -147,31 +133,20 @@ func (p TCP) Check(ctx context.Context) error {
 	return c.Close()
 }
 
-// RunFunc runs a short command; platform.RunCommand is the real one.
-type RunFunc func(ctx context.Context, spec platform.RunSpec) (platform.RunResult, error)
-
-// run calls f, or platform.RunCommand when f is nil.
-func (f RunFunc) run(ctx context.Context, spec platform.RunSpec) (platform.RunResult, error) {
-	if f == nil {
-		f = platform.RunCommand
-	}
-	return f(ctx, spec)
-}
-
 // Exec runs a command: exit 0 passes. For Inflight, exit 0 means idle and any other exit
 // means busy (reported as 1 in flight, or the number the command prints on stdout).
 type Exec struct {
 	Argv []string
-	Env  []string // nil: the caller's environment as platform.RunCommand sees it
-	Run  RunFunc  // nil: platform.RunCommand
+	Env  []string         // nil: the caller's environment as platform.RunCommand sees it
+	Run  outbound.RunFunc // nil: platform.RunCommand
 }
 
-func (p Exec) run(ctx context.Context) (platform.RunResult, error) {
-	res, err := p.Run.run(ctx, platform.RunSpec{Argv: p.Argv, Env: p.Env, MaxOutput: 4096})
-	if err != nil {
-		return res, fmt.Errorf("run %s: %w", p.name(), err)
+func (p Exec) run(ctx context.Context) (outbound.Ran, error) {
+	r := p.Run.Run(ctx, outbound.Command{Argv: p.Argv, Env: p.Env, MaxOutput: 4096})
+	if r.Err != nil {
+		return r, fmt.Errorf("run %s: %w", p.name(), r.Err)
 	}
-	return res, nil
+	return r, nil
 }
 
 func (p Exec) name() string {
@@ -187,12 +162,12 @@ func (p Exec) Check(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if !res.Status.Exited || res.Status.Code != 0 {
+	if !res.Exit.Exited || res.Exit.Code != 0 {
 		msg := strings.TrimSpace(string(res.Stderr))
 		if msg != "" {
-			return fmt.Errorf("%s: %s: %s", p.name(), res.Status, msg)
+			return fmt.Errorf("%s: %s: %s", p.name(), res.Exit, msg)
 		}
-		return fmt.Errorf("%s: %s", p.name(), res.Status)
+		return fmt.Errorf("%s: %s", p.name(), res.Exit)
 	}
 	return nil
 }
@@ -203,11 +178,11 @@ func (p Exec) Inflight(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	if res.Status.Exited && res.Status.Code == 0 {
+	if res.Exit.Exited && res.Exit.Code == 0 {
 		return 0, nil
 	}
-	if !res.Status.Exited {
-		return 0, fmt.Errorf("%s: %s", p.name(), res.Status)
+	if !res.Exit.Exited {
+		return 0, fmt.Errorf("%s: %s", p.name(), res.Exit)
 	}
 	if n, err := strconv.Atoi(strings.TrimSpace(string(res.Stdout))); err == nil && n > 0 {
 		return n, nil

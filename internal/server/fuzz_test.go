@@ -15,6 +15,7 @@ import (
 	"github.com/schedd/schedd/internal/api"
 	"github.com/schedd/schedd/internal/deliveries"
 	"github.com/schedd/schedd/internal/heartbeat"
+	"github.com/schedd/schedd/internal/platform"
 	"github.com/schedd/schedd/internal/queue"
 	"github.com/schedd/schedd/internal/queue/queuetest"
 	"github.com/schedd/schedd/internal/server/servertest"
@@ -134,7 +135,7 @@ func FuzzHeartbeatWake_RINPUT16(f *testing.F) {
 	svc, err := heartbeat.New(heartbeat.Config{
 		Defaults: heartbeat.AgentConfig{Every: "1h", Target: &heartbeat.Target{Exec: &heartbeat.ExecTarget{Command: []string{"target"}}}},
 		Agents:   []heartbeat.AgentConfig{{ID: "main"}, {ID: "off", Enabled: &no}},
-	}, heartbeat.Deps{Run: func(context.Context, []string, []string, []byte) (int, []byte, error) { return 0, nil, nil }})
+	}, heartbeat.Deps{Run: func(context.Context, platform.RunSpec) (platform.RunResult, error) { return platform.RunResult{}, nil }})
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/schedd/schedd/internal/api"
 	"github.com/schedd/schedd/internal/client"
 	"github.com/schedd/schedd/internal/heartbeat"
+	"github.com/schedd/schedd/internal/platform"
 )
 
 // pulseLog records what a fake exec target received.
@@ -25,9 +26,9 @@ type pulseLog struct {
 	got    chan struct{}
 }
 
-func (l *pulseLog) run(_ context.Context, _, env []string, stdin []byte) (int, []byte, error) {
+func (l *pulseLog) run(_ context.Context, spec platform.RunSpec) (platform.RunResult, error) {
 	var p heartbeat.Pulse
-	for _, kv := range env {
+	for _, kv := range spec.Env {
 		k, v, _ := strings.Cut(kv, "=")
 		switch k {
 		case "SCHEDD_AGENT_ID":
@@ -42,7 +43,7 @@ func (l *pulseLog) run(_ context.Context, _, env []string, stdin []byte) (int, [
 	l.pulses = append(l.pulses, p)
 	l.mu.Unlock()
 	l.got <- struct{}{}
-	return 0, nil, nil
+	return platform.RunResult{Status: platform.ExitStatus{Exited: true}}, nil
 }
 
 // serveHeartbeatAPI runs svc and its endpoints on a control socket and returns a client.
