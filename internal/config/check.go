@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/schedd/schedd/internal/heartbeat"
+	"github.com/schedd/schedd/internal/platform"
 )
 
 // Validate checks the whole configuration: every value's range and form, references between
@@ -152,7 +153,7 @@ func (k *checker) fraction(path string, f float64) {
 }
 
 func (k *checker) signal(path, s string) {
-	if _, ok := canonicalSignal(s); !ok {
+	if _, err := platform.CanonicalSignal(s); err != nil {
 		k.errf(path, "unknown signal %s (use a name like SIGTERM, TERM or a number like 15)", quote(s))
 	}
 }
