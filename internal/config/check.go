@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/schedd/schedd/internal/heartbeat"
+	"github.com/schedd/schedd/internal/platform"
 )
 
 // Validate checks the whole configuration: every value's range and form, references between
@@ -152,7 +153,7 @@ func (k *checker) fraction(path string, f float64) {
 }
 
 func (k *checker) signal(path, s string) {
-	if _, ok := canonicalSignal(s); !ok {
+	if _, err := platform.CanonicalSignal(s); err != nil {
 		k.errf(path, "unknown signal %s (use a name like SIGTERM, TERM or a number like 15)", quote(s))
 	}
 }
@@ -356,10 +357,8 @@ func (k *checker) gateway() {
 	k.nonNegative("gateway.backoff.reset_after", b.ResetAfter)
 	k.atLeast("gateway.crash_loop.failures", g.CrashLoop.Failures, 1)
 	k.positive("gateway.crash_loop.window", g.CrashLoop.Window)
-	if n := g.Output.MaxLinesPerSecond; n != 0 || k.c.has("gateway.output.max_lines_per_second") {
-		k.atLeast("gateway.output.max_lines_per_second", n, 1)
-	}
-	if n := g.Output.KeepLines; (n != 0 || k.c.has("gateway.output.keep_lines")) && (n < 1 || n > MaxKeepLines) {
+	k.atLeast("gateway.output.max_lines_per_second", g.Output.MaxLinesPerSecond, 1)
+	if n := g.Output.KeepLines; n < 1 || n > MaxKeepLines {
 		k.errf("gateway.output.keep_lines", "must be from 1 to %d, got %d", MaxKeepLines, n)
 	}
 }

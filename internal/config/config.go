@@ -127,12 +127,10 @@ type CrashLoop struct {
 // Output controls how the gateway's stdout/stderr lines are logged.
 type Output struct {
 	// MaxLinesPerSecond is the logging rate limit; lines beyond it are dropped and
-	// counted. Default 1000, ≥ 1. (A zero value, only possible in a Config built in code,
-	// means the default.)
+	// counted. Default 1000, ≥ 1.
 	MaxLinesPerSecond int `yaml:"max_lines_per_second"`
 	// KeepLines is how many of the latest lines schedd keeps in memory for `schedd logs`,
-	// rate-capped ones included. Default 1000, 1 to MaxKeepLines (0 in a Config built in
-	// code means the default).
+	// rate-capped ones included. Default 1000, 1 to MaxKeepLines.
 	KeepLines int `yaml:"keep_lines"`
 }
 

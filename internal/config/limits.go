@@ -56,11 +56,10 @@ var limits = map[string]limit{
 	"Backoff.reset_after":           nonNegativeDur(day),
 	"CrashLoop.failures":            ints(1, 1000),
 	"CrashLoop.window":              positiveDur(day),
-	"Output.keep_lines":             ints(0, MaxKeepLines), // 0 only in a Config built in code
+	"Output.keep_lines":             ints(1, MaxKeepLines),
 	"Gateway.no_restart_exit_codes": ints(1, 255),
 	"Socket.backlog":                ints(0, MaxSocketBacklog), // 0: the system's maximum
-	// 0 only in a Config built in code.
-	"Output.max_lines_per_second": ints(0, 1_000_000),
+	"Output.max_lines_per_second":   ints(1, 1_000_000),
 
 	"Restart.cooldown":         nonNegativeDur(day),
 	"Restart.delay":            nonNegativeDur(MaxRestartDelay),

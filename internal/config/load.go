@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+
+	"github.com/schedd/schedd/internal/platform"
 )
 
 // Load reads the config file at path and parses it (see Parse). A file that cannot be read
@@ -70,7 +72,7 @@ func (c *Config) resolvePaths(name string) {
 // normalize stores values in their canonical form; c has passed the checks.
 func (c *Config) normalize() {
 	canon := func(s *string) {
-		if v, ok := canonicalSignal(*s); ok {
+		if v, err := platform.CanonicalSignal(*s); err == nil {
 			*s = v
 		}
 	}

@@ -45,7 +45,7 @@ func startFleet(t *testing.T, pool *pgxpool.Pool, host string, lease time.Durati
 	t.Helper()
 	opened := make(chan struct{})
 	close(opened)
-	f, err := NewFleet(FleetConfig{Config: Config{Jobs: jobs, Host: host, Drain: time.Second}, Pool: pool,
+	f, err := NewFleet(FleetConfig{Config: configured(Config{Jobs: jobs, Host: host, Drain: time.Second}), Pool: pool,
 		Opened: opened, Lease: lease})
 	if err != nil {
 		t.Fatal(err)

@@ -18,6 +18,64 @@ import (
 	"github.com/schedd/schedd/internal/api"
 )
 
+// The config file's defaults for cron (internal/config's DefaultCron*; this package's
+// tests do not import config, whose start-up would slow the helper processes).
+const (
+	testWorkers      = 4
+	testQueueSize    = 1000
+	testRetryMax     = 3
+	testDisableAfter = 10
+	testHistoryLimit = 100
+	testTimeout      = 10 * time.Minute
+)
+
+var testRetrySchedule = []time.Duration{30 * time.Second, time.Minute, 5 * time.Minute, 15 * time.Minute, time.Hour}
+
+// configured gives the settings a test leaves zero the config file's defaults, as the
+// daemon would pass them: the service fills nothing in.
+func configured(cfg Config) Config {
+	if cfg.Workers == 0 {
+		cfg.Workers = testWorkers
+	}
+	if cfg.QueueSize == 0 {
+		cfg.QueueSize = testQueueSize
+	}
+	cfg.Jobs = configuredJobs(cfg.Jobs)
+	return cfg
+}
+
+// configuredJobs gives each job's fields the test leaves zero the config file's defaults.
+// A test that means "no retries" or "never disable" cannot leave Retry.Max or DisableAfter
+// zero here; none does.
+func configuredJobs(jobs []Job) []Job {
+	out := slices.Clone(jobs)
+	for i := range out {
+		j := &out[i]
+		if j.Missed == "" {
+			j.Missed = MissedRunOnce
+		}
+		if j.Concurrency == "" {
+			j.Concurrency = Forbid
+		}
+		if j.Retry.Max == 0 {
+			j.Retry.Max = testRetryMax
+		}
+		if j.Retry.Schedule == nil {
+			j.Retry.Schedule = slices.Clone(testRetrySchedule)
+		}
+		if j.DisableAfter == 0 {
+			j.DisableAfter = testDisableAfter
+		}
+		if j.HistoryLimit == 0 {
+			j.HistoryLimit = testHistoryLimit
+		}
+		if j.Timeout == 0 {
+			j.Timeout = testTimeout
+		}
+	}
+	return out
+}
+
 // t0 is where every synctest bubble starts.
 var t0 = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
 
@@ -140,6 +198,12 @@ type harness struct {
 
 // start builds and runs a service on dir with cfg (Now and Logger filled in).
 func start(t *testing.T, dir string, cfg Config, clk *clock) *harness {
+	t.Helper()
+	return startAsGiven(t, dir, configured(cfg), clk)
+}
+
+// startAsGiven is start without configured: the service gets cfg as it is.
+func startAsGiven(t *testing.T, dir string, cfg Config, clk *clock) *harness {
 	t.Helper()
 	core, logs := observer.New(zapcore.DebugLevel)
 	if clk == nil {

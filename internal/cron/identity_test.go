@@ -140,11 +140,11 @@ func TestCronServiceRefusesDamagedStore_RINPUT01(t *testing.T) {
 		t.Fatal(err)
 	}
 	job := Job{Name: "j", Schedule: every{period: time.Hour, origin: t0}, Action: &fakeAction{}}
-	_, err := New(Config{StateDir: filepath.Dir(path), Jobs: []Job{job}})
+	_, err := New(configured(Config{StateDir: filepath.Dir(path), Jobs: []Job{job}}))
 	if !errors.Is(err, storeid.ErrDamaged) || !strings.Contains(err.Error(), path) {
 		t.Fatalf("New on an emptied store = %v, want a damaged store naming %s", err, path)
 	}
-	svc, err := New(Config{StateDir: t.TempDir(), Jobs: []Job{job}})
+	svc, err := New(configured(Config{StateDir: t.TempDir(), Jobs: []Job{job}}))
 	if err != nil {
 		t.Fatalf("New in a new state dir: %v", err)
 	}

@@ -38,30 +38,18 @@ const (
 	Allow Concurrency = "allow"
 )
 
-// Defaults of a Job.
-const (
-	DefaultRetryMax     = 3
-	DefaultDisableAfter = 10
-	DefaultHistoryLimit = 100
-	DefaultTimeout      = 10 * time.Minute
-)
-
-// DefaultRetrySchedule is upstream's recurring-job error backoff.
-func DefaultRetrySchedule() backoff.Schedule {
-	return backoff.Schedule{30 * time.Second, time.Minute, 5 * time.Minute, 15 * time.Minute, time.Hour}
-}
-
 // Retry is a job's retry policy for runs that fail transiently.
 type Retry struct {
-	// Max is how many times one run is retried: 0 means DefaultRetryMax, a negative value
-	// none.
+	// Max is how many times one run is retried; 0: never.
 	Max int
 	// Schedule is the wait before a retry: After(k) after the k-th failure of the job in a
-	// row (nil: DefaultRetrySchedule). A success resets the count.
+	// row; at least one entry when Max > 0. A success resets the count.
 	Schedule backoff.Schedule
 }
 
-// Job is one configured cron job. Zero values take the defaults.
+// Job is one configured cron job. Every field is taken as given: the daemon passes the
+// config file's values, which internal/config has defaulted and checked, and a zero means
+// what it means there. New and Update refuse a job the service cannot run (see check).
 type Job struct {
 	// Name identifies the job; its history, persisted state and stagger offset follow it.
 	Name     string
@@ -70,19 +58,18 @@ type Job struct {
 	Location *time.Location
 	// Jitter staggers each run by a fixed offset in [0, Jitter) derived from Name.
 	Jitter           time.Duration
-	Missed           Missed
+	Missed           Missed        // run_once or skip
 	StartingDeadline time.Duration // > 0: a run that cannot start this long after it was due is skipped
-	Concurrency      Concurrency
+	Concurrency      Concurrency   // forbid, replace or allow
 	Retry            Retry
-	// DisableAfter disables the job after this many failures in a row: 0 means
-	// DefaultDisableAfter, a negative value never.
+	// DisableAfter disables the job after this many failures in a row; 0: never.
 	DisableAfter int
-	// HistoryLimit is how many ended tasks of the job are kept (0: DefaultHistoryLimit).
+	// HistoryLimit (>= 1) is how many ended tasks of the job are kept.
 	HistoryLimit int
 	// Priority orders the job queue: lower runs first (like deliveries); a waiting task
 	// gains one level per Config.AgingStep.
 	Priority int
-	// Timeout bounds a run (0: DefaultTimeout); an action's own timeout wins.
+	// Timeout (> 0) bounds a run; an action's own timeout wins.
 	Timeout time.Duration
 	Action  Action
 	// Disabled is the config's enabled: false. SetEnabled overrides it, persistently.
@@ -92,39 +79,7 @@ type Job struct {
 // maxPriority bounds |Priority|, so that a priority's weight in the queue cannot overflow.
 const maxPriority = 1 << 20
 
-// withDefaults returns j with its zero values replaced by the defaults.
-func (j Job) withDefaults() Job {
-	if j.Missed == "" {
-		j.Missed = MissedRunOnce
-	}
-	if j.Concurrency == "" {
-		j.Concurrency = Forbid
-	}
-	switch {
-	case j.Retry.Max == 0:
-		j.Retry.Max = DefaultRetryMax
-	case j.Retry.Max < 0:
-		j.Retry.Max = 0
-	}
-	if j.Retry.Schedule == nil {
-		j.Retry.Schedule = DefaultRetrySchedule()
-	}
-	switch {
-	case j.DisableAfter == 0:
-		j.DisableAfter = DefaultDisableAfter
-	case j.DisableAfter < 0:
-		j.DisableAfter = 0
-	}
-	if j.HistoryLimit == 0 {
-		j.HistoryLimit = DefaultHistoryLimit
-	}
-	if j.Timeout == 0 {
-		j.Timeout = DefaultTimeout
-	}
-	return j
-}
-
-// check reports what is wrong with j (after withDefaults), naming the field.
+// check reports what is wrong with j, naming the field. It fills nothing in.
 func (j Job) check(d *Deps) error {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
@@ -149,13 +104,25 @@ func (j Job) check(d *Deps) error {
 			bad("%s %v is negative", f.name, f.v)
 		}
 	}
+	if j.Timeout == 0 {
+		bad("timeout is zero")
+	}
+	if j.Retry.Max < 0 {
+		bad("retry max %d is negative", j.Retry.Max)
+	}
+	if j.Retry.Max > 0 && len(j.Retry.Schedule) == 0 {
+		bad("retry max %d with an empty retry schedule", j.Retry.Max)
+	}
 	for _, w := range j.Retry.Schedule {
 		if w < 0 {
 			bad("retry schedule entry %v is negative", w)
 		}
 	}
-	if j.HistoryLimit < 0 {
-		bad("history_limit %d is negative", j.HistoryLimit)
+	if j.DisableAfter < 0 {
+		bad("disable_after %d is negative", j.DisableAfter)
+	}
+	if j.HistoryLimit < 1 {
+		bad("history_limit %d is less than 1", j.HistoryLimit)
 	}
 	if j.Priority > maxPriority || j.Priority < -maxPriority {
 		bad("priority %d is out of [-%d, %d]", j.Priority, maxPriority, maxPriority)
@@ -184,7 +151,7 @@ func checkName(name string) error {
 	return nil
 }
 
-// prepare applies the defaults to jobs and checks them; the error names every bad job.
+// prepare checks jobs and returns a copy of them; the error names every bad job.
 func prepare(jobs []Job, d *Deps) ([]Job, error) {
 	out := make([]Job, len(jobs))
 	seen := make(map[string]bool, len(jobs))
@@ -199,7 +166,7 @@ func prepare(jobs []Job, d *Deps) ([]Job, error) {
 			continue
 		}
 		seen[j.Name] = true
-		out[i] = j.withDefaults()
+		out[i] = j
 		if err := out[i].check(d); err != nil {
 			errs = append(errs, fmt.Errorf("cron job %s: %w", j.Name, err))
 		}

@@ -159,7 +159,7 @@ func TestUpdateKeepsHistory(t *testing.T) {
 		ctx := context.Background()
 		changed := hourlyJob("keep")
 		changed.Schedule = every{period: 7 * time.Minute, origin: t0}
-		if err := h.svc.Update(ctx, []Job{changed, hourlyJob("new")}); err != nil {
+		if err := h.svc.Update(ctx, configuredJobs([]Job{changed, hourlyJob("new")})); err != nil {
 			t.Fatal(err)
 		}
 		if got := states(h.tasks("gone")); !slices.Equal(got, []string{"scheduled:cancelled:removed@1"}) {
@@ -177,7 +177,7 @@ func TestUpdateKeepsHistory(t *testing.T) {
 		if got := states(h.tasks("keep")); !slices.Equal(got, []string{"scheduled:succeeded@1", "scheduled:running@1"}) {
 			t.Fatalf("keep: %v", got)
 		}
-		if err := h.svc.Update(ctx, []Job{hourlyJob("keep"), hourlyJob("gone")}); err != nil {
+		if err := h.svc.Update(ctx, configuredJobs([]Job{hourlyJob("keep"), hourlyJob("gone")})); err != nil {
 			t.Fatal(err)
 		}
 		if got := states(h.tasks("gone")); !slices.Equal(got, []string{"scheduled:cancelled:removed@1"}) {
@@ -187,7 +187,7 @@ func TestUpdateKeepsHistory(t *testing.T) {
 			t.Fatal("a removed job still runs")
 		}
 		// An invalid set is refused whole.
-		if err := h.svc.Update(ctx, []Job{hourlyJob("x"), hourlyJob("x")}); err == nil {
+		if err := h.svc.Update(ctx, configuredJobs([]Job{hourlyJob("x"), hourlyJob("x")})); err == nil {
 			t.Fatal("duplicate names accepted")
 		}
 		if len(h.svc.Status().Jobs) != 2 {

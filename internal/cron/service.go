@@ -26,22 +26,22 @@ var (
 	ErrNoStore = errors.New("no cron job is configured")
 )
 
-// Defaults of Config.
+// The service's own timing, which no setting changes: the defaults of Config's AgingStep
+// and Drain.
 const (
-	DefaultWorkers   = 4
-	DefaultQueueSize = 1000
 	DefaultAgingStep = 10 * time.Second
 	DefaultDrain     = 10 * time.Second
 	maxAgingStep     = time.Hour
 )
 
-// Config configures the service. Zero values take the defaults.
+// Config configures the service. Jobs, Workers and QueueSize are the config file's values,
+// taken as given; a zero AgingStep or Drain takes the service's own timing.
 type Config struct {
 	Jobs []Job
-	// Workers is how many tasks run at once (default DefaultWorkers); it applies from New.
+	// Workers (>= 1) is how many tasks run at once; it applies from New.
 	Workers int
-	// QueueSize bounds the tasks waiting for a worker (default DefaultQueueSize); a task
-	// that finds it full is recorded as skipped with reason queue_full.
+	// QueueSize (>= 1) bounds the tasks waiting for a worker; a task that finds it full is
+	// recorded as skipped with reason queue_full.
 	QueueSize int
 	// AgingStep is how long a waiting task waits to gain one priority level (default
 	// DefaultAgingStep, at most an hour).
@@ -134,11 +134,8 @@ const (
 // New builds the service and, when a job is configured, opens the task store and loads the
 // persisted state. It starts nothing; call Run.
 func New(cfg Config) (*Service, error) {
-	if cfg.Workers <= 0 {
-		cfg.Workers = DefaultWorkers
-	}
-	if cfg.QueueSize <= 0 {
-		cfg.QueueSize = DefaultQueueSize
+	if cfg.Workers < 1 || cfg.QueueSize < 1 {
+		return nil, fmt.Errorf("cron: workers %d and queue size %d must be at least 1", cfg.Workers, cfg.QueueSize)
 	}
 	if cfg.AgingStep <= 0 {
 		cfg.AgingStep = DefaultAgingStep

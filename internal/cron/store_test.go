@@ -84,7 +84,7 @@ func TestStoreOpensWithFirstJob(t *testing.T) {
 			t.Fatalf("tasks %v %v", l, err)
 		}
 		a := &fakeAction{}
-		if err := h.svc.Update(context.Background(), []Job{{Name: "j", Schedule: every{period: time.Minute, origin: t0}, Action: a}}); err != nil {
+		if err := h.svc.Update(context.Background(), configuredJobs([]Job{{Name: "j", Schedule: every{period: time.Minute, origin: t0}, Action: a}})); err != nil {
 			t.Fatal(err)
 		}
 		if st := h.svc.Status(); st.StoreState != api.StoreOpen || st.Store != filepath.Join(dir, DBName) {

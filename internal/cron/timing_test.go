@@ -148,8 +148,10 @@ func TestDisableAfterFailures(t *testing.T) {
 	bubble(t, func(t *testing.T, dir string) {
 		a := &fakeAction{}
 		a.set(func(RunInfo) error { return errBoom }, nil)
-		h := start(t, dir, Config{Jobs: []Job{{Name: "j", Schedule: every{period: time.Hour, origin: t0},
-			DisableAfter: 3, Retry: Retry{Max: -1}, Action: a}}}, nil)
+		cfg := configured(Config{Jobs: []Job{{Name: "j", Schedule: every{period: time.Hour, origin: t0},
+			DisableAfter: 3, Action: a}}})
+		cfg.Jobs[0].Retry.Max = 0 // no retries
+		h := startAsGiven(t, dir, cfg, nil)
 		sleepTo(10 * time.Hour)
 		if got := at(a.seen()); !slices.Equal(got, []time.Duration{time.Hour, 2 * time.Hour, 3 * time.Hour}) {
 			t.Fatalf("runs at %v", got)

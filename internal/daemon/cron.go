@@ -102,8 +102,7 @@ func (d *Daemon) setupCron() (*component, error) {
 }
 
 // CronJobs turns the cron section of the config file (checked) into the cron service's
-// jobs. The config's zero values that mean "none" or "never" become the service's negative
-// ones.
+// jobs, value for value: a zero means the same to both.
 func CronJobs(c config.Cron) ([]cron.Job, error) {
 	jobs := make([]cron.Job, 0, len(c.Jobs))
 	for i, j := range c.Jobs {
@@ -135,12 +134,6 @@ func CronJobs(c config.Cron) ([]cron.Job, error) {
 		}
 		for _, w := range j.Retry.Schedule {
 			job.Retry.Schedule = append(job.Retry.Schedule, w.D())
-		}
-		if job.Retry.Max == 0 {
-			job.Retry.Max = -1
-		}
-		if job.DisableAfter == 0 {
-			job.DisableAfter = -1
 		}
 		jobs = append(jobs, job)
 	}

@@ -24,25 +24,15 @@ import (
 	"github.com/schedd/schedd/internal/server"
 )
 
-// TestCronDefaultsAgree: the defaults the config file documents are the cron runtime's.
+// TestCronDefaultsAgree: the names the config file's defaults use are the cron runtime's.
+// (The values are the config's only: the runtime takes them as given.)
 func TestCronDefaultsAgree(t *testing.T) {
-	var sched []time.Duration
-	for _, d := range config.DefaultCronRetrySchedule() {
-		sched = append(sched, d.D())
-	}
 	for _, c := range []struct {
 		name      string
 		got, want any
 	}{
-		{"workers", config.DefaultCronWorkers, cron.DefaultWorkers},
-		{"queue_size", config.DefaultCronQueueSize, cron.DefaultQueueSize},
 		{"missed", config.DefaultCronMissed, string(cron.MissedRunOnce)},
 		{"concurrency", config.DefaultCronConcurrency, string(cron.Forbid)},
-		{"retry.max", config.DefaultCronRetryMax, cron.DefaultRetryMax},
-		{"retry.schedule", fmt.Sprint(sched), fmt.Sprint(cron.DefaultRetrySchedule())},
-		{"disable_after", config.DefaultCronDisableAfter, cron.DefaultDisableAfter},
-		{"history_limit", config.DefaultCronHistoryLimit, cron.DefaultHistoryLimit},
-		{"timeout", config.DefaultCronTimeout, cron.DefaultTimeout},
 		{"default agent", config.DefaultHeartbeatAgent, heartbeat.DefaultAgentID},
 	} {
 		if c.got != c.want {
@@ -74,9 +64,9 @@ cron:
 	}
 	a, b, cj, d := jobs[0], jobs[1], jobs[2], jobs[3]
 	if a.Schedule.String() != "0 7 * * *" || a.Location != time.Local || a.Jitter != time.Minute || a.Missed != cron.MissedSkip ||
-		a.StartingDeadline != time.Hour || a.Concurrency != cron.Allow || a.Retry.Max != -1 || a.DisableAfter != -1 ||
+		a.StartingDeadline != time.Hour || a.Concurrency != cron.Allow || a.Retry.Max != 0 || a.DisableAfter != 0 ||
 		a.HistoryLimit != 7 || a.Priority != 2 || a.Timeout != time.Minute || !a.Disabled {
-		t.Errorf("a = %+v; want no retries and no disabling (config 0 = the runtime's negative)", a)
+		t.Errorf("a = %+v; want no retries and no disabling (0 means the same to both)", a)
 	}
 	if w, ok := a.Action.(*cron.HeartbeatWake); !ok || *w != (cron.HeartbeatWake{Agent: "main", Reason: "r"}) {
 		t.Errorf("a's action %#v", a.Action)

@@ -196,7 +196,7 @@ func (d *Daemon) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	d.coord = restart.New(rcfg, supRestarter{d}, d.log.Named("restart"), restart.Hooks{
+	d.coord, err = restart.New(rcfg, supRestarter{d}, d.log.Named("restart"), restart.Hooks{
 		OnPending: d.restartPending,
 		OnBegin:   d.restartBegins,
 		OnEnd: func(r api.RestartResult) {
@@ -204,6 +204,9 @@ func (d *Daemon) run(ctx context.Context) error {
 			d.restartEnds(r)
 		},
 	})
+	if err != nil {
+		return err
+	}
 	d.loadInterruptedRestart()
 	for _, setup := range []func() (*component, error){d.setupMetrics, d.setupHeartbeat, d.setupDeliveries, d.setupCron} {
 		c, err := setup()

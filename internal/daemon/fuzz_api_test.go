@@ -64,7 +64,9 @@ func FuzzRestartRequest_RINPUT16(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		synctest.Test(t, func(t *testing.T) {
 			d := &Daemon{log: zap.NewNop(), opts: Options{Environ: []string{handoff.EnvNoRespawn + "=1"}}}
-			d.coord = restart.New(restart.Config{Cooldown: 0}, noRestart{}, nil, restart.Hooks{})
+			c := config.Default()
+			c.Restart.Delay, c.Restart.Cooldown = 0, 0
+			d.coord = newCoordinator(t, d, c, noRestart{})
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan error, 1)
 			go func() { done <- d.coord.Run(ctx) }()

@@ -12,7 +12,6 @@ import (
 	"github.com/schedd/schedd/internal/api"
 	"github.com/schedd/schedd/internal/config"
 	"github.com/schedd/schedd/internal/platform"
-	"github.com/schedd/schedd/internal/restart"
 	"github.com/schedd/schedd/internal/supervisor"
 )
 
@@ -76,7 +75,7 @@ heartbeat:
 	if d.sup, err = supervisor.New(scfg); err != nil {
 		t.Fatal(err)
 	}
-	d.coord = restart.New(restart.Config{}, nil, zap.NewNop(), restart.Hooks{})
+	d.coord = newCoordinator(t, d, old, nil)
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	go d.coord.Run(ctx) //nolint:errcheck // ends with the test

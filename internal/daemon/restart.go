@@ -53,7 +53,8 @@ func (d *Daemon) supervisorConfig(c *config.Config) (supervisor.Config, error) {
 	return scfg, nil
 }
 
-// restartConfig builds the coordinator's settings from c.
+// restartConfig builds the coordinator's settings from c, and refuses them as the
+// coordinator would, so a reload fails before anything is applied.
 func (d *Daemon) restartConfig(c *config.Config) (restart.Config, error) {
 	r := c.Restart
 	rc := restart.Config{
@@ -85,7 +86,7 @@ func (d *Daemon) restartConfig(c *config.Config) (restart.Config, error) {
 			return rc, fmt.Errorf("restart.signal: %w", err)
 		}
 	}
-	return rc, nil
+	return rc, rc.Check()
 }
 
 // openclawProbe is the openclaw idle probe. Its CLI runs with the gateway's environment

@@ -12,8 +12,27 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/schedd/schedd/internal/api"
+	"github.com/schedd/schedd/internal/config"
 	"github.com/schedd/schedd/internal/restart"
 )
+
+// newCoordinator is the restart coordinator the daemon builds from c (the default config
+// when nil), restarting through r.
+func newCoordinator(t *testing.T, d *Daemon, c *config.Config, r restart.Restarter) *restart.Coordinator {
+	t.Helper()
+	if c == nil {
+		c = config.Default()
+	}
+	rc, err := d.restartConfig(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	coord, err := restart.New(rc, r, zap.NewNop(), restart.Hooks{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return coord
+}
 
 // R-INPUT-06: a restart.json that an older schedd wrote with every reason of thousands of
 // requests is bounded as a restart bounds its reasons, in the log line that reads it and
@@ -34,7 +53,7 @@ func TestRestartRecordBounded_RINPUT06(t *testing.T) {
 	}
 	core, logs := observer.New(zapcore.DebugLevel)
 	d := &Daemon{opts: Options{StateDir: dir}, log: zap.New(core)}
-	d.coord = restart.New(restart.Config{}, nil, zap.NewNop(), restart.Hooks{})
+	d.coord = newCoordinator(t, d, nil, nil)
 	d.loadInterruptedRestart()
 	d.completeInterrupted(api.Gateway{State: api.GatewayReady, PID: 7})
 

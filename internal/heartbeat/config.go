@@ -37,7 +37,7 @@ type Config struct {
 // default one whole.
 type AgentConfig struct {
 	ID          string
-	Every       string // upstream grammar; "" = defaults, then "30m"; 0 or invalid disables
+	Every       string // upstream grammar; "" = the defaults'; "" there, 0 or invalid disables
 	ActiveHours *ActiveHours
 	Target      *Target
 	Session     string

@@ -10,14 +10,14 @@ import (
 func TestPlanWhichAgentsRun(t *testing.T) {
 	off := false
 	t.Run("no agents: only the default agent", func(t *testing.T) {
-		plans, err := Config{Defaults: AgentConfig{Target: execTarget()}}.plan(time.UTC)
+		plans, err := Config{Defaults: AgentConfig{Every: "30m", Target: execTarget()}}.plan(time.UTC)
 		if err != nil || len(plans) != 1 || plans[0].cfg.ID != DefaultAgentID || !plans[0].runs ||
 			plans[0].interval != 30*time.Minute {
 			t.Fatalf("plans %+v, %v", plans, err)
 		}
 	})
 	t.Run("no heartbeat configured at all: nothing runs", func(t *testing.T) {
-		plans, err := Config{}.plan(time.UTC)
+		plans, err := Config{Defaults: AgentConfig{Every: "30m"}}.plan(time.UTC) // as the config gives it
 		if err != nil || len(plans) != 1 || plans[0].runs || plans[0].why != "no target" {
 			t.Fatalf("plans %+v, %v", plans, err)
 		}
@@ -120,5 +120,20 @@ func TestUpdateConfigRejectsInvalidAndKeepsOld(t *testing.T) {
 	}
 	if st := s.Status(); len(st.Agents) != 1 || st.Agents[0].ID != "a" || !st.Agents[0].Enabled {
 		t.Fatalf("status after a rejected update: %+v", st)
+	}
+}
+
+// TestConfigTakenAsGiven: an agent's interval is the one it is given (merged over the
+// defaults), with no interval of the package's own: the config gives every agent one.
+func TestConfigTakenAsGiven(t *testing.T) {
+	plans, err := Config{Agents: []AgentConfig{{ID: "none", Target: execTarget()}, {ID: "one", Every: "1", Target: execTarget()}}}.plan(time.UTC)
+	if err != nil || len(plans) != 2 {
+		t.Fatalf("plans %+v, %v", plans, err)
+	}
+	if p := plans[0]; p.runs || p.why != "no interval" || p.interval != 0 {
+		t.Errorf("an agent given no every: %+v, want no interval", p)
+	}
+	if p := plans[1]; !p.runs || p.interval != time.Minute {
+		t.Errorf("an agent given every 1: %+v, want one minute", p)
 	}
 }

@@ -9,9 +9,6 @@ import (
 	"time"
 )
 
-// DefaultEvery is the interval an agent gets when neither it nor the defaults set one.
-const DefaultEvery = "30m"
-
 // ErrInvalidEvery is wrapped by ParseEvery for input outside the grammar.
 var ErrInvalidEvery = errors.New("invalid interval")
 
@@ -121,12 +118,13 @@ func FormatEvery(d time.Duration) string {
 	return b.String()
 }
 
-// resolveInterval applies upstream's resolution: the agent's (already merged) every, else
-// DefaultEvery. It returns 0 (disabled) for an unparseable or non-positive value, with the
-// parse error so the caller can say why.
+// resolveInterval reads the agent's (already merged) every, as given: the config always
+// gives one (heartbeat.defaults.every defaults there). It returns 0 (disabled) for an
+// empty, unparseable or non-positive value, with the parse error so the caller can say
+// why.
 func resolveInterval(every string) (time.Duration, error) {
 	if strings.TrimSpace(every) == "" {
-		every = DefaultEvery
+		return 0, nil
 	}
 	d, err := ParseEvery(every)
 	if err != nil {

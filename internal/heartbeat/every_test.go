@@ -56,7 +56,8 @@ func TestParseEvery(t *testing.T) {
 
 func TestResolveInterval(t *testing.T) {
 	for in, want := range map[string]time.Duration{
-		"":     30 * time.Minute,
+		"": 0, // no interval: the config always gives one
+
 		"0m":   0,
 		"oops": 0,
 		"5":    5 * time.Minute,

@@ -26,6 +26,7 @@ var (
 	_ func() []string                                   = ScrubbedKeys
 	_ func(context.Context, RunSpec) (RunResult, error) = RunCommand
 	_ func(string) (os.Signal, error)                   = ParseSignal
+	_ func(string) (string, error)                      = CanonicalSignal
 	_ func(os.Signal) string                            = SignalName
 	_ func(string) (*NotifySocket, error)               = ListenNotify
 	_ func(*NotifySocket) string                        = (*NotifySocket).Path

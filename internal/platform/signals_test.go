@@ -38,6 +38,22 @@ func TestParseSignal(t *testing.T) {
 	}
 }
 
+// CanonicalSignal is the config's check: the same names on every OS, numbers 1..64, one
+// stored form.
+func TestCanonicalSignal(t *testing.T) {
+	for in, want := range map[string]string{"TERM": "SIGTERM", "sigterm": "SIGTERM", "SIGTERM": "SIGTERM",
+		"15": "15", "015": "15", "64": "64", "usr2": "SIGUSR2", "Int": "SIGINT", "SIGEMT": "SIGEMT", "info": "SIGINFO"} {
+		if got, err := CanonicalSignal(in); err != nil || got != want {
+			t.Errorf("CanonicalSignal(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "SIG", "TERMX", "0", "65", "99", "+15", "-1", "15x", " TERM", "SIG TERM"} {
+		if got, err := CanonicalSignal(bad); !errors.Is(err, ErrUnknownSignal) {
+			t.Errorf("CanonicalSignal(%q) = %q, %v; want ErrUnknownSignal", bad, got, err)
+		}
+	}
+}
+
 func TestSignalName(t *testing.T) {
 	tests := []struct {
 		sig  os.Signal

@@ -25,7 +25,7 @@ func TestManyRequestsBounded_RINPUT06(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		core, logs := observer.New(zapcore.DebugLevel)
 		r := &fakeRestarter{}
-		c := New(Config{Delay: 10 * time.Second}, r, zap.New(core), Hooks{})
+		c := mustNew(t, Config{Delay: 10 * time.Second}, r, zap.New(core), Hooks{})
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
 		go func() { done <- c.Run(ctx) }()

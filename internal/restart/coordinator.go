@@ -32,13 +32,16 @@ type Coordinator struct {
 	status api.Restart
 }
 
-// New returns a coordinator that restarts through r.
-func New(cfg Config, r Restarter, log *zap.Logger, hooks Hooks) *Coordinator {
+// New returns a coordinator that restarts through r; it refuses a cfg that fails Check.
+func New(cfg Config, r Restarter, log *zap.Logger, hooks Hooks) (*Coordinator, error) {
+	if err := cfg.Check(); err != nil {
+		return nil, err
+	}
 	if log == nil {
 		log = zap.NewNop()
 	}
 	return &Coordinator{
-		cfg:    cfg.withDefaults(),
+		cfg:    cfg,
 		r:      r,
 		log:    log,
 		hooks:  hooks,
@@ -46,7 +49,7 @@ func New(cfg Config, r Restarter, log *zap.Logger, hooks Hooks) *Coordinator {
 		cfgc:   make(chan Config),
 		done:   make(chan struct{}),
 		status: api.Restart{Requests: map[api.RestartSource]int64{}},
-	}
+	}, nil
 }
 
 type reqMsg struct {
@@ -68,8 +71,12 @@ func (c *Coordinator) Request(req Request) Ticket {
 	}
 }
 
-// Reconfigure replaces the configuration; a restart already pending keeps its due time.
+// Reconfigure replaces the configuration; a restart already pending keeps its due time. A
+// cfg that fails Check is refused and the old one kept.
 func (c *Coordinator) Reconfigure(cfg Config) error {
+	if err := cfg.Check(); err != nil {
+		return err
+	}
 	select {
 	case c.cfgc <- cfg:
 		return nil
@@ -199,7 +206,7 @@ func (c *Coordinator) Run(ctx context.Context) error {
 		case m := <-c.reqc:
 			m.reply <- s.request(m.req)
 		case cfg := <-c.cfgc:
-			c.cfg = cfg.withDefaults()
+			c.cfg = cfg
 		case <-timerC(s.due):
 			s.due = nil
 			s.dueReached()

@@ -9,8 +9,10 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/schedd/schedd/internal/api"
 	"go.uber.org/goleak"
+	"go.uber.org/zap"
+
+	"github.com/schedd/schedd/internal/api"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -84,6 +86,44 @@ func (f *fakeCounter) set(n int) {
 	f.mu.Unlock()
 }
 
+// The config file's defaults for the coordinator: restart.delay, defer_until_idle.poll and
+// max_wait, and an idle probe's timeout. The coordinator fills nothing in, so the tests give
+// these values (TestTestValuesAreTheConfigDefaults keeps them equal).
+const (
+	testDelay        = 2 * time.Second
+	testPoll         = 500 * time.Millisecond
+	testMaxWait      = 300 * time.Second
+	testProbeTimeout = 5 * time.Second
+)
+
+// configured gives the fields a test leaves zero the config file's defaults, as the daemon
+// would pass them. Delay and Cooldown are taken as written: zero is a value there.
+func configured(c Config) Config {
+	if c.Method == "" {
+		c.Method = MethodRespawn
+	}
+	if c.Poll == 0 {
+		c.Poll = testPoll
+	}
+	if c.MaxWait == 0 {
+		c.MaxWait = testMaxWait
+	}
+	if c.ProbeTimeout == 0 {
+		c.ProbeTimeout = testProbeTimeout
+	}
+	return c
+}
+
+// mustNew is New for a configuration the test knows to be good.
+func mustNew(t *testing.T, cfg Config, r Restarter, log *zap.Logger, hooks Hooks) *Coordinator {
+	t.Helper()
+	c, err := New(configured(cfg), r, log, hooks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 type harness struct {
 	t      *testing.T
 	c      *Coordinator
@@ -97,7 +137,7 @@ type harness struct {
 func newHarness(t *testing.T, cfg Config, r *fakeRestarter) *harness {
 	t.Helper()
 	h := &harness{t: t, r: r, t0: time.Now(), done: make(chan error, 1), begins: make(chan api.RestartPending, 100)}
-	h.c = New(cfg, r, nil, Hooks{OnBegin: func(p api.RestartPending) { h.begins <- p }})
+	h.c = mustNew(t, cfg, r, nil, Hooks{OnBegin: func(p api.RestartPending) { h.begins <- p }})
 	ctx, cancel := context.WithCancel(context.Background())
 	h.cancel = cancel
 	go func() { h.done <- h.c.Run(ctx) }()
@@ -138,7 +178,7 @@ func dur(d time.Duration) *time.Duration { return &d }
 
 func TestDelay(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := newHarness(t, Config{Delay: DefaultDelay}, &fakeRestarter{})
+		h := newHarness(t, Config{Delay: testDelay}, &fakeRestarter{})
 		tk := h.c.Request(Request{Reason: "SIGUSR1", Source: api.SourceSignal})
 		if tk.Coalesced || !tk.Pending.DueAt.Equal(h.t0.Add(2*time.Second)) {
 			t.Fatalf("ticket %+v", tk)
@@ -162,7 +202,7 @@ func TestDelayClamped(t *testing.T) {
 	} {
 		t.Run(fmt.Sprint(tc.delay), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				h := newHarness(t, Config{Delay: DefaultDelay}, &fakeRestarter{})
+				h := newHarness(t, Config{Delay: testDelay}, &fakeRestarter{})
 				h.c.Request(Request{Source: api.SourceCLI, Delay: dur(tc.delay)})
 				if tc.want == 0 {
 					synctest.Wait()
@@ -181,7 +221,7 @@ func TestDelayClamped(t *testing.T) {
 // since the first began, and reports the cooldown it applied.
 func TestCooldown(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := newHarness(t, Config{Delay: DefaultDelay, Cooldown: 30 * time.Second}, &fakeRestarter{})
+		h := newHarness(t, Config{Delay: testDelay, Cooldown: 30 * time.Second}, &fakeRestarter{})
 		h.c.Request(Request{Source: api.SourceSignal})
 		h.expectAt(1, 2*time.Second)
 		time.Sleep(8 * time.Second) // t = 10 s
@@ -199,7 +239,7 @@ func TestCooldown(t *testing.T) {
 // restart that keeps every reason.
 func TestCoalescing(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := newHarness(t, Config{Delay: DefaultDelay}, &fakeRestarter{})
+		h := newHarness(t, Config{Delay: testDelay}, &fakeRestarter{})
 		var tickets []Ticket
 		for i := range 5 {
 			tickets = append(tickets, h.c.Request(Request{Reason: fmt.Sprintf("config change %d", i), Source: api.SourceConfig}))
@@ -244,7 +284,7 @@ func TestMethodOverride(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				r := &fakeRestarter{}
-				h := newHarness(t, Config{Delay: DefaultDelay, Method: tc.configured}, r)
+				h := newHarness(t, Config{Delay: testDelay, Method: tc.configured}, r)
 				var tk Ticket
 				for _, m := range tc.asked {
 					tk = h.c.Request(Request{Reason: "test", Source: api.SourceCLI, Method: m})
@@ -267,7 +307,7 @@ func TestMethodOverride(t *testing.T) {
 // later one never delays it.
 func TestPullEarlier(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := newHarness(t, Config{Delay: DefaultDelay}, &fakeRestarter{})
+		h := newHarness(t, Config{Delay: testDelay}, &fakeRestarter{})
 		h.c.Request(Request{Source: api.SourceCLI, Delay: dur(10 * time.Second)})
 		time.Sleep(2 * time.Second)
 		h.c.Request(Request{Source: api.SourceCLI, Delay: dur(time.Second)}) // due at 3 s
@@ -281,13 +321,13 @@ func TestPullEarlier(t *testing.T) {
 func TestDeferralPollBoundary(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		idle := &fakeCounter{n: 3}
-		h := newHarness(t, Config{Delay: DefaultDelay, Idle: idle}, &fakeRestarter{})
+		h := newHarness(t, Config{Delay: testDelay, Idle: idle}, &fakeRestarter{})
 		tk := h.c.Request(Request{Reason: "deploy", Source: api.SourceCLI})
 		time.Sleep(2 * time.Second) // due: deferral starts
 		synctest.Wait()
 		st := h.c.Status()
 		if st.Pending == nil || st.Pending.DeferredSince == nil || st.Pending.Inflight == nil || *st.Pending.Inflight != 3 ||
-			!st.Pending.DeadlineAt.Equal(h.t0.Add(2*time.Second+DefaultMaxWait)) {
+			!st.Pending.DeadlineAt.Equal(h.t0.Add(2*time.Second+testMaxWait)) {
 			t.Fatalf("pending %+v", st.Pending)
 		}
 		time.Sleep(1300 * time.Millisecond)
@@ -308,7 +348,7 @@ func TestDeferralPollBoundary(t *testing.T) {
 func TestMaxWaitForces(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		idle := &fakeCounter{n: 1}
-		h := newHarness(t, Config{Delay: DefaultDelay, Idle: idle, MaxWait: 5 * time.Second}, &fakeRestarter{})
+		h := newHarness(t, Config{Delay: testDelay, Idle: idle, MaxWait: 5 * time.Second}, &fakeRestarter{})
 		tk := h.c.Request(Request{Source: api.SourceSignal})
 		h.expectAt(1, 7*time.Second)
 		res, _ := tk.Wait(context.Background())
@@ -321,7 +361,7 @@ func TestMaxWaitForces(t *testing.T) {
 // TestMaxWaitPerRequest: `schedd restart --max-wait 1s` shortens the ceiling.
 func TestMaxWaitPerRequest(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := newHarness(t, Config{Delay: DefaultDelay, Idle: &fakeCounter{n: 1}}, &fakeRestarter{})
+		h := newHarness(t, Config{Delay: testDelay, Idle: &fakeCounter{n: 1}}, &fakeRestarter{})
 		h.c.Request(Request{Source: api.SourceCLI, MaxWait: time.Second})
 		h.expectAt(1, 3*time.Second)
 	})
@@ -332,7 +372,7 @@ func TestMaxWaitPerRequest(t *testing.T) {
 func TestHungProbe(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		idle := &fakeCounter{hang: true}
-		h := newHarness(t, Config{Delay: DefaultDelay, Idle: idle, MaxWait: 2900 * time.Millisecond, ProbeTimeout: 700 * time.Millisecond}, &fakeRestarter{})
+		h := newHarness(t, Config{Delay: testDelay, Idle: idle, MaxWait: 2900 * time.Millisecond, ProbeTimeout: 700 * time.Millisecond}, &fakeRestarter{})
 		tk := h.c.Request(Request{Source: api.SourceSignal})
 		h.expectAt(1, 4900*time.Millisecond)
 		if res, _ := tk.Wait(context.Background()); !res.Forced {
@@ -350,7 +390,7 @@ func TestHungProbe(t *testing.T) {
 func TestProbeErrorIsBusy(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		idle := &fakeCounter{err: errors.New("connection refused")}
-		h := newHarness(t, Config{Delay: DefaultDelay, Idle: idle, MaxWait: 2 * time.Second}, &fakeRestarter{})
+		h := newHarness(t, Config{Delay: testDelay, Idle: idle, MaxWait: 2 * time.Second}, &fakeRestarter{})
 		h.c.Request(Request{Source: api.SourceSignal})
 		h.expectAt(1, 4*time.Second)
 	})
@@ -360,7 +400,7 @@ func TestProbeErrorIsBusy(t *testing.T) {
 func TestNow(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		idle := &fakeCounter{n: 5}
-		h := newHarness(t, Config{Delay: DefaultDelay, Idle: idle, Cooldown: 30 * time.Second}, &fakeRestarter{})
+		h := newHarness(t, Config{Delay: testDelay, Idle: idle, Cooldown: 30 * time.Second}, &fakeRestarter{})
 		h.c.Request(Request{Source: api.SourceCLI, Now: true})
 		synctest.Wait()
 		time.Sleep(time.Second)
@@ -378,7 +418,7 @@ func TestNow(t *testing.T) {
 // TestNowEndsDeferral: --now while waiting for idle restarts at once.
 func TestNowEndsDeferral(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := newHarness(t, Config{Delay: DefaultDelay, Idle: &fakeCounter{n: 2}}, &fakeRestarter{})
+		h := newHarness(t, Config{Delay: testDelay, Idle: &fakeCounter{n: 2}}, &fakeRestarter{})
 		h.c.Request(Request{Source: api.SourceSignal})
 		time.Sleep(10 * time.Second)
 		synctest.Wait()
@@ -397,7 +437,7 @@ func TestNowEndsDeferral(t *testing.T) {
 // follow-up, scheduled when it ends with the cooldown since it began.
 func TestFollowUp(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := newHarness(t, Config{Delay: DefaultDelay, Cooldown: 30 * time.Second}, &fakeRestarter{took: 5 * time.Second})
+		h := newHarness(t, Config{Delay: testDelay, Cooldown: 30 * time.Second}, &fakeRestarter{took: 5 * time.Second})
 		first := h.c.Request(Request{Source: api.SourceSignal})
 		h.expectAt(1, 2*time.Second)
 		time.Sleep(time.Second) // t = 3 s, the restart runs until 7 s
@@ -429,7 +469,7 @@ func TestFollowUp(t *testing.T) {
 // one in progress and one pending at most, every request counted, two restarts in all.
 func TestStorm(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := newHarness(t, Config{Delay: DefaultDelay, Cooldown: 30 * time.Second}, &fakeRestarter{took: 500 * time.Millisecond})
+		h := newHarness(t, Config{Delay: testDelay, Cooldown: 30 * time.Second}, &fakeRestarter{took: 500 * time.Millisecond})
 		h.c.Request(Request{Source: api.SourceSignal, Now: true})
 		// The restart has begun before the storm: a request at its very instant could
 		// otherwise join it, and the second restart would serve 999.
@@ -454,7 +494,7 @@ func TestStorm(t *testing.T) {
 // (deferred) restart; its waiters learn why; nothing runs.
 func TestStopCancelsPending(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := newHarness(t, Config{Delay: DefaultDelay, Idle: &fakeCounter{n: 1}}, &fakeRestarter{})
+		h := newHarness(t, Config{Delay: testDelay, Idle: &fakeCounter{n: 1}}, &fakeRestarter{})
 		tk := h.c.Request(Request{Source: api.SourceSignal})
 		time.Sleep(5 * time.Second)
 		h.cancel()
@@ -476,7 +516,7 @@ func TestStopCancelsPending(t *testing.T) {
 // TestFailedRestart reports ok=false with the error.
 func TestFailedRestart(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := newHarness(t, Config{Delay: DefaultDelay}, &fakeRestarter{fail: true})
+		h := newHarness(t, Config{Delay: testDelay}, &fakeRestarter{fail: true})
 		res, err := h.c.Request(Request{Source: api.SourceCLI, Now: true}).Wait(context.Background())
 		if err != nil || res.OK || res.Error == "" {
 			t.Fatalf("result %+v %v", res, err)
@@ -490,7 +530,7 @@ func TestFailedRestart(t *testing.T) {
 // TestHistory keeps the last 20 results.
 func TestHistory(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := newHarness(t, Config{Delay: DefaultDelay}, &fakeRestarter{})
+		h := newHarness(t, Config{Delay: testDelay}, &fakeRestarter{})
 		for i := range 25 {
 			h.c.Request(Request{Reason: fmt.Sprint(i), Source: api.SourceCLI, Now: true}).Wait(context.Background())
 		}
@@ -503,7 +543,7 @@ func TestHistory(t *testing.T) {
 
 func TestReasonCleaned(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := newHarness(t, Config{Delay: DefaultDelay}, &fakeRestarter{})
+		h := newHarness(t, Config{Delay: testDelay}, &fakeRestarter{})
 		long := make([]byte, 500)
 		for i := range long {
 			long[i] = 'x'

@@ -240,7 +240,7 @@ func TestIdleDetailInStatus(t *testing.T) {
 		idle.mu.Lock()
 		idle.err = errors.New("UNAVAILABLE")
 		idle.mu.Unlock()
-		time.Sleep(DefaultPoll)
+		time.Sleep(testPoll)
 		synctest.Wait()
 		if p := h.c.Status().Pending; p.IdleError != "UNAVAILABLE" || p.Inflight != nil {
 			t.Fatalf("pending %+v", p)

@@ -22,16 +22,12 @@ import (
 	"github.com/schedd/schedd/internal/api"
 )
 
-// Limits and defaults, as upstream has them.
+// Limits: a request's delay is clamped to MaxDelay, and the idle check runs at most every
+// MinPoll.
 const (
-	DefaultDelay        = 2 * time.Second
-	MaxDelay            = api.MaxRestartDelay
-	DefaultCooldown     = 30 * time.Second
-	DefaultPoll         = 500 * time.Millisecond
-	MinPoll             = 10 * time.Millisecond
-	DefaultMaxWait      = 300 * time.Second
-	DefaultProbeTimeout = 5 * time.Second
-	historyLen          = 20
+	MaxDelay   = api.MaxRestartDelay
+	MinPoll    = 10 * time.Millisecond
+	historyLen = 20
 )
 
 // A restart keeps the reasons of its last MaxReasons requests (and counts them all), each
@@ -89,40 +85,47 @@ type Restarter interface {
 	Restart(ctx context.Context, m Method) (Outcome, error)
 }
 
-// Config is the coordinator's configuration.
+// Config is the coordinator's configuration. Every field is taken as given: the daemon
+// passes the config file's values, which internal/config has defaulted and checked, and a
+// zero means what it means there. New and Reconfigure refuse a value the coordinator
+// cannot run with (see Check).
 type Config struct {
-	Delay    time.Duration // for requests without their own (0 is valid); clamped 0..60 s
-	Cooldown time.Duration // minimum gap between restarts, applied as extra delay (0 is valid)
-	Method   Method
+	Delay    time.Duration // for requests without their own, 0..MaxDelay; 0: at once
+	Cooldown time.Duration // minimum gap between restarts, applied as extra delay; 0: none
+	Method   Method        // respawn or signal
 	// Idle, when set, defers restarts until the gateway is idle (unless a request says Now).
 	Idle         Counter
-	Poll         time.Duration // how often Idle is asked (default 500 ms, at least 10 ms)
-	MaxWait      time.Duration // then the restart is forced (default 300 s)
-	ProbeTimeout time.Duration // per Idle check and fence call (default 5 s)
+	Poll         time.Duration // how often Idle is asked, at least MinPoll
+	MaxWait      time.Duration // then the restart is forced; at least Poll
+	ProbeTimeout time.Duration // per Idle check and fence call; positive when Idle is set
 	// Fence, with Idle, closes the gateway's admission once Idle says idle and waits for it
 	// to report ready before the restart.
 	Fence Fence
 }
 
-// withDefaults fills the zero fields of c. Negative durations count as zero.
-func (c Config) withDefaults() Config {
-	c.Delay = clampDelay(c.Delay)
-	c.Cooldown = max(c.Cooldown, 0)
-	if c.Method == "" {
-		c.Method = MethodRespawn
+// Check refuses a configuration the coordinator cannot run with. It fills nothing in.
+func (c Config) Check() error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf("restart config: "+format, args...)) }
+	if c.Delay < 0 || c.Delay > MaxDelay {
+		bad("delay %v is not in 0..%v", c.Delay, MaxDelay)
 	}
-	if c.Poll <= 0 {
-		c.Poll = DefaultPoll
+	if c.Cooldown < 0 {
+		bad("cooldown %v is negative", c.Cooldown)
 	}
-	c.Poll = max(c.Poll, MinPoll)
-	if c.MaxWait <= 0 {
-		c.MaxWait = DefaultMaxWait
+	if c.Method != MethodRespawn && c.Method != MethodSignal {
+		bad("method %q is not %s or %s", c.Method, MethodRespawn, MethodSignal)
 	}
-	c.MaxWait = max(c.MaxWait, c.Poll)
-	if c.ProbeTimeout <= 0 {
-		c.ProbeTimeout = DefaultProbeTimeout
+	if c.Poll < MinPoll {
+		bad("poll %v is less than %v", c.Poll, MinPoll)
 	}
-	return c
+	if c.MaxWait < c.Poll {
+		bad("max wait %v is less than the poll %v", c.MaxWait, c.Poll)
+	}
+	if c.Idle != nil && c.ProbeTimeout <= 0 {
+		bad("probe timeout %v is not positive", c.ProbeTimeout)
+	}
+	return errors.Join(errs...)
 }
 
 func clampDelay(d time.Duration) time.Duration { return min(max(d, 0), MaxDelay) }

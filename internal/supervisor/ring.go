@@ -23,20 +23,13 @@ type OutputRing struct {
 	closed    bool
 }
 
-// DefaultOutputLines is the ring's size when none is given.
-const DefaultOutputLines = 1000
-
-// NewOutputRing returns a ring of size lines (DefaultOutputLines if size <= 0).
+// NewOutputRing returns a ring of size lines: gateway.output.keep_lines, taken as given
+// (a ring holds at least one line).
 func NewOutputRing(size int) *OutputRing {
 	return &OutputRing{size: ringSize(size), next: 1}
 }
 
-func ringSize(n int) int {
-	if n <= 0 {
-		return DefaultOutputLines
-	}
-	return n
-}
+func ringSize(n int) int { return max(n, 1) }
 
 // Add keeps a line, cutting its text at api.MaxLogLine; it sets the line's Seq.
 func (r *OutputRing) Add(l api.LogLine) {

@@ -236,3 +236,19 @@ func TestOutputLoggerKeepsCappedLines(t *testing.T) {
 		}
 	})
 }
+
+// TestOutputRingSizeTakenAsGiven: the ring keeps the lines it is told to (the config's
+// gateway.output.keep_lines), with no size of its own; below one line it keeps one.
+func TestOutputRingSizeTakenAsGiven(t *testing.T) {
+	for _, c := range []struct{ in, want int }{{1, 1}, {7, 7}, {100_000, 100_000}, {0, 1}, {-5, 1}} {
+		r := NewOutputRing(c.in)
+		if size, _, _ := r.Stats(); size != c.want {
+			t.Errorf("NewOutputRing(%d) keeps %d lines, want %d", c.in, size, c.want)
+		}
+		r = NewOutputRing(3)
+		r.Resize(c.in)
+		if size, _, _ := r.Stats(); size != c.want {
+			t.Errorf("Resize(%d) keeps %d lines, want %d", c.in, size, c.want)
+		}
+	}
+}
