@@ -12,7 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/schedd/schedd/internal/api"
-	"github.com/schedd/schedd/internal/queue/pgstore"
+	"github.com/schedd/schedd/internal/store/postgres"
 )
 
 // ErrNotLeader: a change asked of a host that does not run the fleet's cron jobs.
@@ -70,7 +70,7 @@ const (
 // NewFleet checks the jobs and builds the fleet's cron; it reaches the database only in Run.
 func NewFleet(cfg FleetConfig) (*Fleet, error) {
 	if cfg.Lease <= 0 {
-		cfg.Lease = pgstore.DefaultHostLease
+		cfg.Lease = postgres.DefaultHostLease
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = zap.NewNop()
@@ -92,7 +92,7 @@ func (f *Fleet) Run(ctx context.Context) error {
 	}
 	retry := f.cfg.Lease / 3
 	for {
-		_, err := pgstore.Migrate(ctx, f.cfg.Pool, FleetSchema)
+		_, err := postgres.Migrate(ctx, f.cfg.Pool, FleetSchema)
 		if err == nil {
 			break
 		}

@@ -10,7 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/schedd/schedd/internal/queue/pgstore"
+	"github.com/schedd/schedd/internal/store/postgres"
 )
 
 // FleetSchema is cron's part of a fleet's PostgreSQL database: the SQLite store's jobs and
@@ -19,7 +19,7 @@ import (
 // it still does (the fence), so a deposed leader cannot write a task, and UNIQUE (run_key,
 // attempt) makes a slot run once across the fleet (P24). Instants are Unix nanoseconds, as
 // in SQLite; the leader's lease is on the database's clock, shared by every host.
-var FleetSchema = pgstore.Schema{VersionTable: "schedd_cron_schema_version", Steps: []string{
+var FleetSchema = postgres.Schema{VersionTable: "schedd_cron_schema_version", Steps: []string{
 	`CREATE TABLE schedd_cron_jobs (
 		name            TEXT PRIMARY KEY,
 		schedule        TEXT NOT NULL,

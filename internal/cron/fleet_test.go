@@ -10,8 +10,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/schedd/schedd/internal/api"
-	"github.com/schedd/schedd/internal/queue/pgstore"
-	"github.com/schedd/schedd/internal/queue/pgstore/pgtest"
+	"github.com/schedd/schedd/internal/store/postgres"
+	"github.com/schedd/schedd/internal/store/postgres/pgtest"
 )
 
 // The fleet's tests run on a real PostgreSQL and the real clock: leases are short, waits
@@ -29,7 +29,7 @@ func fleetPoolOn(t *testing.T, dsn string) *pgxpool.Pool {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	if _, err := pgstore.Migrate(context.Background(), pool, FleetSchema); err != nil {
+	if _, err := postgres.Migrate(context.Background(), pool, FleetSchema); err != nil {
 		t.Fatal(err)
 	}
 	return pool

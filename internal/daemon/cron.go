@@ -15,7 +15,7 @@ import (
 	"github.com/schedd/schedd/internal/cron"
 	"github.com/schedd/schedd/internal/deliveries"
 	"github.com/schedd/schedd/internal/heartbeat"
-	"github.com/schedd/schedd/internal/queue"
+	"github.com/schedd/schedd/internal/store"
 )
 
 // cronUpdateTimeout bounds how long a reload waits for the cron loop to take the new jobs.
@@ -193,8 +193,8 @@ func (d *Daemon) cronDeliver(ctx context.Context, r cron.DeliverRequest) (int64,
 	switch {
 	case err == nil:
 		return e.ID, nil
-	case errors.Is(err, deliveries.ErrUnknownSink), errors.Is(err, queue.ErrPayloadTooLarge),
-		errors.Is(err, queue.ErrInvalid), errors.Is(err, queue.ErrKeyMismatch):
+	case errors.Is(err, deliveries.ErrUnknownSink), errors.Is(err, store.ErrPayloadTooLarge),
+		errors.Is(err, store.ErrInvalid), errors.Is(err, store.ErrKeyMismatch):
 		return 0, cron.PermanentError(err)
 	}
 	return 0, err

@@ -18,20 +18,21 @@ import (
 	"github.com/schedd/schedd/internal/config"
 	"github.com/schedd/schedd/internal/control"
 	"github.com/schedd/schedd/internal/deliveries"
-	"github.com/schedd/schedd/internal/queue"
+	"github.com/schedd/schedd/internal/store"
+	"github.com/schedd/schedd/internal/store/sqlite"
 )
 
 // serveEnqueue serves the delivery endpoints of a service on store, whose only sink
 // "hook" is never ready (nothing is sent: the store sees the enqueues alone), on a control
 // socket in a temp dir; with run, the service runs too. It returns the socket.
-func serveEnqueue(tb testing.TB, store queue.Store, maxBody int64, run bool) string {
+func serveEnqueue(tb testing.TB, ds store.Store, maxBody int64, run bool) string {
 	tb.Helper()
 	dir, err := os.MkdirTemp("", "dlb")
 	if err != nil {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { os.RemoveAll(dir) })
-	svc, err := deliveries.New(DeliveryConfig(config.Default().Deliveries), store, map[string]deliveries.Sink{"hook": waitingSink{}}, deliveries.Deps{Log: zap.NewNop()})
+	svc, err := deliveries.New(DeliveryConfig(config.Default().Deliveries), ds, map[string]deliveries.Sink{"hook": waitingSink{}}, deliveries.Deps{Log: zap.NewNop()})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -120,7 +121,7 @@ func TestEnqueueBatchOneCommit(t *testing.T) {
 	t.Cleanup(func() { goleak.VerifyNone(t) })
 	var full bool
 	var mu sync.Mutex
-	store, err := queue.Open(context.Background(), filepath.Join(t.TempDir(), "q.db"), queue.Options{
+	ds, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "q.db"), sqlite.Options{
 		MaxEntries: api.MaxBatch + 3,
 		FaultHook: func(op string) error {
 			mu.Lock()
@@ -134,8 +135,8 @@ func TestEnqueueBatchOneCommit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { store.Close() })
-	cl := control.NewClient(serveEnqueue(t, store, control.DefaultMaxBody, false))
+	t.Cleanup(func() { ds.Close() })
+	cl := control.NewClient(serveEnqueue(t, ds, control.DefaultMaxBody, false))
 	defer cl.Close()
 	batch := func(n int, prefix string) []api.DeliveryRequest {
 		rs := make([]api.DeliveryRequest, n)
@@ -145,12 +146,12 @@ func TestEnqueueBatchOneCommit(t *testing.T) {
 		return rs
 	}
 
-	before := store.Stats()
+	before := ds.Stats()
 	var rep api.BatchReply
 	if err := cl.Do(t.Context(), http.MethodPost, "/v1/deliveries", batch(api.MaxBatch, "a"), &rep); err != nil {
 		t.Fatal(err)
 	}
-	after := store.Stats()
+	after := ds.Stats()
 	if rep.Created != api.MaxBatch || after.Commits-before.Commits != 1 {
 		t.Fatalf("%d created in %d commits, want %d in one", rep.Created, after.Commits-before.Commits, api.MaxBatch)
 	}
@@ -171,7 +172,7 @@ func TestEnqueueBatchOneCommit(t *testing.T) {
 	if ae := apiError(t, err); ae.Status != 507 || ae.Code != api.CodeDiskFull || !strings.Contains(ae.Message, "nothing was stored") {
 		t.Fatalf("a batch on a full disk: %d %s %q", ae.Status, ae.Code, ae.Message)
 	}
-	if c, _ := store.Counts(t.Context()); c.Pending != api.MaxBatch+3 {
+	if c, _ := ds.Counts(t.Context()); c.Pending != api.MaxBatch+3 {
 		t.Fatalf("%d pending, want %d", c.Pending, api.MaxBatch+3)
 	}
 }

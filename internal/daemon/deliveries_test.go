@@ -20,7 +20,8 @@ import (
 	"github.com/schedd/schedd/internal/api"
 	"github.com/schedd/schedd/internal/config"
 	"github.com/schedd/schedd/internal/control"
-	"github.com/schedd/schedd/internal/queue"
+	"github.com/schedd/schedd/internal/store"
+	"github.com/schedd/schedd/internal/store/sqlite"
 )
 
 // hookServer is an HTTP sink destination that records what it receives and answers with
@@ -340,7 +341,7 @@ func TestDeliveriesAPI(t *testing.T) {
 		t.Fatalf("status: %+v, %v", st, err)
 	}
 	ds := st.Deliveries
-	if ds.Pending != 3 || ds.Delivered != 1 || ds.Failed != 0 || ds.Synchronous != queue.SyncFull || ds.OldestPendingAt == nil ||
+	if ds.Pending != 3 || ds.Delivered != 1 || ds.Failed != 0 || ds.Synchronous != sqlite.SyncFull || ds.OldestPendingAt == nil ||
 		ds.LastRecovery == nil || ds.DiskFull || ds.EnqueueError != nil || len(ds.Sinks) != 3 {
 		t.Fatalf("deliveries status %+v", ds)
 	}
@@ -387,14 +388,14 @@ func TestDeliveryErrorReplies(t *testing.T) {
 		code   string
 		msg    string
 	}{
-		{fmt.Errorf("enqueue: %w: no space", queue.ErrDiskFull), 507, api.CodeDiskFull,
+		{fmt.Errorf("enqueue: %w: no space", store.ErrDiskFull), 507, api.CodeDiskFull,
 			"the disk of the delivery store /var/lib/schedd/schedd.db is full: nothing was stored. Deliveries already stored are still sent"},
-		{fmt.Errorf("enqueue: %w: disk I/O error", queue.ErrStorage), 500, api.CodeStorage, "could not commit: nothing was stored"},
-		{fmt.Errorf("enqueue: %w (%w): dial tcp: connection refused", queue.ErrUnavailable, queue.ErrStorage), 503, api.CodeUnavailable,
+		{fmt.Errorf("enqueue: %w: disk I/O error", store.ErrStorage), 500, api.CodeStorage, "could not commit: nothing was stored"},
+		{fmt.Errorf("enqueue: %w (%w): dial tcp: connection refused", store.ErrUnavailable, store.ErrStorage), 503, api.CodeUnavailable,
 			"database cannot be reached: nothing was stored"},
-		{fmt.Errorf("enqueue: %w", queue.ErrClosed), 503, api.CodeUnavailable, "schedd is stopping"},
-		{fmt.Errorf("enqueue: %w", &queue.BoundError{Err: queue.ErrQueueFull, Limit: 1000, Got: 1001}), 503, api.CodeQueueFull, "limit of 1000"},
-		{fmt.Errorf("drop delivery 3: %w", queue.ErrBusy), 409, api.CodeConflict, "try again"},
+		{fmt.Errorf("enqueue: %w", store.ErrClosed), 503, api.CodeUnavailable, "schedd is stopping"},
+		{fmt.Errorf("enqueue: %w", &store.BoundError{Err: store.ErrQueueFull, Limit: 1000, Got: 1001}), 503, api.CodeQueueFull, "limit of 1000"},
+		{fmt.Errorf("drop delivery 3: %w", store.ErrBusy), 409, api.CodeConflict, "try again"},
 		{context.DeadlineExceeded, 503, api.CodeTimeout, "deadline"},
 	} {
 		w := httptest.NewRecorder()
@@ -436,7 +437,7 @@ func TestDeliveryStoreOpenErrors(t *testing.T) {
 	cfg := config.Default()
 	d := &Daemon{opts: Options{StateDir: dir, Config: cfg}, log: zap.NewNop(), cfg: cfg}
 	_, err := d.setupDeliveries()
-	if !errors.Is(err, queue.ErrCorrupt) || !strings.Contains(err.Error(), filepath.Join(dir, "schedd.db")) ||
+	if !errors.Is(err, store.ErrCorrupt) || !strings.Contains(err.Error(), filepath.Join(dir, "schedd.db")) ||
 		!strings.Contains(err.Error(), "move it aside") {
 		t.Fatalf("corrupt store: %v", err)
 	}

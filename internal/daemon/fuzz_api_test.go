@@ -22,9 +22,9 @@ import (
 	"github.com/schedd/schedd/internal/control"
 	"github.com/schedd/schedd/internal/deliveries"
 	"github.com/schedd/schedd/internal/heartbeat"
-	"github.com/schedd/schedd/internal/queue"
-	"github.com/schedd/schedd/internal/queue/queuetest"
 	"github.com/schedd/schedd/internal/restart"
+	"github.com/schedd/schedd/internal/store"
+	"github.com/schedd/schedd/internal/store/storetest"
 )
 
 // The fuzz targets of the control API's request bodies (R-INPUT-16) serve each input in
@@ -66,7 +66,7 @@ func fuzzPath(format, segment string) (string, bool) {
 // sendable fails t unless e could be sent by every sink: its key and its header values
 // are what a header carries, and its payload, when the body gave it as text, holds no
 // U+FFFD that the body did not (a replacement by the JSON decoder).
-func sendable(t *testing.T, e queue.Entry, body []byte) {
+func sendable(t *testing.T, e store.Entry, body []byte) {
 	t.Helper()
 	if p := api.KeyProblem(e.Key); p != "" || e.Key == "" {
 		t.Fatalf("stored key %q: %s", e.Key, p)
@@ -115,13 +115,13 @@ func FuzzDeliveryEnqueue_RINPUT16(f *testing.F) {
 	} {
 		f.Add([]byte(s))
 	}
-	svc, err := deliveries.New(DeliveryConfig(config.Default().Deliveries), queuetest.NewMemory(), map[string]deliveries.Sink{"hook": waitingSink{}},
+	svc, err := deliveries.New(DeliveryConfig(config.Default().Deliveries), storetest.NewMemory(), map[string]deliveries.Sink{"hook": waitingSink{}},
 		deliveries.Deps{Log: zap.NewNop()})
 	if err != nil {
 		f.Fatal(err)
 	}
 	srv := control.NewServer(control.ServerOptions{Backend: statusNone{}, MaxBody: 64 << 10})
-	(&deliveriesAPI{svc: svc, path: "q.db", maxBody: 64 << 10, limits: deliveryLimits{entries: queue.DefaultMaxEntries}}).routes(srv)
+	(&deliveriesAPI{svc: svc, path: "q.db", maxBody: 64 << 10, limits: deliveryLimits{entries: store.DefaultMaxEntries}}).routes(srv)
 	f.Fuzz(func(t *testing.T, body []byte) {
 		code, out := fuzzServe(t, srv, http.MethodPost, "/v1/deliveries", body)
 		var ids []int64
