@@ -101,11 +101,11 @@ func (st *pgStore) bound(ctx context.Context) (context.Context, context.CancelFu
 // host's term is over.
 const fenceSQL = `SELECT 1 FROM schedd_cron_leader WHERE id = 1 AND host = $1 AND term = $2 AND expires_at > now() FOR SHARE`
 
-func (st *pgStore) where() string { return "postgres" }
+func (st *pgStore) Where() string { return "postgres" }
 
-func (st *pgStore) close() error { return nil }
+func (st *pgStore) Close() error { return nil }
 
-func (st *pgStore) loadState(ctx context.Context) (snapshot, error) {
+func (st *pgStore) LoadState(ctx context.Context) (snapshot, error) {
 	ctx, cancel := st.bound(ctx)
 	defer cancel()
 	snap, err := st.loadJobs(ctx)
@@ -113,7 +113,7 @@ func (st *pgStore) loadState(ctx context.Context) (snapshot, error) {
 		return snap, err
 	}
 	// One leader writes at a time, so the next id is the largest plus one.
-	err = st.pool.QueryRow(ctx, `SELECT coalesce(max(id), 0) + 1 FROM schedd_cron_tasks`).Scan(&snap.nextID)
+	err = st.pool.QueryRow(ctx, `SELECT coalesce(max(id), 0) + 1 FROM schedd_cron_tasks`).Scan(&snap.NextID)
 	return snap, err
 }
 
@@ -150,8 +150,8 @@ const (
 		WHERE job = $1 AND state NOT IN ('queued', 'running') ORDER BY id LIMIT $2)`
 )
 
-// commit writes b in one transaction and one round trip after the fence's.
-func (st *pgStore) commit(ctx context.Context, b *batch, now time.Time) (dups []*task, pruned map[string]int, err error) {
+// Commit writes b in one transaction and one round trip after the fence's.
+func (st *pgStore) Commit(ctx context.Context, b *batch, now time.Time) (dups []*task, pruned map[string]int, err error) {
 	pruned = map[string]int{}
 	ctx, cancel := st.bound(ctx)
 	defer cancel()
@@ -163,43 +163,43 @@ func (st *pgStore) commit(ctx context.Context, b *batch, now time.Time) (dups []
 			return err
 		}
 		var q pgx.Batch
-		for _, t := range b.tasks {
+		for _, t := range b.Tasks {
 			sql := pgInsertTask
-			if t.stored {
+			if t.Stored {
 				sql = pgUpdateTask
 			}
-			q.Queue(sql, t.job, string(t.kind), t.runKey, t.attempt, nsPtr(t.slot), t.due.UnixNano(), string(t.state),
-				t.reason, t.queued.UnixNano(), nsPtr(t.started), nsPtr(t.ended), t.exitCode, t.signal, t.httpStatus,
-				t.class, t.err, t.output, t.host, t.id)
+			q.Queue(sql, t.Job, string(t.Kind), t.RunKey, t.Attempt, nsPtr(t.Slot), t.Due.UnixNano(), string(t.State),
+				t.Reason, t.Queued.UnixNano(), nsPtr(t.Started), nsPtr(t.Ended), t.ExitCode, t.Signal, t.HTTPStatus,
+				t.Class, t.Err, t.Output, t.Host, t.ID)
 		}
-		for _, r := range b.jobs {
+		for _, r := range b.Jobs {
 			var rAt, rWait, rOf, rKey, rAttempt, rSlot any
-			if p := r.retry; p != nil {
-				rAt, rWait, rOf, rKey, rAttempt, rSlot = nsPtr(p.at), int64(p.wait), p.of, p.runKey, p.attempt, nsPtr(p.slot)
+			if p := r.Retry; p != nil {
+				rAt, rWait, rOf, rKey, rAttempt, rSlot = nsPtr(p.At), int64(p.Wait), p.Of, p.RunKey, p.Attempt, nsPtr(p.Slot)
 			}
-			q.Queue(pgUpsertJob, r.name, r.schedule, nsPtr(r.lastSlot), r.enabled, r.disabledReason, r.failures,
+			q.Queue(pgUpsertJob, r.Name, r.Schedule, nsPtr(r.LastSlot), r.Enabled, r.DisabledReason, r.Failures,
 				rAt, rWait, rOf, rKey, rAttempt, rSlot, now.UnixNano())
 		}
-		jobs := make([]string, 0, len(b.prunes))
-		for job, n := range b.prunes {
+		jobs := make([]string, 0, len(b.Prunes))
+		for job, n := range b.Prunes {
 			jobs = append(jobs, job)
 			q.Queue(pgPrune, job, n)
 		}
 		res := tx.SendBatch(ctx, &q)
-		for _, t := range b.tasks {
+		for _, t := range b.Tasks {
 			tag, err := res.Exec()
 			if err != nil {
 				res.Close()
-				return fmt.Errorf("write task %d: %w", t.id, err)
+				return fmt.Errorf("write task %d: %w", t.ID, err)
 			}
-			if !t.stored && tag.RowsAffected() == 0 {
+			if !t.Stored && tag.RowsAffected() == 0 {
 				dups = append(dups, t)
 			}
 		}
-		for _, r := range b.jobs {
+		for _, r := range b.Jobs {
 			if _, err := res.Exec(); err != nil {
 				res.Close()
-				return fmt.Errorf("write job %s: %w", r.name, err)
+				return fmt.Errorf("write job %s: %w", r.Name, err)
 			}
 		}
 		for _, job := range jobs {

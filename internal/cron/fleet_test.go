@@ -122,17 +122,17 @@ func TestFleetStore(t *testing.T) {
 	st := newPGStore(pool, "a", 7, 0)
 	at := time.Date(2026, 3, 29, 1, 30, 0, 123456789, time.UTC)
 	code := 3
-	in := &task{id: 5, job: "j", kind: api.KindRetry, runKey: slotKey("j", at), attempt: 2, slot: at, due: at.Add(time.Second),
-		state: api.TaskFailed, reason: "r", queued: at.Add(2 * time.Second), started: at.Add(3 * time.Second),
-		ended: at.Add(4 * time.Second), exitCode: &code, signal: "SIGTERM", httpStatus: 503, class: api.ClassTransient,
-		err: "boom", output: "out", host: "a", qidx: -1}
+	in := &task{ID: 5, Job: "j", Kind: api.KindRetry, RunKey: slotKey("j", at), Attempt: 2, Slot: at, Due: at.Add(time.Second),
+		State: api.TaskFailed, Reason: "r", Queued: at.Add(2 * time.Second), Started: at.Add(3 * time.Second),
+		Ended: at.Add(4 * time.Second), ExitCode: &code, Signal: "SIGTERM", HTTPStatus: 503, Class: api.ClassTransient,
+		Err: "boom", Output: "out", Host: "a", qidx: -1}
 	on := false
-	row := &jobRow{name: "j", schedule: "every 1m0s", lastSlot: at, enabled: &on, disabledReason: "why", failures: 2,
-		retry: &pendingRetry{at: at.Add(time.Minute), wait: time.Minute, of: 5, runKey: in.runKey, attempt: 3, slot: at}}
-	if dups, _, err := st.commit(ctx, &batch{tasks: []*task{in}, jobs: []*jobRow{row}}, at); err != nil || len(dups) != 0 {
+	row := &jobRow{Name: "j", Schedule: "every 1m0s", LastSlot: at, Enabled: &on, DisabledReason: "why", Failures: 2,
+		Retry: &pendingRetry{At: at.Add(time.Minute), Wait: time.Minute, Of: 5, RunKey: in.RunKey, Attempt: 3, Slot: at}}
+	if dups, _, err := st.Commit(ctx, &batch{Tasks: []*task{in}, Jobs: []*jobRow{row}}, at); err != nil || len(dups) != 0 {
 		t.Fatalf("commit: %v %v", dups, err)
 	}
-	got, err := st.task(ctx, 5)
+	got, err := st.Task(ctx, 5)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,25 +140,25 @@ func TestFleetStore(t *testing.T) {
 		g.Output != w.Output || g.Class != w.Class || g.Error != w.Error || g.HTTPStatus != 503 || g.Signal != "SIGTERM" {
 		t.Fatalf("round trip:\n got %+v\nwant %+v", g, w)
 	}
-	snap, err := st.loadState(ctx)
+	snap, err := st.LoadState(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := snap.jobs["j"]
-	if r == nil || !r.lastSlot.Equal(at) || r.enabled == nil || *r.enabled || r.disabledReason != "why" || r.failures != 2 ||
-		r.retry == nil || *r.retry != *row.retry || r.stored != 1 || r.last == nil || r.last.Host != "a" || snap.nextID != 6 {
-		t.Fatalf("state %+v retry %+v next %d", r, r.retry, snap.nextID)
+	r := snap.Jobs["j"]
+	if r == nil || !r.LastSlot.Equal(at) || r.Enabled == nil || *r.Enabled || r.DisabledReason != "why" || r.Failures != 2 ||
+		r.Retry == nil || *r.Retry != *row.Retry || r.Stored != 1 || r.Last == nil || r.Last.Host != "a" || snap.NextID != 6 {
+		t.Fatalf("state %+v retry %+v next %d", r, r.Retry, snap.NextID)
 	}
 	again := *in
-	again.id = 6
-	if dups, _, err := st.commit(ctx, &batch{tasks: []*task{&again}}, at); err != nil || len(dups) != 1 {
+	again.ID = 6
+	if dups, _, err := st.Commit(ctx, &batch{Tasks: []*task{&again}}, at); err != nil || len(dups) != 1 {
 		t.Fatalf("second task for (run key, attempt): dups %v err %v", dups, err)
 	}
-	if list, err := st.tasks(ctx, TaskFilter{Job: "j", State: api.TaskFailed, Limit: 10}); err != nil || len(list) != 1 {
+	if list, err := st.Tasks(ctx, TaskFilter{Job: "j", State: api.TaskFailed, Limit: 10}); err != nil || len(list) != 1 {
 		t.Fatalf("tasks: %v %v", list, err)
 	}
 	old := newPGStore(pool, "a", 6, 0)
-	if _, _, err := old.commit(ctx, &batch{jobs: []*jobRow{row}}, at); !errors.Is(err, ErrDeposed) || !errors.Is(err, ErrStore) {
+	if _, _, err := old.Commit(ctx, &batch{Jobs: []*jobRow{row}}, at); !errors.Is(err, ErrDeposed) || !errors.Is(err, ErrStore) {
 		t.Fatalf("commit of an old term: %v", err)
 	}
 }
@@ -188,13 +188,13 @@ func TestFleetOneLeader(t *testing.T) {
 	if hosts := log.check(t); hosts["a"] == 0 || hosts["b"] == 0 {
 		t.Fatalf("runs per host %v: want both", hosts)
 	}
-	list, err := newPGStore(pool, "", 0, 0).tasks(context.Background(), TaskFilter{Job: "tick", Limit: 1000})
+	list, err := newPGStore(pool, "", 0, 0).Tasks(context.Background(), TaskFilter{Job: "tick", Limit: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, tk := range list {
-		if tk.host != "a" && tk.host != "b" {
-			t.Fatalf("task %d has host %q", tk.id, tk.host)
+		if tk.Host != "a" && tk.Host != "b" {
+			t.Fatalf("task %d has host %q", tk.ID, tk.Host)
 		}
 	}
 }

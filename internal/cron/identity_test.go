@@ -25,11 +25,11 @@ func cronImage(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer st.close()
+	defer st.Close()
 	at := time.Date(2026, 3, 29, 1, 30, 0, 0, time.UTC)
-	tk := &task{id: 1, job: "j", kind: api.KindScheduled, runKey: slotKey("j", at), attempt: 1, slot: at, due: at,
-		state: api.TaskSucceeded, queued: at, qidx: -1}
-	if _, _, err := st.commit(context.Background(), &batch{jobs: []*jobRow{{name: "j", schedule: "s", lastSlot: at}}, tasks: []*task{tk}}, at); err != nil {
+	tk := &task{ID: 1, Job: "j", Kind: api.KindScheduled, RunKey: slotKey("j", at), Attempt: 1, Slot: at, Due: at,
+		State: api.TaskSucceeded, Queued: at, qidx: -1}
+	if _, _, err := st.Commit(context.Background(), &batch{Jobs: []*jobRow{{Name: "j", Schedule: "s", LastSlot: at}}, Tasks: []*task{tk}}, at); err != nil {
 		t.Fatal(err)
 	}
 	path := filepath.Join(t.TempDir(), DBName)
@@ -77,7 +77,7 @@ func TestDamagedCronStoreRefused_RINPUT01(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			st.close()
+			st.Close()
 			b, err := os.ReadFile(other)
 			if err != nil {
 				t.Fatal(err)
@@ -124,9 +124,9 @@ func TestDamagedCronStoreRefused_RINPUT01(t *testing.T) {
 			if err != nil {
 				t.Fatalf("after the move aside: %v", err)
 			}
-			defer st.close()
-			if snap, err := st.loadState(context.Background()); err != nil || len(snap.jobs) != 0 {
-				t.Fatalf("after the move aside: %d jobs, %v; want an empty store", len(snap.jobs), err)
+			defer st.Close()
+			if snap, err := st.LoadState(context.Background()); err != nil || len(snap.Jobs) != 0 {
+				t.Fatalf("after the move aside: %d jobs, %v; want an empty store", len(snap.Jobs), err)
 			}
 		})
 	}
@@ -196,8 +196,8 @@ func TestCronStoreIdentityAdopted_RINPUT01(t *testing.T) {
 		if err != nil {
 			t.Fatalf("reopen: %v", err)
 		}
-		defer st.close()
-		if ts, err := st.tasks(ctx, TaskFilter{Limit: 10}); err != nil || len(ts) != 1 {
+		defer st.Close()
+		if ts, err := st.Tasks(ctx, TaskFilter{Limit: 10}); err != nil || len(ts) != 1 {
 			t.Fatalf("tasks %d, %v; want the one stored", len(ts), err)
 		}
 		var id int64

@@ -281,7 +281,7 @@ func (s *Service) RunNow(ctx context.Context, name string, wait bool) (api.Task,
 		t = s.newTask(j, api.KindManual, manualKey(name), 1, time.Time{}, now, now)
 		s.admit(j, t, now)
 		if wait && t.active() {
-			ch = s.wait(t.id)
+			ch = s.wait(t.ID)
 		}
 		return nil
 	}, func() { snap = t.API() })
@@ -341,7 +341,7 @@ func (s *Service) Cancel(ctx context.Context, id int64) (api.Task, error) {
 		if t == nil {
 			return nil
 		}
-		if t.state == api.TaskRunning {
+		if t.State == api.TaskRunning {
 			ch = s.wait(id)
 			t.cancel(errCancelled)
 			return nil
@@ -372,7 +372,7 @@ func (s *Service) Cancel(ctx context.Context, id int64) (api.Task, error) {
 func (s *Service) activeTask(id int64) *task {
 	for _, j := range s.jobs {
 		for _, t := range j.active {
-			if t.id == id {
+			if t.ID == id {
 				return t
 			}
 		}
@@ -389,7 +389,7 @@ func (s *Service) Task(ctx context.Context, id int64) (api.Task, error) {
 	if st == nil {
 		return api.Task{}, fmt.Errorf("%w: %d", ErrUnknownTask, id)
 	}
-	t, err := st.task(ctx, id)
+	t, err := st.Task(ctx, id)
 	if err != nil {
 		return api.Task{}, err
 	}
@@ -409,7 +409,7 @@ func (s *Service) Tasks(ctx context.Context, f TaskFilter) (api.TaskList, error)
 	if err != nil || st == nil {
 		return list, err
 	}
-	ts, err := st.tasks(ctx, f)
+	ts, err := st.Tasks(ctx, f)
 	if err != nil {
 		return list, err
 	}
@@ -417,7 +417,7 @@ func (s *Service) Tasks(ctx context.Context, f TaskFilter) (api.TaskList, error)
 		list.Tasks = append(list.Tasks, t.API())
 	}
 	if len(ts) == f.Limit {
-		list.NextCursor = ts[len(ts)-1].id
+		list.NextCursor = ts[len(ts)-1].ID
 	}
 	return list, nil
 }
@@ -456,20 +456,20 @@ func (s *Service) ensureStore() error {
 		}
 		st = sq
 	}
-	snap, err := st.loadState(context.Background())
+	snap, err := st.LoadState(context.Background())
 	if err != nil {
-		st.close()
-		return fmt.Errorf("load cron store %s: %w", st.where(), err)
+		st.Close()
+		return fmt.Errorf("load cron store %s: %w", st.Where(), err)
 	}
 	s.st = st
 	s.readStore.Store(&st)
-	for name, r := range snap.jobs {
+	for name, r := range snap.Jobs {
 		s.rows[name] = r
 	}
-	s.recoverQ = snap.active
-	s.nextID = max(s.nextID, snap.nextID)
-	s.log.Info("cron store open", zap.String("store", st.where()), zap.Int("schema_version", SchemaVersion),
-		zap.Int("jobs", len(snap.jobs)), zap.Int("active_tasks", len(snap.active)))
+	s.recoverQ = snap.Active
+	s.nextID = max(s.nextID, snap.NextID)
+	s.log.Info("cron store open", zap.String("store", st.Where()), zap.Int("schema_version", SchemaVersion),
+		zap.Int("jobs", len(snap.Jobs)), zap.Int("active_tasks", len(snap.Active)))
 	return nil
 }
 
@@ -477,7 +477,7 @@ func (s *Service) closeStore() {
 	if s.st == nil {
 		return
 	}
-	if err := s.st.close(); err != nil {
+	if err := s.st.Close(); err != nil {
 		s.log.Warn("cron store close", zap.Error(err))
 	}
 }

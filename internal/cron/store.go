@@ -85,17 +85,17 @@ var SchemaVersion = len(schema)
 // a fleet's tables on PostgreSQL (pgStore). Only the service's loop commits; the API's reads
 // run beside it.
 type taskStore interface {
-	loadState(ctx context.Context) (snapshot, error)
-	// commit writes b in one transaction. A new task whose (run key, attempt) is taken is
+	LoadState(ctx context.Context) (snapshot, error)
+	// Commit writes b in one transaction. A new task whose (run key, attempt) is taken is
 	// not written: it comes back in dups and must not run (P24). pruned says how many tasks
 	// each prune deleted. A failure wraps ErrStore.
-	commit(ctx context.Context, b *batch, now time.Time) (dups []*task, pruned map[string]int, err error)
-	task(ctx context.Context, id int64) (*task, error)
-	tasks(ctx context.Context, f TaskFilter) ([]*task, error)
-	// where names the store for the status and logs: a path, or "postgres" (a DSN is a
+	Commit(ctx context.Context, b *batch, now time.Time) (dups []*task, pruned map[string]int, err error)
+	Task(ctx context.Context, id int64) (*task, error)
+	Tasks(ctx context.Context, f TaskFilter) ([]*task, error)
+	// Where names the store for the status and logs: a path, or "postgres" (a DSN is a
 	// secret).
-	where() string
-	close() error
+	Where() string
+	Close() error
 }
 
 // store is the task store: one SQLite file in WAL mode, every commit synced (FULL), written
@@ -244,9 +244,9 @@ func (st *store) check(ctx context.Context) error {
 	return &storeid.Error{Path: st.path, Reason: "integrity check: " + strings.Join(msgs, "; ")}
 }
 
-func (st *store) where() string { return st.path }
+func (st *store) Where() string { return st.path }
 
-func (st *store) close() error {
+func (st *store) Close() error {
 	for _, s := range st.stmts {
 		s.Close()
 	}
@@ -267,36 +267,36 @@ func (st *store) inTx(ctx context.Context, f func(tx *sql.Tx) error) error {
 
 // jobRow is a job's persisted state.
 type jobRow struct {
-	name           string
-	schedule       string
-	lastSlot       time.Time
-	enabled        *bool
-	disabledReason string
-	failures       int
-	retry          *pendingRetry
-	// Loaded, never written: the last ended task and how many tasks the job has stored.
-	last   *api.CronLast
-	stored int
+	Name           string
+	Schedule       string
+	LastSlot       time.Time
+	Enabled        *bool
+	DisabledReason string
+	Failures       int
+	Retry          *pendingRetry
+	// Loaded, never written: the Last ended task and how many tasks the job has stored.
+	Last   *api.CronLast
+	Stored int
 }
 
 // pendingRetry is a retry waiting for its time: attempt of the run runKey, for slot.
 type pendingRetry struct {
-	at      time.Time
-	wait    time.Duration // how long it waits; a clock stepping back never makes it longer
-	of      int64         // the task it retries
-	runKey  string
-	attempt int
-	slot    time.Time
+	At      time.Time
+	Wait    time.Duration // how long it waits; a clock stepping back never makes it longer
+	Of      int64         // the task it retries
+	RunKey  string
+	Attempt int
+	Slot    time.Time
 }
 
 // snapshot is what loadState read.
 type snapshot struct {
-	jobs   map[string]*jobRow
-	active []*task // queued and running, by id
-	nextID int64
+	Jobs   map[string]*jobRow
+	Active []*task // queued and running, by id
+	NextID int64
 }
 
-func (st *store) loadState(ctx context.Context) (snapshot, error) {
+func (st *store) LoadState(ctx context.Context) (snapshot, error) {
 	snap, err := st.loadJobs(ctx)
 	if err != nil {
 		return snap, err
@@ -304,7 +304,7 @@ func (st *store) loadState(ctx context.Context) (snapshot, error) {
 	var seq sql.NullInt64
 	err = st.db.QueryRowContext(ctx, `SELECT max(coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'tasks'), 0),
 		coalesce((SELECT max(id) FROM tasks), 0))`).Scan(&seq)
-	snap.nextID = seq.Int64 + 1
+	snap.NextID = seq.Int64 + 1
 	return snap, err
 }
 
@@ -320,12 +320,12 @@ func (st *store) each(ctx context.Context, q string, fn func(rowsScanner) error,
 
 // batch is what one turn of the loop writes, in one transaction.
 type batch struct {
-	tasks  []*task
-	jobs   []*jobRow
-	prunes map[string]int // job -> how many of its oldest ended tasks to delete
+	Tasks  []*task
+	Jobs   []*jobRow
+	Prunes map[string]int // job -> how many of its oldest ended tasks to delete
 }
 
-func (b *batch) empty() bool { return len(b.tasks) == 0 && len(b.jobs) == 0 && len(b.prunes) == 0 }
+func (b *batch) Empty() bool { return len(b.Tasks) == 0 && len(b.Jobs) == 0 && len(b.Prunes) == 0 }
 
 // The statements commit runs, prepared once.
 const (
@@ -358,24 +358,24 @@ func (st *store) prepare(ctx context.Context) error {
 	return nil
 }
 
-func (st *store) commit(ctx context.Context, b *batch, now time.Time) (dups []*task, pruned map[string]int, err error) {
+func (st *store) Commit(ctx context.Context, b *batch, now time.Time) (dups []*task, pruned map[string]int, err error) {
 	pruned = map[string]int{}
 	err = st.inTx(ctx, func(tx *sql.Tx) error {
 		exec := func(q string, args ...any) (sql.Result, error) {
 			return tx.StmtContext(ctx, st.stmts[q]).ExecContext(ctx, args...)
 		}
-		for _, t := range b.tasks {
-			args := []any{t.job, string(t.kind), t.runKey, t.attempt, nsPtr(t.slot), nsPtr(t.due), string(t.state), t.reason,
-				nsPtr(t.queued), nsPtr(t.started), nsPtr(t.ended), t.exitCode, t.signal, t.httpStatus, t.class, t.err, t.output, t.id}
-			if t.stored {
+		for _, t := range b.Tasks {
+			args := []any{t.Job, string(t.Kind), t.RunKey, t.Attempt, nsPtr(t.Slot), nsPtr(t.Due), string(t.State), t.Reason,
+				nsPtr(t.Queued), nsPtr(t.Started), nsPtr(t.Ended), t.ExitCode, t.Signal, t.HTTPStatus, t.Class, t.Err, t.Output, t.ID}
+			if t.Stored {
 				if _, err := exec(sqlUpdateTask, args...); err != nil {
-					return fmt.Errorf("update task %d: %w", t.id, err)
+					return fmt.Errorf("update task %d: %w", t.ID, err)
 				}
 				continue
 			}
 			res, err := exec(sqlInsertTask, args...)
 			if err != nil {
-				return fmt.Errorf("insert task %d: %w", t.id, err)
+				return fmt.Errorf("insert task %d: %w", t.ID, err)
 			}
 			if n, err := res.RowsAffected(); err != nil {
 				return err
@@ -383,21 +383,21 @@ func (st *store) commit(ctx context.Context, b *batch, now time.Time) (dups []*t
 				dups = append(dups, t)
 			}
 		}
-		for _, r := range b.jobs {
+		for _, r := range b.Jobs {
 			var en any
-			if r.enabled != nil {
-				en = *r.enabled
+			if r.Enabled != nil {
+				en = *r.Enabled
 			}
 			var rAt, rWait, rOf, rKey, rAttempt, rSlot any
-			if p := r.retry; p != nil {
-				rAt, rWait, rOf, rKey, rAttempt, rSlot = nsPtr(p.at), int64(p.wait), p.of, p.runKey, p.attempt, nsPtr(p.slot)
+			if p := r.Retry; p != nil {
+				rAt, rWait, rOf, rKey, rAttempt, rSlot = nsPtr(p.At), int64(p.Wait), p.Of, p.RunKey, p.Attempt, nsPtr(p.Slot)
 			}
-			if _, err := exec(sqlUpsertJob, r.name, r.schedule, nsPtr(r.lastSlot), en, r.disabledReason, r.failures,
+			if _, err := exec(sqlUpsertJob, r.Name, r.Schedule, nsPtr(r.LastSlot), en, r.DisabledReason, r.Failures,
 				rAt, rWait, rOf, rKey, rAttempt, rSlot, now.UnixNano()); err != nil {
-				return fmt.Errorf("write job %s: %w", r.name, err)
+				return fmt.Errorf("write job %s: %w", r.Name, err)
 			}
 		}
-		for job, n := range b.prunes {
+		for job, n := range b.Prunes {
 			res, err := exec(sqlPrune, job, n)
 			if err != nil {
 				return fmt.Errorf("prune the history of %s: %w", job, err)

@@ -44,33 +44,33 @@ const taskCols = `id, job, kind, run_key, attempt, slot, due_at, state, reason, 
 // loadJobs reads the jobs' persisted state, how many tasks each job has stored, its last
 // ended task and the active tasks. The caller sets snap.nextID.
 func (r reads) loadJobs(ctx context.Context) (snapshot, error) {
-	snap := snapshot{jobs: map[string]*jobRow{}}
+	snap := snapshot{Jobs: map[string]*jobRow{}}
 	err := r.each(ctx, `SELECT name, schedule, last_slot, enabled, disabled_reason, failures, retry_at, retry_wait,
 		retry_of, retry_key, retry_attempt, retry_slot FROM `+r.jobsTable, func(rows rowsScanner) error {
 		var j jobRow
 		var last, rAt, rWait, rOf, rSlot *int64
 		var rAttempt *int
 		var rKey *string
-		if err := rows.Scan(&j.name, &j.schedule, &last, &j.enabled, &j.disabledReason, &j.failures,
+		if err := rows.Scan(&j.Name, &j.Schedule, &last, &j.Enabled, &j.DisabledReason, &j.Failures,
 			&rAt, &rWait, &rOf, &rKey, &rAttempt, &rSlot); err != nil {
 			return err
 		}
-		j.lastSlot = fromPtr(last)
+		j.LastSlot = fromPtr(last)
 		if rAt != nil {
-			j.retry = &pendingRetry{at: fromPtr(rAt), wait: time.Duration(deref(rWait)), of: deref(rOf),
-				runKey: deref(rKey), attempt: deref(rAttempt), slot: fromPtr(rSlot)}
+			j.Retry = &pendingRetry{At: fromPtr(rAt), Wait: time.Duration(deref(rWait)), Of: deref(rOf),
+				RunKey: deref(rKey), Attempt: deref(rAttempt), Slot: fromPtr(rSlot)}
 		}
-		snap.jobs[j.name] = &j
+		snap.Jobs[j.Name] = &j
 		return nil
 	})
 	if err != nil {
 		return snap, err
 	}
 	row := func(name string) *jobRow {
-		j := snap.jobs[name]
+		j := snap.Jobs[name]
 		if j == nil {
-			j = &jobRow{name: name}
-			snap.jobs[name] = j
+			j = &jobRow{Name: name}
+			snap.Jobs[name] = j
 		}
 		return j
 	}
@@ -78,7 +78,7 @@ func (r reads) loadJobs(ctx context.Context) (snapshot, error) {
 		var job string
 		var n int
 		err := rows.Scan(&job, &n)
-		row(job).stored = n
+		row(job).Stored = n
 		return err
 	})
 	if err != nil {
@@ -90,13 +90,13 @@ func (r reads) loadJobs(ctx context.Context) (snapshot, error) {
 		return snap, err
 	}
 	for _, t := range lasts {
-		row(t.job).last = lastOf(t)
+		row(t.Job).Last = lastOf(t)
 	}
-	snap.active, err = r.query(ctx, "SELECT "+r.cols+" FROM "+r.tasksTable+" WHERE state IN ('queued', 'running') ORDER BY id")
+	snap.Active, err = r.query(ctx, "SELECT "+r.cols+" FROM "+r.tasksTable+" WHERE state IN ('queued', 'running') ORDER BY id")
 	return snap, err
 }
 
-func (r reads) task(ctx context.Context, id int64) (*task, error) {
+func (r reads) Task(ctx context.Context, id int64) (*task, error) {
 	ts, err := r.query(ctx, "SELECT "+r.cols+" FROM "+r.tasksTable+" WHERE id = "+r.ph(1), id)
 	if err != nil {
 		return nil, err
@@ -107,7 +107,7 @@ func (r reads) task(ctx context.Context, id int64) (*task, error) {
 	return ts[0], nil
 }
 
-func (r reads) tasks(ctx context.Context, f TaskFilter) ([]*task, error) {
+func (r reads) Tasks(ctx context.Context, f TaskFilter) ([]*task, error) {
 	var where []string
 	var args []any
 	arg := func(cond string, v any) {
@@ -134,17 +134,17 @@ func (r reads) tasks(ctx context.Context, f TaskFilter) ([]*task, error) {
 func (r reads) query(ctx context.Context, q string, args ...any) ([]*task, error) {
 	var out []*task
 	err := r.each(ctx, q, func(rows rowsScanner) error {
-		t := &task{stored: true, qidx: -1}
+		t := &task{Stored: true, qidx: -1}
 		var slot, started, ended *int64
 		var due, queued int64
 		var kind, state string
-		if err := rows.Scan(&t.id, &t.job, &kind, &t.runKey, &t.attempt, &slot, &due, &state, &t.reason, &queued,
-			&started, &ended, &t.exitCode, &t.signal, &t.httpStatus, &t.class, &t.err, &t.output, &t.host); err != nil {
+		if err := rows.Scan(&t.ID, &t.Job, &kind, &t.RunKey, &t.Attempt, &slot, &due, &state, &t.Reason, &queued,
+			&started, &ended, &t.ExitCode, &t.Signal, &t.HTTPStatus, &t.Class, &t.Err, &t.Output, &t.Host); err != nil {
 			return err
 		}
-		t.kind, t.state = api.TaskKind(kind), api.TaskState(state)
-		t.slot, t.due, t.queued = fromPtr(slot), time.Unix(0, due).UTC(), time.Unix(0, queued).UTC()
-		t.started, t.ended = fromPtr(started), fromPtr(ended)
+		t.Kind, t.State = api.TaskKind(kind), api.TaskState(state)
+		t.Slot, t.Due, t.Queued = fromPtr(slot), time.Unix(0, due).UTC(), time.Unix(0, queued).UTC()
+		t.Started, t.Ended = fromPtr(started), fromPtr(ended)
 		out = append(out, t)
 		return nil
 	}, args...)
@@ -152,7 +152,7 @@ func (r reads) query(ctx context.Context, q string, args ...any) ([]*task, error
 }
 
 func lastOf(t *task) *api.CronLast {
-	return &api.CronLast{State: t.state, Reason: t.reason, At: t.ended, TaskID: t.id, Host: t.host}
+	return &api.CronLast{State: t.State, Reason: t.Reason, At: t.Ended, TaskID: t.ID, Host: t.Host}
 }
 
 // nsPtr is t in Unix nanoseconds, nil (NULL) for the zero time.

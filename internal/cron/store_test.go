@@ -30,14 +30,14 @@ func TestStoreSchema(t *testing.T) {
 		if err := st.db.QueryRow("PRAGMA synchronous").Scan(&sync); err != nil || sync != 2 {
 			t.Fatalf("synchronous %d %v, want 2 (FULL)", sync, err)
 		}
-		st.close()
+		st.Close()
 	}
 	if fi, err := os.Stat(path); err != nil || runtime.GOOS != "windows" && fi.Mode().Perm() != 0o600 {
 		t.Fatalf("mode %v %v", fi.Mode(), err)
 	}
 	st, _ := openStore(ctx, path, nil)
 	st.db.Exec("PRAGMA user_version = 99")
-	st.close()
+	st.Close()
 	if _, err := openStore(ctx, path, nil); err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "newer") {
 		t.Fatalf("newer schema: %v", err)
 	}
@@ -48,10 +48,10 @@ func TestStoreTaskRoundTrip(t *testing.T) {
 	dir := t.TempDir()
 	at := time.Date(2026, 3, 29, 1, 30, 0, 123456789, time.UTC)
 	code := 3
-	in := &task{id: 5, job: "j", kind: api.KindRetry, runKey: slotKey("j", at), attempt: 2, slot: at, due: at.Add(time.Second),
-		state: api.TaskFailed, reason: "r", queued: at.Add(2 * time.Second), started: at.Add(3 * time.Second),
-		ended: at.Add(4 * time.Second), exitCode: &code, signal: "SIGTERM", httpStatus: 503, class: api.ClassTransient,
-		err: "boom", output: "out", qidx: -1}
+	in := &task{ID: 5, Job: "j", Kind: api.KindRetry, RunKey: slotKey("j", at), Attempt: 2, Slot: at, Due: at.Add(time.Second),
+		State: api.TaskFailed, Reason: "r", Queued: at.Add(2 * time.Second), Started: at.Add(3 * time.Second),
+		Ended: at.Add(4 * time.Second), ExitCode: &code, Signal: "SIGTERM", HTTPStatus: 503, Class: api.ClassTransient,
+		Err: "boom", Output: "out", qidx: -1}
 	seed(t, dir, nil, in)
 	got := storedTasks(t, dir, "j")
 	if len(got) != 1 || got[0].ID != 5 {

@@ -13,28 +13,28 @@ import (
 // task is one run of a job as the service keeps it: every queued or running task, and
 // ended ones until their state is committed.
 type task struct {
-	id      int64
-	job     string
-	kind    api.TaskKind
-	runKey  string // a slot's: formatted when the task is first written (flush)
-	attempt int
-	slot    time.Time // zero for a manual run
-	due     time.Time
-	state   api.TaskState
-	reason  string
-	queued  time.Time
-	started time.Time
-	ended   time.Time
+	ID      int64
+	Job     string
+	Kind    api.TaskKind
+	RunKey  string // a slot's: formatted when the task is first written (flush)
+	Attempt int
+	Slot    time.Time // zero for a manual run
+	Due     time.Time
+	State   api.TaskState
+	Reason  string
+	Queued  time.Time
+	Started time.Time
+	Ended   time.Time
 
-	exitCode   *int
-	signal     string
-	httpStatus int
-	class      string
-	err        string
-	output     string
-	host       string // the host that ran it, on a fleet
+	ExitCode   *int
+	Signal     string
+	HTTPStatus int
+	Class      string
+	Err        string
+	Output     string
+	Host       string // the host that ran it, on a fleet
 
-	stored bool // its row exists
+	Stored bool // its row exists
 	dirty  bool // its row must be written
 
 	// In the job queue: its rank (nanoseconds on the service's monotonic clock, priority
@@ -77,22 +77,22 @@ func manualKey(job string) string {
 }
 
 // active reports whether t is queued or running.
-func (t *task) active() bool { return t.state == api.TaskQueued || t.state == api.TaskRunning }
+func (t *task) active() bool { return t.State == api.TaskQueued || t.State == api.TaskRunning }
 
 // info is what the action is told of t.
 func (t *task) info(timeout time.Duration) RunInfo {
-	return RunInfo{TaskID: t.id, Job: t.job, Kind: t.kind, Slot: t.slot, Due: t.due, Attempt: t.attempt,
-		RunKey: t.runKey, Timeout: timeout}
+	return RunInfo{TaskID: t.ID, Job: t.Job, Kind: t.Kind, Slot: t.Slot, Due: t.Due, Attempt: t.Attempt,
+		RunKey: t.RunKey, Timeout: timeout}
 }
 
 // apply records an outcome's result on t (not its state).
 func (t *task) apply(o outcome) {
-	t.exitCode, t.signal, t.httpStatus = o.res.ExitCode, o.res.Signal, o.res.HTTPStatus
-	t.output = preview(o.res.Output)
-	t.err = o.err
-	t.class = ""
+	t.ExitCode, t.Signal, t.HTTPStatus = o.res.ExitCode, o.res.Signal, o.res.HTTPStatus
+	t.Output = preview(o.res.Output)
+	t.Err = o.err
+	t.Class = ""
 	if o.failure() {
-		t.class = o.class.String()
+		t.Class = o.class.String()
 	}
 }
 
@@ -106,22 +106,22 @@ func preview(b []byte) string {
 
 // API is the task as the control API shows it.
 func (t *task) API() api.Task {
-	a := api.Task{ID: t.id, Job: t.job, Kind: t.kind, State: t.state, Reason: t.reason, RunKey: t.runKey,
-		Attempt: t.attempt, DueAt: t.due, QueuedAt: t.queued, ExitCode: t.exitCode, Signal: t.signal,
-		HTTPStatus: t.httpStatus, Class: t.class, Error: t.err, Output: t.output, Host: t.host}
-	if !t.slot.IsZero() {
-		s := t.slot
+	a := api.Task{ID: t.ID, Job: t.Job, Kind: t.Kind, State: t.State, Reason: t.Reason, RunKey: t.RunKey,
+		Attempt: t.Attempt, DueAt: t.Due, QueuedAt: t.Queued, ExitCode: t.ExitCode, Signal: t.Signal,
+		HTTPStatus: t.HTTPStatus, Class: t.Class, Error: t.Err, Output: t.Output, Host: t.Host}
+	if !t.Slot.IsZero() {
+		s := t.Slot
 		a.Slot = &s
 	}
-	if !t.started.IsZero() {
-		s := t.started
+	if !t.Started.IsZero() {
+		s := t.Started
 		a.StartedAt = &s
 	}
-	if !t.ended.IsZero() {
-		e := t.ended
+	if !t.Ended.IsZero() {
+		e := t.Ended
 		a.EndedAt = &e
-		if !t.started.IsZero() {
-			a.DurationMS = t.ended.Sub(t.started).Milliseconds()
+		if !t.Started.IsZero() {
+			a.DurationMS = t.Ended.Sub(t.Started).Milliseconds()
 		}
 	}
 	return a
