@@ -29,7 +29,7 @@ func fleetPoolOn(t *testing.T, dsn string) *pgxpool.Pool {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	if _, err := postgres.Migrate(context.Background(), pool, FleetSchema); err != nil {
+	if err := postgres.FleetCronOn(pool).Migrate(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	return pool
@@ -45,7 +45,7 @@ func startFleet(t *testing.T, pool *pgxpool.Pool, host string, lease time.Durati
 	t.Helper()
 	opened := make(chan struct{})
 	close(opened)
-	f, err := NewFleet(FleetConfig{Config: Config{Jobs: jobs, Host: host, Drain: time.Second}, Pool: pool,
+	f, err := NewFleet(FleetConfig{Config: Config{Jobs: jobs, Host: host, Drain: time.Second}, DB: postgres.FleetCronOn(pool),
 		Opened: opened, Lease: lease})
 	if err != nil {
 		t.Fatal(err)
@@ -111,58 +111,6 @@ func (l *slotLog) check(t *testing.T) map[string]int {
 	return hosts
 }
 
-// The fleet's store keeps every field of a task, the host included, refuses a second task
-// for a (run key, attempt), and refuses every write of a term that is over.
-func TestFleetStore(t *testing.T) {
-	pool := fleetPool(t)
-	ctx := context.Background()
-	if _, err := pool.Exec(ctx, `INSERT INTO schedd_cron_leader VALUES (1, 'a', 7, now() + interval '1 hour')`); err != nil {
-		t.Fatal(err)
-	}
-	st := newPGStore(pool, "a", 7, 0)
-	at := time.Date(2026, 3, 29, 1, 30, 0, 123456789, time.UTC)
-	code := 3
-	in := &task{ID: 5, Job: "j", Kind: api.KindRetry, RunKey: slotKey("j", at), Attempt: 2, Slot: at, Due: at.Add(time.Second),
-		State: api.TaskFailed, Reason: "r", Queued: at.Add(2 * time.Second), Started: at.Add(3 * time.Second),
-		Ended: at.Add(4 * time.Second), ExitCode: &code, Signal: "SIGTERM", HTTPStatus: 503, Class: api.ClassTransient,
-		Err: "boom", Output: "out", Host: "a", qidx: -1}
-	on := false
-	row := &jobRow{Name: "j", Schedule: "every 1m0s", LastSlot: at, Enabled: &on, DisabledReason: "why", Failures: 2,
-		Retry: &pendingRetry{At: at.Add(time.Minute), Wait: time.Minute, Of: 5, RunKey: in.RunKey, Attempt: 3, Slot: at}}
-	if dups, _, err := st.Commit(ctx, &batch{Tasks: []*task{in}, Jobs: []*jobRow{row}}, at); err != nil || len(dups) != 0 {
-		t.Fatalf("commit: %v %v", dups, err)
-	}
-	got, err := st.Task(ctx, 5)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if g, w := got.API(), in.API(); g.Host != "a" || !g.Slot.Equal(*w.Slot) || *g.ExitCode != 3 || g.DurationMS != 1000 ||
-		g.Output != w.Output || g.Class != w.Class || g.Error != w.Error || g.HTTPStatus != 503 || g.Signal != "SIGTERM" {
-		t.Fatalf("round trip:\n got %+v\nwant %+v", g, w)
-	}
-	snap, err := st.LoadState(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := snap.Jobs["j"]
-	if r == nil || !r.LastSlot.Equal(at) || r.Enabled == nil || *r.Enabled || r.DisabledReason != "why" || r.Failures != 2 ||
-		r.Retry == nil || *r.Retry != *row.Retry || r.Stored != 1 || r.Last == nil || r.Last.Host != "a" || snap.NextID != 6 {
-		t.Fatalf("state %+v retry %+v next %d", r, r.Retry, snap.NextID)
-	}
-	again := *in
-	again.ID = 6
-	if dups, _, err := st.Commit(ctx, &batch{Tasks: []*task{&again}}, at); err != nil || len(dups) != 1 {
-		t.Fatalf("second task for (run key, attempt): dups %v err %v", dups, err)
-	}
-	if list, err := st.Tasks(ctx, TaskFilter{Job: "j", State: api.TaskFailed, Limit: 10}); err != nil || len(list) != 1 {
-		t.Fatalf("tasks: %v %v", list, err)
-	}
-	old := newPGStore(pool, "a", 6, 0)
-	if _, _, err := old.Commit(ctx, &batch{Jobs: []*jobRow{row}}, at); !errors.Is(err, ErrDeposed) || !errors.Is(err, ErrStore) {
-		t.Fatalf("commit of an old term: %v", err)
-	}
-}
-
 // Two hosts with the same job: one leads and runs every slot, the other stands by and
 // refuses changes by naming the leader; when the leader stops, the other takes over and
 // no slot runs twice (P24).
@@ -188,7 +136,7 @@ func TestFleetOneLeader(t *testing.T) {
 	if hosts := log.check(t); hosts["a"] == 0 || hosts["b"] == 0 {
 		t.Fatalf("runs per host %v: want both", hosts)
 	}
-	list, err := newPGStore(pool, "", 0, 0).Tasks(context.Background(), TaskFilter{Job: "tick", Limit: 1000})
+	list, err := postgres.FleetCronOn(pool).Tasks("", 0, 0).Tasks(context.Background(), TaskFilter{Job: "tick", Limit: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}

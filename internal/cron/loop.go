@@ -11,6 +11,7 @@ import (
 
 	"github.com/schedd/schedd/internal/api"
 	"github.com/schedd/schedd/internal/cron/schedule"
+	"github.com/schedd/schedd/internal/store"
 )
 
 const (
@@ -312,13 +313,15 @@ func (s *Service) recover() {
 // waiters of the tasks that ended. A task is started only once its running state is
 // committed, so a crash leaves it running in the store and it is found lost.
 func (s *Service) flush() error {
-	b := batch{Prunes: s.prunes, Tasks: make([]*task, 0, len(s.dirtyT)), Jobs: make([]*jobRow, 0, len(s.dirtyJ))}
+	b := store.TaskBatch{Prunes: s.prunes, Tasks: make([]*store.Task, 0, len(s.dirtyT)), Jobs: make([]*store.CronJob, 0, len(s.dirtyJ))}
+	written := make([]*task, 0, len(s.dirtyT))
 	for _, t := range s.dirtyT {
 		t.dirty = false
 		if t.RunKey == "" {
 			t.RunKey = s.keyText.key(t.Job, t.Slot)
 		}
-		b.Tasks = append(b.Tasks, t)
+		b.Tasks = append(b.Tasks, &t.Task)
+		written = append(written, t)
 	}
 	for _, j := range s.dirtyJ {
 		j.dirty = false
@@ -345,14 +348,17 @@ func (s *Service) flush() error {
 			}
 			return err
 		}
-		dup := make(map[*task]bool, len(dups))
+		dup := make(map[*store.Task]bool, len(dups))
 		for _, t := range dups {
 			dup[t] = true
 		}
-		for _, t := range b.Tasks {
-			t.Stored = t.Stored || !dup[t]
+		for _, t := range written {
+			t.Stored = t.Stored || !dup[&t.Task]
 		}
-		for _, t := range dups {
+		for _, t := range written {
+			if !dup[&t.Task] {
+				continue
+			}
 			s.log.Warn("cron run already recorded: not run again", zap.String("job", t.Job),
 				zap.String("run_key", t.RunKey), zap.Int("attempt", t.Attempt))
 			s.forget(t)

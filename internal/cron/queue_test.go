@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"pgregory.net/rapid"
+
+	"github.com/schedd/schedd/internal/store"
 )
 
 type queued struct {
@@ -55,7 +57,7 @@ func TestQueueOrderSameInstant_P30(t *testing.T) {
 		q := newQueue(time.Second, time.Unix(0, 0))
 		prios := rapid.SliceOfN(rapid.IntRange(-maxPriority, maxPriority), 1, 100).Draw(rt, "prios")
 		for _, p := range prios {
-			q.push(&task{qidx: -1, Attempt: p}, p, time.Unix(0, 0)) // attempt carries the priority here
+			q.push(&task{qidx: -1, Task: store.Task{Attempt: p}}, p, time.Unix(0, 0)) // attempt carries the priority here
 		}
 		var last *task
 		for q.Len() > 0 {

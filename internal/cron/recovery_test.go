@@ -8,17 +8,19 @@ import (
 	"time"
 
 	"github.com/schedd/schedd/internal/api"
+	"github.com/schedd/schedd/internal/store"
+	"github.com/schedd/schedd/internal/store/sqlite"
 )
 
 // seed writes rows into the store of dir as a previous schedd left them.
-func seed(t *testing.T, dir string, jobs []*jobRow, tasks ...*task) {
+func seed(t *testing.T, dir string, jobs []*store.CronJob, tasks ...*store.Task) {
 	t.Helper()
-	st, err := openStore(context.Background(), filepath.Join(dir, DBName), nil)
+	st, err := sqlite.OpenTasks(context.Background(), filepath.Join(dir, sqlite.TasksFile), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	dups, _, err := st.Commit(context.Background(), &batch{Jobs: jobs, Tasks: tasks}, time.Now())
+	dups, _, err := st.Commit(context.Background(), &store.TaskBatch{Jobs: jobs, Tasks: tasks}, time.Now())
 	if err != nil || len(dups) > 0 {
 		t.Fatalf("seed: %v, %d dups", err, len(dups))
 	}
@@ -27,7 +29,7 @@ func seed(t *testing.T, dir string, jobs []*jobRow, tasks ...*task) {
 // storedTasks reads a job's tasks, oldest first, from the store of dir.
 func storedTasks(t *testing.T, dir, job string) []api.Task {
 	t.Helper()
-	st, err := openStore(context.Background(), filepath.Join(dir, DBName), nil)
+	st, err := sqlite.OpenTasks(context.Background(), filepath.Join(dir, sqlite.TasksFile), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,8 +53,8 @@ func hourly() every { return every{period: time.Hour, origin: t0.Add(-10 * day)}
 func TestSlotRunsOnce_P24(t *testing.T) {
 	bubble(t, func(t *testing.T, dir string) {
 		a := &fakeAction{}
-		seed(t, dir, []*jobRow{{Name: "j", Schedule: hourly().String(), LastSlot: t0}},
-			&task{ID: 7, Job: "j", Kind: api.KindScheduled, RunKey: slotKey("j", t0.Add(time.Hour)), Attempt: 1,
+		seed(t, dir, []*store.CronJob{{Name: "j", Schedule: hourly().String(), LastSlot: t0}},
+			&store.Task{ID: 7, Job: "j", Kind: api.KindScheduled, RunKey: slotKey("j", t0.Add(time.Hour)), Attempt: 1,
 				Slot: t0.Add(time.Hour), Due: t0.Add(time.Hour), State: api.TaskSucceeded, Queued: t0, Ended: t0})
 		h := start(t, dir, Config{Jobs: []Job{{Name: "j", Schedule: hourly(), Action: a}}}, nil)
 		sleepTo(2*time.Hour + time.Minute)
@@ -78,8 +80,8 @@ func TestSlotRunsOnce_P24(t *testing.T) {
 func TestLostTaskRetriedOnce_P28(t *testing.T) {
 	bubble(t, func(t *testing.T, dir string) {
 		a := &fakeAction{}
-		seed(t, dir, []*jobRow{{Name: "j", Schedule: hourly().String(), LastSlot: t0}},
-			&task{ID: 3, Job: "j", Kind: api.KindScheduled, RunKey: slotKey("j", t0), Attempt: 1, Slot: t0, Due: t0,
+		seed(t, dir, []*store.CronJob{{Name: "j", Schedule: hourly().String(), LastSlot: t0}},
+			&store.Task{ID: 3, Job: "j", Kind: api.KindScheduled, RunKey: slotKey("j", t0), Attempt: 1, Slot: t0, Due: t0,
 				State: api.TaskRunning, Queued: t0, Started: t0})
 		h := start(t, dir, Config{Jobs: []Job{{Name: "j", Schedule: hourly(), Action: a}}}, nil)
 		sleepTo(time.Hour + time.Minute)

@@ -10,15 +10,16 @@ import (
 
 	"github.com/schedd/schedd/internal/api"
 	"github.com/schedd/schedd/internal/cron/schedule"
+	"github.com/schedd/schedd/internal/store"
 )
 
 // jobState is a configured job with its persisted state and its active tasks.
 type jobState struct {
 	def     Job
 	offset  time.Duration
-	row     jobRow    // what is persisted
-	next    time.Time // the next slot after row.lastSlot (without the offset); zero: none
-	active  []*task   // in the order they were created
+	row     store.CronJob // what is persisted
+	next    time.Time     // the next slot after row.lastSlot (without the offset); zero: none
+	active  []*task       // in the order they were created
 	running int
 	held    *task // replace: a task waiting for the job's running ones to end
 	last    *api.CronLast
@@ -76,7 +77,7 @@ func (s *Service) apply(jobs []Job) error {
 	for i, def := range jobs {
 		j := s.jobs[def.Name]
 		if j == nil {
-			j = &jobState{heapIdx: -1, row: jobRow{Name: def.Name}}
+			j = &jobState{heapIdx: -1, row: store.CronJob{Name: def.Name}}
 			if r := s.rows[def.Name]; r != nil {
 				delete(s.rows, def.Name)
 				j.row, j.last, j.stored = *r, r.Last, r.Stored

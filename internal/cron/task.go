@@ -8,34 +8,15 @@ import (
 	"time"
 
 	"github.com/schedd/schedd/internal/api"
+	"github.com/schedd/schedd/internal/store"
 )
 
 // task is one run of a job as the service keeps it: every queued or running task, and
 // ended ones until their state is committed.
 type task struct {
-	ID      int64
-	Job     string
-	Kind    api.TaskKind
-	RunKey  string // a slot's: formatted when the task is first written (flush)
-	Attempt int
-	Slot    time.Time // zero for a manual run
-	Due     time.Time
-	State   api.TaskState
-	Reason  string
-	Queued  time.Time
-	Started time.Time
-	Ended   time.Time
+	store.Task
 
-	ExitCode   *int
-	Signal     string
-	HTTPStatus int
-	Class      string
-	Err        string
-	Output     string
-	Host       string // the host that ran it, on a fleet
-
-	Stored bool // its row exists
-	dirty  bool // its row must be written
+	dirty bool // its row must be written
 
 	// In the job queue: its rank (nanoseconds on the service's monotonic clock, priority
 	// weighed in), its enqueue sequence and its heap index (-1: not queued).
@@ -102,27 +83,4 @@ func preview(b []byte) string {
 		b = b[:MaxOutput]
 	}
 	return strings.ToValidUTF8(string(b), "")
-}
-
-// API is the task as the control API shows it.
-func (t *task) API() api.Task {
-	a := api.Task{ID: t.ID, Job: t.Job, Kind: t.Kind, State: t.State, Reason: t.Reason, RunKey: t.RunKey,
-		Attempt: t.Attempt, DueAt: t.Due, QueuedAt: t.Queued, ExitCode: t.ExitCode, Signal: t.Signal,
-		HTTPStatus: t.HTTPStatus, Class: t.Class, Error: t.Err, Output: t.Output, Host: t.Host}
-	if !t.Slot.IsZero() {
-		s := t.Slot
-		a.Slot = &s
-	}
-	if !t.Started.IsZero() {
-		s := t.Started
-		a.StartedAt = &s
-	}
-	if !t.Ended.IsZero() {
-		e := t.Ended
-		a.EndedAt = &e
-		if !t.Started.IsZero() {
-			a.DurationMS = t.Ended.Sub(t.Started).Milliseconds()
-		}
-	}
-	return a
 }

@@ -9,14 +9,15 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/schedd/schedd/internal/api"
+	"github.com/schedd/schedd/internal/store"
 )
 
 // newTask creates a queued task of j; the caller admits or ends it. An empty key is the
 // slot's run key, formatted when the task is first written (flush), not in the pass.
 func (s *Service) newTask(j *jobState, kind api.TaskKind, key string, attempt int, slot, due, now time.Time) *task {
 	t := s.spareTask()
-	*t = task{ID: s.nextID, Job: j.def.Name, Kind: kind, RunKey: key, Attempt: attempt, Slot: slot, Due: due,
-		State: api.TaskQueued, Queued: now, qidx: -1, Host: s.cfg.Host}
+	*t = task{Task: store.Task{ID: s.nextID, Job: j.def.Name, Kind: kind, RunKey: key, Attempt: attempt, Slot: slot, Due: due,
+		State: api.TaskQueued, Queued: now, Host: s.cfg.Host}, qidx: -1}
 	s.nextID++
 	j.active = append(j.active, t)
 	j.stored++
@@ -223,7 +224,7 @@ func (s *Service) failed(j *jobState, t *task, o outcome) {
 	now := s.wall()
 	s.dropRetry(j, api.ReasonSuperseded, now)
 	wait := j.def.Retry.Schedule.After(j.row.Failures)
-	j.row.Retry = &pendingRetry{At: t.Ended.Add(wait), Wait: wait, Of: t.ID, RunKey: t.RunKey, Attempt: t.Attempt + 1, Slot: t.Slot}
+	j.row.Retry = &store.PendingRetry{At: t.Ended.Add(wait), Wait: wait, Of: t.ID, RunKey: t.RunKey, Attempt: t.Attempt + 1, Slot: t.Slot}
 	s.reschedule(j)
 }
 
@@ -256,7 +257,7 @@ func (s *Service) end(t *task, state api.TaskState, reason string, at time.Time)
 	s.ended = append(s.ended, t)
 	if j := s.jobs[t.Job]; j != nil {
 		j.drop(t)
-		j.last = lastOf(t)
+		j.last = store.LastOf(&t.Task)
 		if over := j.stored - j.def.HistoryLimit; over > 0 {
 			s.prunes[t.Job] = over
 		}

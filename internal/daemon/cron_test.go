@@ -21,6 +21,7 @@ import (
 	"github.com/schedd/schedd/internal/control"
 	"github.com/schedd/schedd/internal/cron"
 	"github.com/schedd/schedd/internal/heartbeat"
+	"github.com/schedd/schedd/internal/store/sqlite"
 )
 
 // TestCronDefaultsAgree: the defaults the config file documents are the cron runtime's.
@@ -389,7 +390,7 @@ func TestCronIdleDaemonHasNoStore(t *testing.T) {
 	if st == nil || st.StoreState != api.StoreNotOpened || len(st.Jobs) != 0 || st.Store != "" {
 		t.Fatalf("cron status without jobs: %+v", st)
 	}
-	db := filepath.Join(cd.dir, cron.DBName)
+	db := filepath.Join(cd.dir, sqlite.TasksFile)
 	if _, err := os.Stat(db); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("%s: %v, want no file", db, err)
 	}

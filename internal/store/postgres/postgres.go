@@ -35,7 +35,7 @@ import (
 
 // Defaults of Options.
 const (
-	DefaultHostLease = 30 * time.Second
+	DefaultHostLease = store.DefaultHostLease
 	DefaultMaxConns  = 8
 	// Channel is the LISTEN/NOTIFY channel an enqueue notifies on commit, with the host id.
 	Channel = "schedd_deliveries"

@@ -20,7 +20,7 @@ func TestMigrateFromFirstSchema(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, q := range []string{migrations[0], "PRAGMA user_version = 1",
+	for _, q := range []string{deliveriesSchema.steps[0], "PRAGMA user_version = 1",
 		`INSERT INTO deliveries (sink, idem_key, payload, payload_size, payload_hash, state, next_attempt_at, created_at, updated_at)
 		 VALUES ('hook', 'old', x'78', 1, x'00', 'pending', 1, 1, 1)`} {
 		if _, err := db.Exec(q); err != nil {

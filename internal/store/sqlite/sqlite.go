@@ -248,15 +248,8 @@ func (s *SQLite) open(ctx context.Context, rec storeid.Record) error {
 	if err := s.check(ctx); err != nil {
 		return err
 	}
-	id, held, err := s.identity(ctx, rec)
-	if err != nil {
-		return err
-	}
-	if _, err := migrate(ctx, s.wconn, s.path); err != nil {
+	if _, err := deliveriesSchema.open(ctx, s.wconn, rec, s.path, s.log); err != nil {
 		return s.openError(err)
-	}
-	if err := s.keepIdentity(ctx, rec, id, held); err != nil {
-		return err
 	}
 	var sync int
 	if err := s.wconn.QueryRowContext(ctx, "PRAGMA synchronous").Scan(&sync); err != nil {

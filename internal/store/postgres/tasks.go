@@ -1,4 +1,4 @@
-package cron
+package postgres
 
 import (
 	"context"
@@ -10,16 +10,16 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/schedd/schedd/internal/store/postgres"
+	"github.com/schedd/schedd/internal/store"
+	"github.com/schedd/schedd/internal/store/tasksql"
 )
 
-// FleetSchema is cron's part of a fleet's PostgreSQL database: the SQLite store's jobs and
-// tasks (a task also records the host that ran it) and the leader row. Only the host that
-// holds the leader row runs jobs; every write of its store checks, in its transaction, that
-// it still does (the fence), so a deposed leader cannot write a task, and UNIQUE (run_key,
-// attempt) makes a slot run once across the fleet (P24). Instants are Unix nanoseconds, as
-// in SQLite; the leader's lease is on the database's clock, shared by every host.
-var FleetSchema = postgres.Schema{VersionTable: "schedd_cron_schema_version", Steps: []string{
+// cronSchema is cron's part of a fleet's PostgreSQL database: the SQLite task store's jobs
+// and tasks (a task also records the host that ran it) and the leader row (store.FleetCron
+// says what they keep and how the leader is fenced). UNIQUE (run_key, attempt) makes a slot
+// run once across the fleet (P24). Instants are Unix nanoseconds, as in SQLite; the
+// leader's lease is on the database's clock, shared by every host.
+var cronSchema = Schema{VersionTable: "schedd_cron_schema_version", Steps: []string{
 	`CREATE TABLE schedd_cron_jobs (
 		name            TEXT PRIMARY KEY,
 		schedule        TEXT NOT NULL,
@@ -67,13 +67,10 @@ var FleetSchema = postgres.Schema{VersionTable: "schedd_cron_schema_version", St
 	);`,
 }}
 
-// ErrDeposed wraps a commit refused because this host no longer leads the fleet's cron.
-var ErrDeposed = errors.New("no longer the cron leader")
-
-// pgStore is the task store of a fleet: the tables of FleetSchema, written by the leader of
+// pgTasks is the task store of a fleet: the tables of cronSchema, written by the leader of
 // term term only. It borrows the pool of the delivery store and never closes it.
-type pgStore struct {
-	reads
+type pgTasks struct {
+	tasksql.Reads
 	pool *pgxpool.Pool
 	host string
 	term int64
@@ -82,15 +79,15 @@ type pgStore struct {
 	timeout time.Duration
 }
 
-func newPGStore(pool *pgxpool.Pool, host string, term int64, timeout time.Duration) *pgStore {
-	st := &pgStore{pool: pool, host: host, term: term, timeout: timeout}
-	st.reads = reads{jobsTable: "schedd_cron_jobs", tasksTable: "schedd_cron_tasks", cols: taskCols + ", host",
-		each: st.each, ph: func(n int) string { return "$" + strconv.Itoa(n) }}
+func newPGTasks(pool *pgxpool.Pool, host string, term int64, timeout time.Duration) *pgTasks {
+	st := &pgTasks{pool: pool, host: host, term: term, timeout: timeout}
+	st.Reads = tasksql.Reads{JobsTable: "schedd_cron_jobs", TasksTable: "schedd_cron_tasks", Cols: tasksql.TaskCols + ", host",
+		Each: st.each, PH: func(n int) string { return "$" + strconv.Itoa(n) }}
 	return st
 }
 
 // bound is ctx with the store's timeout.
-func (st *pgStore) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+func (st *pgTasks) bound(ctx context.Context) (context.Context, context.CancelFunc) {
 	if st.timeout <= 0 {
 		return ctx, func() {}
 	}
@@ -101,14 +98,17 @@ func (st *pgStore) bound(ctx context.Context) (context.Context, context.CancelFu
 // host's term is over.
 const fenceSQL = `SELECT 1 FROM schedd_cron_leader WHERE id = 1 AND host = $1 AND term = $2 AND expires_at > now() FOR SHARE`
 
-func (st *pgStore) Where() string { return "postgres" }
+// Where is "postgres": the DSN is a secret.
+func (st *pgTasks) Where() string { return "postgres" }
 
-func (st *pgStore) Close() error { return nil }
+// Close closes nothing: the pool is the delivery store's.
+func (st *pgTasks) Close() error { return nil }
 
-func (st *pgStore) LoadState(ctx context.Context) (snapshot, error) {
+// LoadState reads the fleet's jobs' rows, the active tasks and the next task id.
+func (st *pgTasks) LoadState(ctx context.Context) (store.CronState, error) {
 	ctx, cancel := st.bound(ctx)
 	defer cancel()
-	snap, err := st.loadJobs(ctx)
+	snap, err := st.LoadJobs(ctx)
 	if err != nil {
 		return snap, err
 	}
@@ -118,7 +118,7 @@ func (st *pgStore) LoadState(ctx context.Context) (snapshot, error) {
 }
 
 // each runs q and calls fn on every row, within the store's timeout.
-func (st *pgStore) each(ctx context.Context, q string, fn func(rowsScanner) error, args ...any) error {
+func (st *pgTasks) each(ctx context.Context, q string, fn func(tasksql.RowsScanner) error, args ...any) error {
 	ctx, cancel := st.bound(ctx)
 	defer cancel()
 	rows, err := st.pool.Query(ctx, q, args...)
@@ -126,7 +126,7 @@ func (st *pgStore) each(ctx context.Context, q string, fn func(rowsScanner) erro
 		return err
 	}
 	defer rows.Close()
-	return eachRow(rows, fn)
+	return tasksql.EachRow(rows, fn)
 }
 
 // The statements of commit. A task's host is the one that first wrote it: a task queued by
@@ -151,14 +151,14 @@ const (
 )
 
 // Commit writes b in one transaction and one round trip after the fence's.
-func (st *pgStore) Commit(ctx context.Context, b *batch, now time.Time) (dups []*task, pruned map[string]int, err error) {
+func (st *pgTasks) Commit(ctx context.Context, b *store.TaskBatch, now time.Time) (dups []*store.Task, pruned map[string]int, err error) {
 	pruned = map[string]int{}
 	ctx, cancel := st.bound(ctx)
 	defer cancel()
 	err = pgx.BeginFunc(ctx, st.pool, func(tx pgx.Tx) error {
 		var one int
 		if err := tx.QueryRow(ctx, fenceSQL, st.host, st.term).Scan(&one); errors.Is(err, pgx.ErrNoRows) {
-			return fmt.Errorf("%w (term %d of %s is over)", ErrDeposed, st.term, st.host)
+			return fmt.Errorf("%w (term %d of %s is over)", store.ErrDeposed, st.term, st.host)
 		} else if err != nil {
 			return err
 		}
@@ -168,16 +168,16 @@ func (st *pgStore) Commit(ctx context.Context, b *batch, now time.Time) (dups []
 			if t.Stored {
 				sql = pgUpdateTask
 			}
-			q.Queue(sql, t.Job, string(t.Kind), t.RunKey, t.Attempt, nsPtr(t.Slot), t.Due.UnixNano(), string(t.State),
-				t.Reason, t.Queued.UnixNano(), nsPtr(t.Started), nsPtr(t.Ended), t.ExitCode, t.Signal, t.HTTPStatus,
+			q.Queue(sql, t.Job, string(t.Kind), t.RunKey, t.Attempt, tasksql.NsPtr(t.Slot), t.Due.UnixNano(), string(t.State),
+				t.Reason, t.Queued.UnixNano(), tasksql.NsPtr(t.Started), tasksql.NsPtr(t.Ended), t.ExitCode, t.Signal, t.HTTPStatus,
 				t.Class, t.Err, t.Output, t.Host, t.ID)
 		}
 		for _, r := range b.Jobs {
 			var rAt, rWait, rOf, rKey, rAttempt, rSlot any
 			if p := r.Retry; p != nil {
-				rAt, rWait, rOf, rKey, rAttempt, rSlot = nsPtr(p.At), int64(p.Wait), p.Of, p.RunKey, p.Attempt, nsPtr(p.Slot)
+				rAt, rWait, rOf, rKey, rAttempt, rSlot = tasksql.NsPtr(p.At), int64(p.Wait), p.Of, p.RunKey, p.Attempt, tasksql.NsPtr(p.Slot)
 			}
-			q.Queue(pgUpsertJob, r.Name, r.Schedule, nsPtr(r.LastSlot), r.Enabled, r.DisabledReason, r.Failures,
+			q.Queue(pgUpsertJob, r.Name, r.Schedule, tasksql.NsPtr(r.LastSlot), r.Enabled, r.DisabledReason, r.Failures,
 				rAt, rWait, rOf, rKey, rAttempt, rSlot, now.UnixNano())
 		}
 		jobs := make([]string, 0, len(b.Prunes))
@@ -213,7 +213,7 @@ func (st *pgStore) Commit(ctx context.Context, b *batch, now time.Time) (dups []
 		return res.Close()
 	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w: postgres: %w", ErrStore, err)
+		return nil, nil, fmt.Errorf("%w: postgres: %w", store.ErrTaskStore, err)
 	}
 	return dups, pruned, nil
 }

@@ -1,4 +1,4 @@
-package cron
+package sqlite
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/schedd/schedd/internal/api"
+	"github.com/schedd/schedd/internal/store"
 	"github.com/schedd/schedd/internal/storeid"
 )
 
@@ -20,19 +21,19 @@ import (
 // leaves them.
 func cronImage(t *testing.T) string {
 	t.Helper()
-	src := filepath.Join(t.TempDir(), DBName)
-	st, err := openStore(context.Background(), src, nil)
+	src := filepath.Join(t.TempDir(), TasksFile)
+	st, err := OpenTasks(context.Background(), src, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
 	at := time.Date(2026, 3, 29, 1, 30, 0, 0, time.UTC)
-	tk := &task{ID: 1, Job: "j", Kind: api.KindScheduled, RunKey: slotKey("j", at), Attempt: 1, Slot: at, Due: at,
-		State: api.TaskSucceeded, Queued: at, qidx: -1}
-	if _, _, err := st.Commit(context.Background(), &batch{Jobs: []*jobRow{{Name: "j", Schedule: "s", LastSlot: at}}, Tasks: []*task{tk}}, at); err != nil {
+	tk := &store.Task{ID: 1, Job: "j", Kind: api.KindScheduled, RunKey: "j@" + at.Format(time.RFC3339Nano), Attempt: 1, Slot: at, Due: at,
+		State: api.TaskSucceeded, Queued: at}
+	if _, _, err := st.Commit(context.Background(), &store.TaskBatch{Jobs: []*store.CronJob{{Name: "j", Schedule: "s", LastSlot: at}}, Tasks: []*store.Task{tk}}, at); err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(t.TempDir(), DBName)
+	path := filepath.Join(t.TempDir(), TasksFile)
 	for _, suffix := range []string{"", "-wal", storeid.Suffix} {
 		b, err := os.ReadFile(src + suffix)
 		if errors.Is(err, os.ErrNotExist) {
@@ -72,8 +73,8 @@ func TestDamagedCronStoreRefused_RINPUT01(t *testing.T) {
 		{"database deleted, WAL left", func(t *testing.T, p string) { remove(t, p) }, "is missing"},
 		{"database deleted with its WAL", func(t *testing.T, p string) { remove(t, p); remove(t, p+"-wal") }, "is missing"},
 		{"another store's database", func(t *testing.T, p string) {
-			other := filepath.Join(t.TempDir(), DBName)
-			st, err := openStore(context.Background(), other, nil)
+			other := filepath.Join(t.TempDir(), TasksFile)
+			st, err := OpenTasks(context.Background(), other, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -106,7 +107,7 @@ func TestDamagedCronStoreRefused_RINPUT01(t *testing.T) {
 			path := cronImage(t)
 			tc.damage(t, path)
 			before := cronSizes(path)
-			_, err := openStore(context.Background(), path, nil)
+			_, err := OpenTasks(context.Background(), path, nil)
 			if !errors.Is(err, storeid.ErrDamaged) || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), tc.want) ||
 				!strings.Contains(err.Error(), "move it aside with its -wal, -shm and -id files") {
 				t.Fatalf("open = %v, want a damaged store naming %s, %q and what to do", err, path, tc.want)
@@ -116,11 +117,11 @@ func TestDamagedCronStoreRefused_RINPUT01(t *testing.T) {
 			}
 			aside := t.TempDir()
 			for _, suffix := range []string{"", "-wal", "-shm", storeid.Suffix} {
-				if err := os.Rename(path+suffix, filepath.Join(aside, DBName+suffix)); err != nil && !errors.Is(err, os.ErrNotExist) {
+				if err := os.Rename(path+suffix, filepath.Join(aside, TasksFile+suffix)); err != nil && !errors.Is(err, os.ErrNotExist) {
 					t.Fatal(err)
 				}
 			}
-			st, err := openStore(context.Background(), path, nil)
+			st, err := OpenTasks(context.Background(), path, nil)
 			if err != nil {
 				t.Fatalf("after the move aside: %v", err)
 			}
@@ -130,25 +131,6 @@ func TestDamagedCronStoreRefused_RINPUT01(t *testing.T) {
 			}
 		})
 	}
-}
-
-// R-INPUT-01: the service refuses to start on a damaged task store, with the store's
-// error; a store never created opens without asking.
-func TestCronServiceRefusesDamagedStore_RINPUT01(t *testing.T) {
-	path := cronImage(t)
-	if err := os.Truncate(path, 0); err != nil {
-		t.Fatal(err)
-	}
-	job := Job{Name: "j", Schedule: every{period: time.Hour, origin: t0}, Action: &fakeAction{}}
-	_, err := New(Config{StateDir: filepath.Dir(path), Jobs: []Job{job}})
-	if !errors.Is(err, storeid.ErrDamaged) || !strings.Contains(err.Error(), path) {
-		t.Fatalf("New on an emptied store = %v, want a damaged store naming %s", err, path)
-	}
-	svc, err := New(Config{StateDir: t.TempDir(), Jobs: []Job{job}})
-	if err != nil {
-		t.Fatalf("New in a new state dir: %v", err)
-	}
-	svc.closeStore()
 }
 
 func cronSizes(path string) string {
@@ -192,12 +174,12 @@ func TestCronStoreIdentityAdopted_RINPUT01(t *testing.T) {
 	}
 	reopen := func(t *testing.T, path string) {
 		t.Helper()
-		st, err := openStore(ctx, path, nil)
+		st, err := OpenTasks(ctx, path, nil)
 		if err != nil {
 			t.Fatalf("reopen: %v", err)
 		}
 		defer st.Close()
-		if ts, err := st.Tasks(ctx, TaskFilter{Limit: 10}); err != nil || len(ts) != 1 {
+		if ts, err := st.Tasks(ctx, store.TaskFilter{Limit: 10}); err != nil || len(ts) != 1 {
 			t.Fatalf("tasks %d, %v; want the one stored", len(ts), err)
 		}
 		var id int64
@@ -206,12 +188,12 @@ func TestCronStoreIdentityAdopted_RINPUT01(t *testing.T) {
 		}
 	}
 	t.Run("store from the first schema", func(t *testing.T) {
-		path := filepath.Join(t.TempDir(), DBName)
+		path := filepath.Join(t.TempDir(), TasksFile)
 		db, err := sql.Open("sqlite", path+"?_pragma=journal_mode(WAL)")
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, q := range []string{schema[0], "PRAGMA user_version = 1",
+		for _, q := range []string{tasksSchema.steps[0], "PRAGMA user_version = 1",
 			`INSERT INTO tasks (job, kind, run_key, attempt, due_at, state, queued_at) VALUES ('j', 'scheduled', 'j@1', 1, 1, 'succeeded', 1)`} {
 			if _, err := db.Exec(q); err != nil {
 				t.Fatal(err)
