@@ -1,9 +1,11 @@
 // Package sqlite is the embedded driver of internal/store: a host's stores in files of its
-// state directory. The delivery store (Open, OpenLazy) is one file, WAL, synchronous=FULL by
-// default, one writer goroutine that group-commits concurrent operations into one
-// transaction and one fsync, a pool of read connections, and a space reserve beside the
-// file so that a full disk stops enqueues but not the delivery of what is stored (see
-// Options.Reserve).
+// state directory. The delivery store (Open, OpenLazy) is one file, WAL, synchronous=FULL
+// by default, a group commit that puts concurrent operations into one transaction and one
+// fsync (led by the first caller to find no batch running, not by a goroutine), a pool of
+// read connections, and a space reserve beside the file so that a full disk stops
+// enqueues but not the delivery of what is stored (see Options.Reserve). Cron's task store
+// (OpenTasks) is cron.db beside it. Both files migrate with one runner (schema.go) and
+// refuse to open as new where a store was (storeid).
 package sqlite
 
 import (
