@@ -103,8 +103,7 @@ var storeDrivers = []string{"internal/store/sqlite", "internal/store/postgres"}
 //     internal/daemon, which chooses the store the config names, imports a driver (and the
 //     bench programs, which are separate programs that open a store themselves);
 //   - internal/store and everything under it import nothing of ours outside internal/store
-//     but the store identity files (internal/storeid) and the API's types a task is shown
-//     with (internal/api): no feature, no daemon.
+//     but the API's types a task is shown with (internal/api): no feature, no daemon.
 func TestLayoutStore(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs go list")
@@ -122,7 +121,7 @@ func TestLayoutStore(t *testing.T) {
 			if slices.Contains(storeDrivers, ours) && p != "internal/daemon" && !strings.HasPrefix(p, "bench/") {
 				t.Errorf("%s imports the store driver %s: features use internal/store; only internal/daemon picks a driver", p, ours)
 			}
-			if inStore && ours != "internal/store" && !strings.HasPrefix(ours, "internal/store/") && ours != "internal/storeid" && ours != "internal/api" {
+			if inStore && ours != "internal/store" && !strings.HasPrefix(ours, "internal/store/") && ours != "internal/api" {
 				t.Errorf("%s imports %s: the storage layer imports no feature", p, ours)
 			}
 		}

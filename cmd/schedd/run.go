@@ -15,7 +15,7 @@ import (
 	"github.com/schedd/schedd/internal/control"
 	"github.com/schedd/schedd/internal/daemon"
 	"github.com/schedd/schedd/internal/platform"
-	"github.com/schedd/schedd/internal/storeid"
+	"github.com/schedd/schedd/internal/store/storeid"
 )
 
 type runOptions struct {

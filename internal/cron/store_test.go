@@ -12,7 +12,7 @@ import (
 	"github.com/schedd/schedd/internal/api"
 	"github.com/schedd/schedd/internal/store"
 	"github.com/schedd/schedd/internal/store/sqlite"
-	"github.com/schedd/schedd/internal/storeid"
+	"github.com/schedd/schedd/internal/store/storeid"
 )
 
 // A task's every field survives the store.

@@ -19,7 +19,7 @@ import (
 	"github.com/schedd/schedd/internal/store"
 	"github.com/schedd/schedd/internal/store/postgres"
 	"github.com/schedd/schedd/internal/store/sqlite"
-	"github.com/schedd/schedd/internal/storeid"
+	"github.com/schedd/schedd/internal/store/storeid"
 )
 
 // serviceRestartDelay is the pause before the delivery service is started again after it

@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/schedd/schedd/internal/store"
-	"github.com/schedd/schedd/internal/storeid"
+	"github.com/schedd/schedd/internal/store/storeid"
 )
 
 // crashImage returns the path of a copy of a store holding n pending entries, taken while

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/schedd/schedd/internal/store"
-	"github.com/schedd/schedd/internal/storeid"
+	"github.com/schedd/schedd/internal/store/storeid"
 )
 
 // Lazy is a Store whose SQLite file is opened only once it is needed, so that a daemon that

@@ -25,7 +25,7 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/schedd/schedd/internal/store"
-	"github.com/schedd/schedd/internal/storeid"
+	"github.com/schedd/schedd/internal/store/storeid"
 )
 
 // Synchronous modes of the SQLite store.

@@ -12,8 +12,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/schedd/schedd/internal/store"
+	"github.com/schedd/schedd/internal/store/storeid"
 	"github.com/schedd/schedd/internal/store/tasksql"
-	"github.com/schedd/schedd/internal/storeid"
 )
 
 // TasksFile is the task store's file in the state dir.
