@@ -148,7 +148,7 @@ func (sc schema) open(ctx context.Context, c conn, rec storeid.Record, path stri
 		return 0, fmt.Errorf("read schema version: %w", err)
 	}
 	if v > len(sc.steps) {
-		return v, fmt.Errorf("%s: schema version %d is newer than this schedd supports (%d)", path, v, len(sc.steps))
+		return v, fmt.Errorf("schema version %d is newer than this schedd supports (%d)", v, len(sc.steps))
 	}
 	var held int64 // the identity the database holds
 	if v >= sc.metaFrom {
