@@ -315,26 +315,41 @@ func (s *SQLite) check(ctx context.Context) error {
 	default:
 		return fmt.Errorf("open store: integrity check %q is not quick, full or off", s.opts.IntegrityCheck)
 	}
-	rows, err := s.wconn.QueryContext(ctx, pragma)
-	if err != nil {
+	msgs, err := integrity(ctx, s.wconn, pragma)
+	switch {
+	case err != nil:
 		return s.openError(err)
+	case msgs == nil:
+		return nil
+	}
+	return fmt.Errorf("open store %s: %w: integrity check: %s", s.path, store.ErrCorrupt, strings.Join(msgs, "; "))
+}
+
+// integrity runs an integrity check pragma on c: nil when it finds the file sound, else
+// what it reports.
+func integrity(ctx context.Context, c interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}, pragma string) ([]string, error) {
+	rows, err := c.QueryContext(ctx, pragma)
+	if err != nil {
+		return nil, err
 	}
 	defer rows.Close()
-	var msgs []string
+	msgs := []string{} // no row at all is not a sound file either
 	for rows.Next() {
 		var m string
 		if err := rows.Scan(&m); err != nil {
-			return s.openError(err)
+			return nil, err
 		}
 		msgs = append(msgs, m)
 	}
 	if err := rows.Err(); err != nil {
-		return s.openError(err)
+		return nil, err
 	}
 	if len(msgs) == 1 && msgs[0] == "ok" {
-		return nil
+		return nil, nil
 	}
-	return fmt.Errorf("open store %s: %w: integrity check: %s", s.path, store.ErrCorrupt, strings.Join(msgs, "; "))
+	return msgs, nil
 }
 
 // Info describes the store.

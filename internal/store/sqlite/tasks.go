@@ -101,24 +101,9 @@ func (st *Tasks) init(ctx context.Context, rec storeid.Record, log *zap.Logger) 
 // check runs SQLite's quick integrity check: a damaged file is refused at open, not found
 // by the first commit that reaches its bad page.
 func (st *Tasks) check(ctx context.Context) error {
-	rows, err := st.db.QueryContext(ctx, "PRAGMA quick_check(5)")
-	if err != nil {
+	msgs, err := integrity(ctx, st.db, "PRAGMA quick_check(5)")
+	if err != nil || msgs == nil {
 		return err
-	}
-	defer rows.Close()
-	var msgs []string
-	for rows.Next() {
-		var m string
-		if err := rows.Scan(&m); err != nil {
-			return err
-		}
-		msgs = append(msgs, m)
-	}
-	if err := rows.Err(); err != nil {
-		return err
-	}
-	if len(msgs) == 1 && msgs[0] == "ok" {
-		return nil
 	}
 	return &storeid.Error{Path: st.path, Reason: "integrity check: " + strings.Join(msgs, "; ")}
 }
