@@ -52,7 +52,7 @@ import (
 	"github.com/schedd/schedd/bench/deliveries/load"
 	"github.com/schedd/schedd/internal/api"
 	"github.com/schedd/schedd/internal/client"
-	"github.com/schedd/schedd/internal/queue"
+	"github.com/schedd/schedd/internal/store"
 )
 
 func main() {
@@ -258,9 +258,9 @@ func prefillCmd(args []string) error {
 	}
 	start := time.Now()
 	for i := 0; i < *n; i += api.MaxBatch { // one commit per batch
-		ns := make([]queue.NewEntry, 0, api.MaxBatch)
+		ns := make([]store.NewEntry, 0, api.MaxBatch)
 		for j := i; j < min(i+api.MaxBatch, *n); j++ {
-			ns = append(ns, queue.NewEntry{Sink: *sink, Key: fmt.Sprint("pre-", j), Payload: payload, NotBefore: notBefore})
+			ns = append(ns, store.NewEntry{Sink: *sink, Key: fmt.Sprint("pre-", j), Payload: payload, NotBefore: notBefore})
 		}
 		res, err := s.EnqueueBatch(context.Background(), ns)
 		if err != nil {

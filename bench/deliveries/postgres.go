@@ -9,19 +9,20 @@ import (
 	"strings"
 
 	"github.com/schedd/schedd/bench/deliveries/load"
-	"github.com/schedd/schedd/internal/queue"
-	"github.com/schedd/schedd/internal/queue/pgstore"
+	"github.com/schedd/schedd/internal/store"
+	"github.com/schedd/schedd/internal/store/postgres"
+	"github.com/schedd/schedd/internal/store/sqlite"
 )
 
 // openStore opens the SQLite store at path, or the Postgres store of dsn when it is set.
-func openStore(path, dsn string) (queue.Store, error) {
+func openStore(path, dsn string) (store.Store, error) {
 	if dsn != "" {
-		return pgstore.Open(context.Background(), dsn, pgstore.Options{HostID: "dlbench"})
+		return postgres.Open(context.Background(), dsn, postgres.Options{HostID: "dlbench"})
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, err
 	}
-	return queue.Open(context.Background(), path, queue.Options{})
+	return sqlite.Open(context.Background(), path, sqlite.Options{})
 }
 
 // storeEnqueueCmd enqueues through the Postgres store in this process, one entry per call,
@@ -44,7 +45,7 @@ func storeEnqueueCmd(args []string) error {
 	defer st.Close()
 	payload := []byte(strings.Repeat("x", *size))
 	r, err := load.Run("store enqueue in process", *clients, *n, func(_, i int) error {
-		_, created, err := st.Enqueue(ctx, queue.NewEntry{Sink: "hook", Key: fmt.Sprintf("%s-%d", *prefix, i), Payload: payload})
+		_, created, err := st.Enqueue(ctx, store.NewEntry{Sink: "hook", Key: fmt.Sprintf("%s-%d", *prefix, i), Payload: payload})
 		if err == nil && !created {
 			err = fmt.Errorf("entry %d: not created", i)
 		}

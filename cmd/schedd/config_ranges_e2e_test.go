@@ -19,7 +19,7 @@ import (
 
 	"github.com/schedd/schedd/internal/api"
 	"github.com/schedd/schedd/internal/config"
-	"github.com/schedd/schedd/internal/queue/pgstore/pgtest"
+	"github.com/schedd/schedd/internal/store/postgres/pgtest"
 	"github.com/schedd/schedd/internal/testgateway"
 )
 

@@ -16,7 +16,7 @@ import (
 
 	"github.com/schedd/schedd/internal/api"
 	"github.com/schedd/schedd/internal/client"
-	"github.com/schedd/schedd/internal/queue/pgstore/pgtest"
+	"github.com/schedd/schedd/internal/store/postgres/pgtest"
 )
 
 // cronFleetRun is how long TestE2ECronFleet lets two hosts share a job due every second.

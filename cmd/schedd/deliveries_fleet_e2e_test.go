@@ -17,7 +17,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/schedd/schedd/internal/queue/pgstore/pgtest"
+	"github.com/schedd/schedd/internal/store/postgres/pgtest"
 )
 
 // fleetLease is deliveries.store.postgres.lease in the fleet test: short, so that a

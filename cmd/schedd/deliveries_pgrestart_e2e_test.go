@@ -22,8 +22,8 @@ import (
 
 	"github.com/schedd/schedd/internal/api"
 	"github.com/schedd/schedd/internal/client"
-	"github.com/schedd/schedd/internal/queue/pgstore"
-	"github.com/schedd/schedd/internal/queue/pgstore/pgtest"
+	"github.com/schedd/schedd/internal/store/postgres"
+	"github.com/schedd/schedd/internal/store/postgres/pgtest"
 )
 
 const (
@@ -92,7 +92,7 @@ deliveries:
 		h.gw, h.pid = st.Gateway, st.Schedd.PID
 		t.Cleanup(func() { killGateways(t, h.pids) })
 	}
-	pgtest.WaitListening(t, dsn, pgstore.Channel, 2)
+	pgtest.WaitListening(t, dsn, postgres.Channel, 2)
 
 	var mu sync.Mutex
 	acked := map[string]int64{} // key -> id
@@ -214,7 +214,7 @@ deliveries:
 		t.Logf("%s: down %v", what, time.Since(began).Round(time.Millisecond))
 		acknowledged(what+": after the restart", 20)
 		connected(what+": after the restart", true)
-		pgtest.WaitListening(t, dsn, pgstore.Channel, 2)
+		pgtest.WaitListening(t, dsn, postgres.Channel, 2)
 	}
 	acknowledged("after the outages", 30)
 	finish()
@@ -242,7 +242,7 @@ deliveries:
 		VALUES ('hook', 'other-host', 'x', 1, sha256('x'), 'pending', $1, $1, $1)`, now); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := conn.Exec(context.Background(), "SELECT pg_notify($1, 'host-c')", pgstore.Channel); err != nil {
+	if _, err := conn.Exec(context.Background(), "SELECT pg_notify($1, 'host-c')", postgres.Channel); err != nil {
 		t.Fatal(err)
 	}
 	for deadline := time.Now().Add(15 * time.Second); sink.accepted("other-host") == 0; time.Sleep(20 * time.Millisecond) {

@@ -48,11 +48,11 @@ const modulePath = "github.com/schedd/schedd/"
 
 // storageDrivers are the packages that open and write a store's database; only the
 // daemon chooses one.
-var storageDrivers = []string{"internal/queue/pgstore", "internal/store/sqlite", "internal/store/postgres"}
+var storageDrivers = []string{"internal/store/sqlite", "internal/store/postgres"}
 
 // features are the packages behind the control API: the CLI reaches them only through it.
 var features = []string{"internal/daemon", "internal/supervisor", "internal/restart", "internal/heartbeat",
-	"internal/deliveries", "internal/queue", "internal/cron", "internal/handoff"}
+	"internal/deliveries", "internal/store", "internal/store/sqlite", "internal/store/postgres", "internal/cron", "internal/handoff"}
 
 // handoffMayImport is all of ours that internal/handoff imports: whatever else schedd's
 // replacement of itself needs, the daemon or the command hands it through a function.
@@ -80,7 +80,7 @@ func TestLayout(t *testing.T) {
 	}
 	restricted := map[string]bool{"os/exec": true, "os/signal": true, "github.com/coreos/go-systemd/v22/daemon": true}
 	mayTouchOS := func(p string) bool {
-		for _, pre := range []string{"internal/platform", "cmd/", "internal/testgateway", "internal/queue/pgstore/pgtest", "examples/", "bench/"} {
+		for _, pre := range []string{"internal/platform", "cmd/", "internal/testgateway", "internal/store/postgres/pgtest", "examples/", "bench/"} {
 			if strings.HasPrefix(p, pre) {
 				return true
 			}
@@ -110,10 +110,47 @@ func TestLayout(t *testing.T) {
 				t.Errorf("%s imports internal/handoff: only the daemon and cmd/schedd may", p)
 			case isOurs && strings.HasPrefix(ours, "internal/testgateway"):
 				t.Errorf("%s imports the test-only fake gateway outside a test", p)
-			case isOurs && ours == "internal/queue/pgstore/pgtest":
+			case isOurs && ours == "internal/store/postgres/pgtest":
 				t.Errorf("%s imports the test-only PostgreSQL cluster outside a test", p)
 			}
 		}
+	}
+}
+
+// storeDrivers are the packages that keep the stores on a medium: files of the state
+// directory, or a fleet's database.
+var storeDrivers = []string{"internal/store/sqlite", "internal/store/postgres"}
+
+// TestLayoutStore enforces the storage layer's rules with the real import graph:
+//   - the features depend on the contract (internal/store), never on a driver: only
+//     internal/daemon, which chooses the store the config names, imports a driver (and the
+//     bench programs, which are separate programs that open a store themselves);
+//   - internal/store and everything under it import nothing of ours outside internal/store
+//     but the API's types a task is shown with (internal/api): no feature, no daemon.
+func TestLayoutStore(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go list")
+	}
+	checked := 0
+	for _, pkg := range listPackages(t) {
+		p := strings.TrimPrefix(pkg.ImportPath, modulePath)
+		inStore := p == "internal/store" || strings.HasPrefix(p, "internal/store/")
+		checked++
+		for _, imp := range pkg.Imports {
+			ours, isOurs := strings.CutPrefix(imp, modulePath)
+			if !isOurs {
+				continue
+			}
+			if slices.Contains(storeDrivers, ours) && p != "internal/daemon" && !strings.HasPrefix(p, "bench/") {
+				t.Errorf("%s imports the store driver %s: features use internal/store; only internal/daemon picks a driver", p, ours)
+			}
+			if inStore && ours != "internal/store" && !strings.HasPrefix(ours, "internal/store/") && ours != "internal/api" {
+				t.Errorf("%s imports %s: the storage layer imports no feature", p, ours)
+			}
+		}
+	}
+	if checked < 5 {
+		t.Fatalf("checked only %d packages", checked)
 	}
 }
 

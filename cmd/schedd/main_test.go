@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/schedd/schedd/internal/platform"
-	"github.com/schedd/schedd/internal/queue/pgstore/pgtest"
+	"github.com/schedd/schedd/internal/store/postgres/pgtest"
 )
 
 // daemonEnv makes the test binary behave as the schedd command (see TestMain).

@@ -16,7 +16,7 @@ import (
 	"github.com/schedd/schedd/internal/handoff"
 	"github.com/schedd/schedd/internal/platform"
 	"github.com/schedd/schedd/internal/server"
-	"github.com/schedd/schedd/internal/storeid"
+	"github.com/schedd/schedd/internal/store/storeid"
 )
 
 type runOptions struct {

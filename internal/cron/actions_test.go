@@ -140,7 +140,7 @@ func (panicky) Run(context.Context, *Deps, RunInfo) (Result, error) {
 // New refuses bad jobs, naming each and its field.
 func TestNewRefusesBadJobs(t *testing.T) {
 	sched := every{period: time.Minute}
-	_, err := New(configured(Config{StateDir: t.TempDir(), Jobs: []Job{
+	_, err := New(configured(Config{OpenStore: sqliteAt(t.TempDir()), Jobs: []Job{
 		{Name: "", Schedule: sched, Action: &fakeAction{}},
 		{Name: "a b", Schedule: sched, Action: &fakeAction{}},
 		{Name: "ok", Schedule: sched, Action: &fakeAction{}},

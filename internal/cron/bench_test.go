@@ -74,7 +74,7 @@ func benchJobsRun(b *testing.B, period time.Duration, staggered bool) {
 	}
 	runtime.GC()
 	heap0, rss0 := heapAlloc(), rss()
-	svc, err := New(configured(Config{Jobs: jobs, StateDir: b.TempDir(), QueueSize: benchJobs, offset: offsets(offs)}))
+	svc, err := New(configured(Config{Jobs: jobs, OpenStore: sqliteAt(b.TempDir()), QueueSize: benchJobs, offset: offsets(offs)}))
 	if err != nil {
 		b.Fatal(err)
 	}

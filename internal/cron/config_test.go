@@ -45,7 +45,7 @@ func TestConfigTakenAsGiven(t *testing.T) {
 		"history_limit 0": func(c *Config) { c.Jobs[0].HistoryLimit = 0 },
 		"timeout is zero": func(c *Config) { c.Jobs[0].Timeout = 0 },
 	} {
-		cfg := Config{Workers: 1, QueueSize: 1, StateDir: t.TempDir(), Jobs: []Job{good}}
+		cfg := Config{Workers: 1, QueueSize: 1, OpenStore: sqliteAt(t.TempDir()), Jobs: []Job{good}}
 		if svc, err := New(cfg); err != nil {
 			t.Fatalf("New(good) = %v", err)
 		} else {

@@ -1,7 +1,8 @@
 // Package cron runs schedd's cron jobs: it turns each job's schedule slots into tasks,
 // queues them by priority, runs them on a bounded pool of workers, and keeps every task in
-// an embedded SQLite store (cron.db in the state dir, opened once a job is configured), so
-// that jobs fire while the gateway is down and their runs survive a crash of either process.
+// a task store (store.TaskStore: on one host the SQLite file cron.db in the state dir,
+// opened once a job is configured; on a fleet the shared PostgreSQL database), so that jobs
+// fire while the gateway is down and their runs survive a crash of either process.
 // When a slot is due comes from package schedule; what happens then is decided here.
 //
 // Timing. A job's slot is due at the slot plus its stagger offset (schedule.Offset of its

@@ -7,12 +7,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"go.uber.org/zap"
 
 	"github.com/schedd/schedd/internal/api"
-	"github.com/schedd/schedd/internal/queue/pgstore"
+	"github.com/schedd/schedd/internal/store"
 )
 
 // ErrNotLeader: a change asked of a host that does not run the fleet's cron jobs.
@@ -27,9 +25,10 @@ const (
 
 // FleetConfig configures a Fleet.
 type FleetConfig struct {
-	// Config is the service's; Config.Host names this host; StateDir is not used.
+	// Config is the service's; Config.Host names this host; OpenStore is not used.
 	Config
-	Pool *pgxpool.Pool
+	// DB is cron's part of the fleet's database.
+	DB store.FleetCron
 	// Opened is closed once the database was reached (the delivery store's Opened).
 	Opened <-chan struct{}
 	// Lease is how long a leader stays one after its last renewal (the hosts' lease).
@@ -70,7 +69,7 @@ const (
 // NewFleet checks the jobs and builds the fleet's cron; it reaches the database only in Run.
 func NewFleet(cfg FleetConfig) (*Fleet, error) {
 	if cfg.Lease <= 0 {
-		cfg.Lease = pgstore.DefaultHostLease
+		cfg.Lease = store.DefaultHostLease
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = zap.NewNop()
@@ -92,7 +91,7 @@ func (f *Fleet) Run(ctx context.Context) error {
 	}
 	retry := f.cfg.Lease / 3
 	for {
-		_, err := pgstore.Migrate(ctx, f.cfg.Pool, FleetSchema)
+		err := f.cfg.DB.Migrate(ctx)
 		if err == nil {
 			break
 		}
@@ -128,45 +127,33 @@ func (f *Fleet) Run(ctx context.Context) error {
 // a new term. It returns 0 when another host holds it (or contend is false), and records
 // who.
 func (f *Fleet) acquire(ctx context.Context, contend bool) (int64, error) {
-	var term int64
-	err := pgx.ErrNoRows
 	if contend {
-		err = f.cfg.Pool.QueryRow(ctx, `INSERT INTO schedd_cron_leader (id, host, term, expires_at)
-		VALUES (1, $1, 1, now() + $2 * interval '1 millisecond')
-		ON CONFLICT (id) DO UPDATE SET host = excluded.host, term = schedd_cron_leader.term + 1,
-			expires_at = excluded.expires_at
-		WHERE schedd_cron_leader.expires_at <= now() OR schedd_cron_leader.host = excluded.host
-		RETURNING term`, f.cfg.Host, f.cfg.Lease.Milliseconds()).Scan(&term)
-	}
-	if errors.Is(err, pgx.ErrNoRows) {
-		var host string
-		var until time.Time
-		err := f.cfg.Pool.QueryRow(ctx, `SELECT host, term, expires_at FROM schedd_cron_leader WHERE id = 1`).
-			Scan(&host, &term, &until)
-		f.mu.Lock()
-		defer f.mu.Unlock()
-		switch {
-		case errors.Is(err, pgx.ErrNoRows): // no host has led yet
-		case err != nil:
-			return 0, err
-		default:
-			f.leader, f.leaderUntil, f.term = host, until, term
+		term, ok, err := f.cfg.DB.AcquireLead(ctx, f.cfg.Host, f.cfg.Lease)
+		if ok || err != nil {
+			return term, err
 		}
-		f.reached = true
-		return 0, nil
 	}
-	return term, err
+	l, found, err := f.cfg.DB.Leader(ctx)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	switch {
+	case err != nil:
+		return 0, err
+	case found:
+		f.leader, f.leaderUntil, f.term = l.Host, l.Until, l.Term
+	}
+	f.reached = true // no host has led yet when !found
+	return 0, nil
+}
+
+// opener opens the task store of term, each operation bounded by timeout (term 0 reads).
+func (f *Fleet) opener(term int64, timeout time.Duration) func(context.Context) (store.TaskStore, error) {
+	return func(context.Context) (store.TaskStore, error) { return f.cfg.DB.Tasks(f.cfg.Host, term, timeout), nil }
 }
 
 // renew extends the lease of term; false when the term is over (another host took over).
 func (f *Fleet) renew(ctx context.Context, term int64) (bool, time.Time, error) {
-	var until time.Time
-	err := f.cfg.Pool.QueryRow(ctx, `UPDATE schedd_cron_leader SET expires_at = now() + $3 * interval '1 millisecond'
-		WHERE id = 1 AND host = $1 AND term = $2 RETURNING expires_at`, f.cfg.Host, term, f.cfg.Lease.Milliseconds()).Scan(&until)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return false, until, nil
-	}
-	return err == nil, until, err
+	return f.cfg.DB.RenewLead(ctx, f.cfg.Host, term, f.cfg.Lease)
 }
 
 // release ends term at once, so a standby takes over without waiting for the lease. The
@@ -174,8 +161,7 @@ func (f *Fleet) renew(ctx context.Context, term int64) (bool, time.Time, error) 
 func (f *Fleet) release(term int64) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if _, err := f.cfg.Pool.Exec(ctx, `UPDATE schedd_cron_leader SET expires_at = now() - interval '1 millisecond'
-		WHERE id = 1 AND host = $1 AND term = $2`, f.cfg.Host, term); err != nil {
+	if err := f.cfg.DB.ReleaseLead(ctx, f.cfg.Host, term); err != nil {
 		f.log.Warn("cron: could not hand the lead over; another host takes it when the lease runs out", zap.Error(err))
 	}
 }
@@ -184,7 +170,7 @@ func (f *Fleet) release(term int64) {
 func (f *Fleet) lead(ctx context.Context, term int64) {
 	f.mu.Lock()
 	cfg := f.cfg.Config
-	cfg.Jobs, cfg.store = f.jobs, newPGStore(f.cfg.Pool, f.cfg.Host, term, f.cfg.Lease/2)
+	cfg.Jobs, cfg.OpenStore = f.jobs, f.opener(term, f.cfg.Lease/2)
 	gen := f.gen
 	f.mu.Unlock()
 	svc, err := New(cfg)
@@ -328,7 +314,7 @@ func (f *Fleet) current() (*Service, bool, error) {
 	}
 	cfg := f.cfg.Config
 	cfg.Jobs, cfg.Logger = f.jobs, zap.NewNop()
-	cfg.store = newPGStore(f.cfg.Pool, f.cfg.Host, 0, viewTimeout)
+	cfg.OpenStore = f.opener(0, viewTimeout)
 	f.mu.Unlock()
 	v, err := New(cfg) // the database is read without the lock held
 	if err != nil {

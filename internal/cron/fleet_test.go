@@ -10,8 +10,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/schedd/schedd/internal/api"
-	"github.com/schedd/schedd/internal/queue/pgstore"
-	"github.com/schedd/schedd/internal/queue/pgstore/pgtest"
+	"github.com/schedd/schedd/internal/store/postgres"
+	"github.com/schedd/schedd/internal/store/postgres/pgtest"
 )
 
 // The fleet's tests run on a real PostgreSQL and the real clock: leases are short, waits
@@ -29,7 +29,7 @@ func fleetPoolOn(t *testing.T, dsn string) *pgxpool.Pool {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	if _, err := pgstore.Migrate(context.Background(), pool, FleetSchema); err != nil {
+	if err := postgres.FleetCronOn(pool).Migrate(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	return pool
@@ -45,7 +45,7 @@ func startFleet(t *testing.T, pool *pgxpool.Pool, host string, lease time.Durati
 	t.Helper()
 	opened := make(chan struct{})
 	close(opened)
-	f, err := NewFleet(FleetConfig{Config: configured(Config{Jobs: jobs, Host: host, Drain: time.Second}), Pool: pool,
+	f, err := NewFleet(FleetConfig{Config: configured(Config{Jobs: jobs, Host: host, Drain: time.Second}), DB: postgres.FleetCronOn(pool),
 		Opened: opened, Lease: lease})
 	if err != nil {
 		t.Fatal(err)
@@ -111,58 +111,6 @@ func (l *slotLog) check(t *testing.T) map[string]int {
 	return hosts
 }
 
-// The fleet's store keeps every field of a task, the host included, refuses a second task
-// for a (run key, attempt), and refuses every write of a term that is over.
-func TestFleetStore(t *testing.T) {
-	pool := fleetPool(t)
-	ctx := context.Background()
-	if _, err := pool.Exec(ctx, `INSERT INTO schedd_cron_leader VALUES (1, 'a', 7, now() + interval '1 hour')`); err != nil {
-		t.Fatal(err)
-	}
-	st := newPGStore(pool, "a", 7, 0)
-	at := time.Date(2026, 3, 29, 1, 30, 0, 123456789, time.UTC)
-	code := 3
-	in := &task{id: 5, job: "j", kind: api.KindRetry, runKey: slotKey("j", at), attempt: 2, slot: at, due: at.Add(time.Second),
-		state: api.TaskFailed, reason: "r", queued: at.Add(2 * time.Second), started: at.Add(3 * time.Second),
-		ended: at.Add(4 * time.Second), exitCode: &code, signal: "SIGTERM", httpStatus: 503, class: api.ClassTransient,
-		err: "boom", output: "out", host: "a", qidx: -1}
-	on := false
-	row := &jobRow{name: "j", schedule: "every 1m0s", lastSlot: at, enabled: &on, disabledReason: "why", failures: 2,
-		retry: &pendingRetry{at: at.Add(time.Minute), wait: time.Minute, of: 5, runKey: in.runKey, attempt: 3, slot: at}}
-	if dups, _, err := st.commit(ctx, &batch{tasks: []*task{in}, jobs: []*jobRow{row}}, at); err != nil || len(dups) != 0 {
-		t.Fatalf("commit: %v %v", dups, err)
-	}
-	got, err := st.task(ctx, 5)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if g, w := got.API(), in.API(); g.Host != "a" || !g.Slot.Equal(*w.Slot) || *g.ExitCode != 3 || g.DurationMS != 1000 ||
-		g.Output != w.Output || g.Class != w.Class || g.Error != w.Error || g.HTTPStatus != 503 || g.Signal != "SIGTERM" {
-		t.Fatalf("round trip:\n got %+v\nwant %+v", g, w)
-	}
-	snap, err := st.loadState(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := snap.jobs["j"]
-	if r == nil || !r.lastSlot.Equal(at) || r.enabled == nil || *r.enabled || r.disabledReason != "why" || r.failures != 2 ||
-		r.retry == nil || *r.retry != *row.retry || r.stored != 1 || r.last == nil || r.last.Host != "a" || snap.nextID != 6 {
-		t.Fatalf("state %+v retry %+v next %d", r, r.retry, snap.nextID)
-	}
-	again := *in
-	again.id = 6
-	if dups, _, err := st.commit(ctx, &batch{tasks: []*task{&again}}, at); err != nil || len(dups) != 1 {
-		t.Fatalf("second task for (run key, attempt): dups %v err %v", dups, err)
-	}
-	if list, err := st.tasks(ctx, TaskFilter{Job: "j", State: api.TaskFailed, Limit: 10}); err != nil || len(list) != 1 {
-		t.Fatalf("tasks: %v %v", list, err)
-	}
-	old := newPGStore(pool, "a", 6, 0)
-	if _, _, err := old.commit(ctx, &batch{jobs: []*jobRow{row}}, at); !errors.Is(err, ErrDeposed) || !errors.Is(err, ErrStore) {
-		t.Fatalf("commit of an old term: %v", err)
-	}
-}
-
 // Two hosts with the same job: one leads and runs every slot, the other stands by and
 // refuses changes by naming the leader; when the leader stops, the other takes over and
 // no slot runs twice (P24).
@@ -188,13 +136,13 @@ func TestFleetOneLeader(t *testing.T) {
 	if hosts := log.check(t); hosts["a"] == 0 || hosts["b"] == 0 {
 		t.Fatalf("runs per host %v: want both", hosts)
 	}
-	list, err := newPGStore(pool, "", 0, 0).tasks(context.Background(), TaskFilter{Job: "tick", Limit: 1000})
+	list, err := postgres.FleetCronOn(pool).Tasks("", 0, 0).Tasks(context.Background(), TaskFilter{Job: "tick", Limit: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, tk := range list {
-		if tk.host != "a" && tk.host != "b" {
-			t.Fatalf("task %d has host %q", tk.id, tk.host)
+		if tk.Host != "a" && tk.Host != "b" {
+			t.Fatalf("task %d has host %q", tk.ID, tk.Host)
 		}
 	}
 }

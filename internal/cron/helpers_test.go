@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -16,6 +17,8 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/schedd/schedd/internal/api"
+	"github.com/schedd/schedd/internal/store"
+	"github.com/schedd/schedd/internal/store/sqlite"
 )
 
 // The config file's defaults for cron (internal/config's DefaultCron*; this package's
@@ -209,7 +212,7 @@ func startAsGiven(t *testing.T, dir string, cfg Config, clk *clock) *harness {
 	if clk == nil {
 		clk = &clock{}
 	}
-	cfg.StateDir, cfg.Now, cfg.Logger = dir, clk.now, zap.New(core)
+	cfg.OpenStore, cfg.Now, cfg.Logger = sqliteAt(dir), clk.now, zap.New(core)
 	svc, err := New(cfg)
 	if err != nil {
 		t.Fatalf("New: %v", err)
@@ -319,5 +322,12 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// sqliteAt opens the task store of one host in dir, as the daemon does.
+func sqliteAt(dir string) func(ctx context.Context) (store.TaskStore, error) {
+	return func(ctx context.Context) (store.TaskStore, error) {
+		return sqlite.OpenTasks(ctx, filepath.Join(dir, sqlite.TasksFile), nil)
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/schedd/schedd/internal/api"
 	"github.com/schedd/schedd/internal/cron/schedule"
+	"github.com/schedd/schedd/internal/store"
 )
 
 const (
@@ -162,7 +163,7 @@ func (s *Service) tick() {
 			if !j.next.IsZero() && !j.next.Add(j.offset).After(now) {
 				s.onSlots(j, now)
 			}
-			if r := j.row.retry; r != nil && !r.at.After(now) {
+			if r := j.row.Retry; r != nil && !r.At.After(now) {
 				s.runRetry(j, now)
 			}
 			s.reschedule(j) // past now: the slot and the retry were consumed
@@ -188,10 +189,10 @@ func (s *Service) onSlots(j *jobState, now time.Time) {
 		j.next = nx
 	} else {
 		newest = newestUpTo(sc, nx, upTo)
-		n = countSlots(sc, j.row.lastSlot, upTo)
+		n = countSlots(sc, j.row.LastSlot, upTo)
 		j.next = step(sc, newest)
 	}
-	j.row.lastSlot = newest
+	j.row.LastSlot = newest
 	s.markJob(j)
 	onTime := now.Sub(newest.Add(j.offset)) <= missedAfter
 	missed := n - 1
@@ -217,7 +218,7 @@ func (s *Service) onSlots(j *jobState, now time.Time) {
 		zap.Time("since", first), zap.String("policy", string(j.def.Missed)))
 	if j.def.Missed == MissedSkip {
 		t := s.newTask(j, api.KindCatchUp, "", 1, last, last.Add(j.offset), now)
-		t.err = fmt.Sprintf("%s missed runs, the first for slot %s", count, first.Format(time.RFC3339))
+		t.Err = fmt.Sprintf("%s missed runs, the first for slot %s", count, first.Format(time.RFC3339))
 		s.end(t, api.TaskSkipped, api.ReasonMissed, now)
 		if onTime {
 			s.admitSlot(j, api.KindScheduled, newest, now)
@@ -272,8 +273,8 @@ func (s *Service) watchClock(now time.Time) {
 	}
 	s.log.Warn("wall clock stepped back", zap.Duration("step", back))
 	for _, j := range s.jobs {
-		if r := j.row.retry; r != nil && r.at.After(now.Add(r.wait)) {
-			r.at = now.Add(r.wait)
+		if r := j.row.Retry; r != nil && r.At.After(now.Add(r.Wait)) {
+			r.At = now.Add(r.Wait)
 			s.markJob(j)
 			s.reschedule(j)
 		}
@@ -286,16 +287,16 @@ func (s *Service) watchClock(now time.Time) {
 func (s *Service) recover() {
 	now := s.wall()
 	for _, t := range s.recoverQ {
-		j := s.jobs[t.job]
+		j := s.jobs[t.Job]
 		if j != nil {
 			j.active = append(j.active, t)
 		}
 		switch {
-		case t.state == api.TaskRunning:
+		case t.State == api.TaskRunning:
 			o := outcome{state: api.TaskLost, class: Transient, err: "schedd stopped while the task was running"}
 			t.apply(o)
 			s.end(t, api.TaskLost, "", now)
-			s.log.Warn("cron task lost", zap.String("job", t.job), zap.Int64("task", t.id), zap.Int("attempt", t.attempt))
+			s.log.Warn("cron task lost", zap.String("job", t.Job), zap.Int64("task", t.ID), zap.Int("attempt", t.Attempt))
 			if j != nil {
 				s.failed(j, t, o)
 			}
@@ -312,18 +313,20 @@ func (s *Service) recover() {
 // waiters of the tasks that ended. A task is started only once its running state is
 // committed, so a crash leaves it running in the store and it is found lost.
 func (s *Service) flush() error {
-	b := batch{prunes: s.prunes, tasks: make([]*task, 0, len(s.dirtyT)), jobs: make([]*jobRow, 0, len(s.dirtyJ))}
+	b := store.TaskBatch{Prunes: s.prunes, Tasks: make([]*store.Task, 0, len(s.dirtyT)), Jobs: make([]*store.CronJob, 0, len(s.dirtyJ))}
+	written := make([]*task, 0, len(s.dirtyT))
 	for _, t := range s.dirtyT {
 		t.dirty = false
-		if t.runKey == "" {
-			t.runKey = s.keyText.key(t.job, t.slot)
+		if t.RunKey == "" {
+			t.RunKey = s.keyText.key(t.Job, t.Slot)
 		}
-		b.tasks = append(b.tasks, t)
+		b.Tasks = append(b.Tasks, &t.Task)
+		written = append(written, t)
 	}
 	for _, j := range s.dirtyJ {
 		j.dirty = false
 		r := j.row
-		b.jobs = append(b.jobs, &r)
+		b.Jobs = append(b.Jobs, &r)
 	}
 	toStart, ended := s.toStart, s.ended
 	// The dirty lists keep their arrays: a pass that marks 10,000 tasks and jobs does not
@@ -331,30 +334,33 @@ func (s *Service) flush() error {
 	clear(s.dirtyT)
 	clear(s.dirtyJ)
 	s.dirtyT, s.dirtyJ, s.toStart, s.ended, s.prunes = s.dirtyT[:0], s.dirtyJ[:0], nil, nil, map[string]int{}
-	if !b.empty() {
+	if !b.Empty() {
 		if s.st == nil {
 			return fmt.Errorf("%w: not open", ErrStore)
 		}
-		dups, pruned, err := s.st.commit(context.Background(), &b, s.wall())
+		dups, pruned, err := s.st.Commit(context.Background(), &b, s.wall())
 		if err != nil {
 			// Not committed as running: they must not start.
 			for _, t := range toStart {
 				s.running--
-				s.jobs[t.job].running--
+				s.jobs[t.Job].running--
 				t.cancel(nil)
 			}
 			return err
 		}
-		dup := make(map[*task]bool, len(dups))
+		dup := make(map[*store.Task]bool, len(dups))
 		for _, t := range dups {
 			dup[t] = true
 		}
-		for _, t := range b.tasks {
-			t.stored = t.stored || !dup[t]
+		for _, t := range written {
+			t.Stored = t.Stored || !dup[&t.Task]
 		}
-		for _, t := range dups {
-			s.log.Warn("cron run already recorded: not run again", zap.String("job", t.job),
-				zap.String("run_key", t.runKey), zap.Int("attempt", t.attempt))
+		for _, t := range written {
+			if !dup[&t.Task] {
+				continue
+			}
+			s.log.Warn("cron run already recorded: not run again", zap.String("job", t.Job),
+				zap.String("run_key", t.RunKey), zap.Int("attempt", t.Attempt))
 			s.forget(t)
 		}
 		for name, n := range pruned {
@@ -364,15 +370,15 @@ func (s *Service) flush() error {
 		}
 	}
 	for _, t := range toStart {
-		if t.stored && t.state == api.TaskRunning {
+		if t.Stored && t.State == api.TaskRunning {
 			s.launch(t)
 		}
 	}
 	for _, t := range ended {
-		for _, ch := range s.waiters[t.id] {
+		for _, ch := range s.waiters[t.ID] {
 			ch <- t.API()
 		}
-		delete(s.waiters, t.id)
+		delete(s.waiters, t.ID)
 	}
 	return nil
 }

@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/schedd/schedd/internal/queue/pgstore/pgtest"
+	"github.com/schedd/schedd/internal/store/postgres/pgtest"
 )
 
 func TestMain(m *testing.M) {

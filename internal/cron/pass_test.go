@@ -137,7 +137,7 @@ func newBurstPasses(tb testing.TB, n int) *burstPasses {
 	}
 	p := &burstPasses{tb: tb, n: n, origin: time.Date(2030, 1, 1, 0, 0, 30, 0, time.UTC)}
 	p.shift.Store(int64(time.Until(p.origin)))
-	p.svc, err = New(configured(Config{Jobs: jobs, StateDir: tb.TempDir(), QueueSize: n,
+	p.svc, err = New(configured(Config{Jobs: jobs, OpenStore: sqliteAt(tb.TempDir()), QueueSize: n,
 		Now: func() time.Time { return time.Now().Add(time.Duration(p.shift.Load())) }}))
 	if err != nil {
 		tb.Fatal(err)

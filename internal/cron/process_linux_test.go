@@ -42,7 +42,7 @@ func TestKilledDuringExecIsLostAndRetriedOnce_P28(t *testing.T) {
 	_ = child.Wait()
 	waitFor(t, "the command to die with schedd", func() bool { return syscall.Kill(pid, 0) != nil })
 
-	svc, err := New(configured(Config{StateDir: dir, Jobs: []Job{lostJob(dir, slot)}}))
+	svc, err := New(configured(Config{OpenStore: sqliteAt(dir), Jobs: []Job{lostJob(dir, slot)}}))
 	if err != nil {
 		t.Fatal(err)
 	}

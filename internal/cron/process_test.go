@@ -82,7 +82,7 @@ func helperMain(string) int {
 		return 0
 	case "service":
 		ns, _ := strconv.ParseInt(args[1], 10, 64)
-		svc, err := New(configured(Config{StateDir: args[0], Jobs: []Job{lostJob(args[0], time.Unix(0, ns))}}))
+		svc, err := New(configured(Config{OpenStore: sqliteAt(args[0]), Jobs: []Job{lostJob(args[0], time.Unix(0, ns))}}))
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"pgregory.net/rapid"
+
+	"github.com/schedd/schedd/internal/store"
 )
 
 type queued struct {
@@ -55,13 +57,13 @@ func TestQueueOrderSameInstant_P30(t *testing.T) {
 		q := newQueue(time.Second, time.Unix(0, 0))
 		prios := rapid.SliceOfN(rapid.IntRange(-maxPriority, maxPriority), 1, 100).Draw(rt, "prios")
 		for _, p := range prios {
-			q.push(&task{qidx: -1, attempt: p}, p, time.Unix(0, 0)) // attempt carries the priority here
+			q.push(&task{qidx: -1, Task: store.Task{Attempt: p}}, p, time.Unix(0, 0)) // attempt carries the priority here
 		}
 		var last *task
 		for q.Len() > 0 {
 			tk := q.pop()
-			if last != nil && (tk.attempt < last.attempt || tk.attempt == last.attempt && tk.seq < last.seq) {
-				rt.Fatalf("popped (%d, %d) after (%d, %d)", tk.attempt, tk.seq, last.attempt, last.seq)
+			if last != nil && (tk.Attempt < last.Attempt || tk.Attempt == last.Attempt && tk.seq < last.seq) {
+				rt.Fatalf("popped (%d, %d) after (%d, %d)", tk.Attempt, tk.seq, last.Attempt, last.seq)
 			}
 			last = tk
 		}

@@ -8,17 +8,19 @@ import (
 	"time"
 
 	"github.com/schedd/schedd/internal/api"
+	"github.com/schedd/schedd/internal/store"
+	"github.com/schedd/schedd/internal/store/sqlite"
 )
 
 // seed writes rows into the store of dir as a previous schedd left them.
-func seed(t *testing.T, dir string, jobs []*jobRow, tasks ...*task) {
+func seed(t *testing.T, dir string, jobs []*store.CronJob, tasks ...*store.Task) {
 	t.Helper()
-	st, err := openStore(context.Background(), filepath.Join(dir, DBName), nil)
+	st, err := sqlite.OpenTasks(context.Background(), filepath.Join(dir, sqlite.TasksFile), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer st.close()
-	dups, _, err := st.commit(context.Background(), &batch{jobs: jobs, tasks: tasks}, time.Now())
+	defer st.Close()
+	dups, _, err := st.Commit(context.Background(), &store.TaskBatch{Jobs: jobs, Tasks: tasks}, time.Now())
 	if err != nil || len(dups) > 0 {
 		t.Fatalf("seed: %v, %d dups", err, len(dups))
 	}
@@ -27,12 +29,12 @@ func seed(t *testing.T, dir string, jobs []*jobRow, tasks ...*task) {
 // storedTasks reads a job's tasks, oldest first, from the store of dir.
 func storedTasks(t *testing.T, dir, job string) []api.Task {
 	t.Helper()
-	st, err := openStore(context.Background(), filepath.Join(dir, DBName), nil)
+	st, err := sqlite.OpenTasks(context.Background(), filepath.Join(dir, sqlite.TasksFile), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer st.close()
-	ts, err := st.tasks(context.Background(), TaskFilter{Job: job, Limit: 1000})
+	defer st.Close()
+	ts, err := st.Tasks(context.Background(), TaskFilter{Job: job, Limit: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,9 +53,9 @@ func hourly() every { return every{period: time.Hour, origin: t0.Add(-10 * day)}
 func TestSlotRunsOnce_P24(t *testing.T) {
 	bubble(t, func(t *testing.T, dir string) {
 		a := &fakeAction{}
-		seed(t, dir, []*jobRow{{name: "j", schedule: hourly().String(), lastSlot: t0}},
-			&task{id: 7, job: "j", kind: api.KindScheduled, runKey: slotKey("j", t0.Add(time.Hour)), attempt: 1,
-				slot: t0.Add(time.Hour), due: t0.Add(time.Hour), state: api.TaskSucceeded, queued: t0, ended: t0})
+		seed(t, dir, []*store.CronJob{{Name: "j", Schedule: hourly().String(), LastSlot: t0}},
+			&store.Task{ID: 7, Job: "j", Kind: api.KindScheduled, RunKey: slotKey("j", t0.Add(time.Hour)), Attempt: 1,
+				Slot: t0.Add(time.Hour), Due: t0.Add(time.Hour), State: api.TaskSucceeded, Queued: t0, Ended: t0})
 		h := start(t, dir, Config{Jobs: []Job{{Name: "j", Schedule: hourly(), Action: a}}}, nil)
 		sleepTo(2*time.Hour + time.Minute)
 		if got := at(a.seen()); !slices.Equal(got, []time.Duration{2 * time.Hour}) {
@@ -78,9 +80,9 @@ func TestSlotRunsOnce_P24(t *testing.T) {
 func TestLostTaskRetriedOnce_P28(t *testing.T) {
 	bubble(t, func(t *testing.T, dir string) {
 		a := &fakeAction{}
-		seed(t, dir, []*jobRow{{name: "j", schedule: hourly().String(), lastSlot: t0}},
-			&task{id: 3, job: "j", kind: api.KindScheduled, runKey: slotKey("j", t0), attempt: 1, slot: t0, due: t0,
-				state: api.TaskRunning, queued: t0, started: t0})
+		seed(t, dir, []*store.CronJob{{Name: "j", Schedule: hourly().String(), LastSlot: t0}},
+			&store.Task{ID: 3, Job: "j", Kind: api.KindScheduled, RunKey: slotKey("j", t0), Attempt: 1, Slot: t0, Due: t0,
+				State: api.TaskRunning, Queued: t0, Started: t0})
 		h := start(t, dir, Config{Jobs: []Job{{Name: "j", Schedule: hourly(), Action: a}}}, nil)
 		sleepTo(time.Hour + time.Minute)
 		runs := a.seen()

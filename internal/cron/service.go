@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/schedd/schedd/internal/api"
 	"github.com/schedd/schedd/internal/cron/schedule"
+	"github.com/schedd/schedd/internal/store"
 )
 
 // Errors of the service.
@@ -24,7 +24,17 @@ var (
 	ErrNotActive = errors.New("task has already ended")
 	// ErrNoStore: no job is configured, so the task store is not open.
 	ErrNoStore = errors.New("no cron job is configured")
+	// ErrStore wraps a failed commit of the task store. It ends Run: the guarantee that a
+	// slot runs at most once rests on the store.
+	ErrStore = store.ErrTaskStore
+	// ErrUnknownTask: no task has that id.
+	ErrUnknownTask = store.ErrUnknownTask
+	// ErrDeposed wraps a commit refused because this host no longer leads the fleet's cron.
+	ErrDeposed = store.ErrDeposed
 )
+
+// TaskFilter selects tasks for Tasks.
+type TaskFilter = store.TaskFilter
 
 // The service's own timing, which no setting changes: the defaults of Config's AgingStep
 // and Drain.
@@ -49,8 +59,9 @@ type Config struct {
 	// Drain is how long Run waits, once its ctx ended, for running tasks before it cancels
 	// them (default DefaultDrain).
 	Drain time.Duration
-	// StateDir holds the task store, DBName; it is opened when a job is configured.
-	StateDir string
+	// OpenStore opens the task store (on one host, cron.db in the state dir); it is called
+	// when a job is first configured.
+	OpenStore func(ctx context.Context) (store.TaskStore, error)
 	// Now is the wall clock (default time.Now). Due instants are wall instants.
 	Now    func() time.Time
 	Logger *zap.Logger
@@ -62,8 +73,6 @@ type Config struct {
 	// Host is written into every task as the host that ran it (on a fleet).
 	Host string
 
-	// store replaces the SQLite task store in StateDir (a fleet's, on Postgres).
-	store taskStore
 	// offset replaces schedule.Offset, in tests.
 	offset func(name string, jitter time.Duration) time.Duration
 }
@@ -81,7 +90,6 @@ type Service struct {
 	ownClient bool
 	now       func() time.Time
 	offsetOf  func(string, time.Duration) time.Duration
-	path      string
 
 	reqs     chan *request
 	results  chan result
@@ -91,14 +99,14 @@ type Service struct {
 	mu    sync.Mutex // guards phase; held by a caller that works on the state itself
 	phase int
 
-	readStore atomic.Pointer[taskStore] // for the API's reads
+	readStore atomic.Pointer[store.TaskStore] // for the API's reads
 
 	// Owned by the loop (or by a caller holding mu while the loop does not run).
-	st        taskStore
+	st        store.TaskStore
 	jobs      map[string]*jobState
 	order     []*jobState
-	rows      map[string]*jobRow // persisted state of jobs not configured (now)
-	recoverQ  []*task            // tasks found active in the store, taken over at Run
+	rows      map[string]*store.CronJob // persisted state of jobs not configured (now)
+	recoverQ  []*task                   // tasks found active in the store, taken over at Run
 	q         *queue
 	due       dueHeap
 	heapStale bool // a pass changes many wake times: due is rebuilt once at its end
@@ -149,7 +157,7 @@ func New(cfg Config) (*Service, error) {
 	s := &Service{
 		cfg: cfg, log: cfg.Logger, deps: cfg.Deps, now: cfg.Now, offsetOf: cfg.offset,
 		reqs: make(chan *request), results: make(chan result, cfg.Workers), stopping: make(chan struct{}), done: make(chan struct{}),
-		jobs: map[string]*jobState{}, rows: map[string]*jobRow{}, q: newQueue(cfg.AgingStep, time.Now()),
+		jobs: map[string]*jobState{}, rows: map[string]*store.CronJob{}, q: newQueue(cfg.AgingStep, time.Now()),
 		prunes: map[string]int{}, waiters: map[int64][]chan api.Task{}, nextID: 1,
 	}
 	if s.log == nil {
@@ -163,9 +171,6 @@ func New(cfg Config) (*Service, error) {
 	}
 	if s.deps.HTTPClient == nil {
 		s.deps.HTTPClient, s.ownClient = newHTTPClient(), true
-	}
-	if cfg.StateDir != "" {
-		s.path = filepath.Join(cfg.StateDir, DBName)
 	}
 	s.taskCtx, s.stopTasks = context.WithCancelCause(context.Background())
 	jobs, err := prepare(cfg.Jobs, &s.deps)
@@ -278,7 +283,7 @@ func (s *Service) RunNow(ctx context.Context, name string, wait bool) (api.Task,
 		t = s.newTask(j, api.KindManual, manualKey(name), 1, time.Time{}, now, now)
 		s.admit(j, t, now)
 		if wait && t.active() {
-			ch = s.wait(t.id)
+			ch = s.wait(t.ID)
 		}
 		return nil
 	}, func() { snap = t.API() })
@@ -338,7 +343,7 @@ func (s *Service) Cancel(ctx context.Context, id int64) (api.Task, error) {
 		if t == nil {
 			return nil
 		}
-		if t.state == api.TaskRunning {
+		if t.State == api.TaskRunning {
 			ch = s.wait(id)
 			t.cancel(errCancelled)
 			return nil
@@ -369,7 +374,7 @@ func (s *Service) Cancel(ctx context.Context, id int64) (api.Task, error) {
 func (s *Service) activeTask(id int64) *task {
 	for _, j := range s.jobs {
 		for _, t := range j.active {
-			if t.id == id {
+			if t.ID == id {
 				return t
 			}
 		}
@@ -386,7 +391,7 @@ func (s *Service) Task(ctx context.Context, id int64) (api.Task, error) {
 	if st == nil {
 		return api.Task{}, fmt.Errorf("%w: %d", ErrUnknownTask, id)
 	}
-	t, err := st.task(ctx, id)
+	t, err := st.Task(ctx, id)
 	if err != nil {
 		return api.Task{}, err
 	}
@@ -406,7 +411,7 @@ func (s *Service) Tasks(ctx context.Context, f TaskFilter) (api.TaskList, error)
 	if err != nil || st == nil {
 		return list, err
 	}
-	ts, err := st.tasks(ctx, f)
+	ts, err := st.Tasks(ctx, f)
 	if err != nil {
 		return list, err
 	}
@@ -414,14 +419,14 @@ func (s *Service) Tasks(ctx context.Context, f TaskFilter) (api.TaskList, error)
 		list.Tasks = append(list.Tasks, t.API())
 	}
 	if len(ts) == f.Limit {
-		list.NextCursor = ts[len(ts)-1].id
+		list.NextCursor = ts[len(ts)-1].ID
 	}
 	return list, nil
 }
 
 // reader is the store for the API's reads: nil while none is open; closed once Run has
 // returned.
-func (s *Service) reader() (taskStore, error) {
+func (s *Service) reader() (store.TaskStore, error) {
 	select {
 	case <-s.done:
 		return nil, ErrStopped
@@ -442,31 +447,30 @@ func (s *Service) ensureStore() error {
 	if s.st != nil {
 		return nil
 	}
-	st := s.cfg.store
-	if st == nil {
-		if s.path == "" {
-			return errors.New("cron: no state dir for the task store")
-		}
-		sq, err := openStore(context.Background(), s.path, s.log)
-		if err != nil {
-			return err
-		}
-		st = sq
+	if s.cfg.OpenStore == nil {
+		return errors.New("cron: no task store")
 	}
-	snap, err := st.loadState(context.Background())
+	st, err := s.cfg.OpenStore(context.Background())
 	if err != nil {
-		st.close()
-		return fmt.Errorf("load cron store %s: %w", st.where(), err)
+		return err
+	}
+	snap, err := st.LoadState(context.Background())
+	if err != nil {
+		st.Close()
+		return fmt.Errorf("load cron store %s: %w", st.Where(), err)
 	}
 	s.st = st
 	s.readStore.Store(&st)
-	for name, r := range snap.jobs {
+	for name, r := range snap.Jobs {
 		s.rows[name] = r
 	}
-	s.recoverQ = snap.active
-	s.nextID = max(s.nextID, snap.nextID)
-	s.log.Info("cron store open", zap.String("store", st.where()), zap.Int("schema_version", SchemaVersion),
-		zap.Int("jobs", len(snap.jobs)), zap.Int("active_tasks", len(snap.active)))
+	s.recoverQ = make([]*task, len(snap.Active))
+	for i, t := range snap.Active {
+		s.recoverQ[i] = &task{Task: *t, qidx: -1}
+	}
+	s.nextID = max(s.nextID, snap.NextID)
+	s.log.Info("cron store open", zap.String("store", st.Where()),
+		zap.Int("jobs", len(snap.Jobs)), zap.Int("active_tasks", len(snap.Active)))
 	return nil
 }
 
@@ -474,7 +478,7 @@ func (s *Service) closeStore() {
 	if s.st == nil {
 		return
 	}
-	if err := s.st.close(); err != nil {
+	if err := s.st.Close(); err != nil {
 		s.log.Warn("cron store close", zap.Error(err))
 	}
 }

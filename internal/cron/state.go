@@ -10,15 +10,16 @@ import (
 
 	"github.com/schedd/schedd/internal/api"
 	"github.com/schedd/schedd/internal/cron/schedule"
+	"github.com/schedd/schedd/internal/store"
 )
 
 // jobState is a configured job with its persisted state and its active tasks.
 type jobState struct {
 	def     Job
 	offset  time.Duration
-	row     jobRow    // what is persisted
-	next    time.Time // the next slot after row.lastSlot (without the offset); zero: none
-	active  []*task   // in the order they were created
+	row     store.CronJob // what is persisted
+	next    time.Time     // the next slot after row.lastSlot (without the offset); zero: none
+	active  []*task       // in the order they were created
 	running int
 	held    *task // replace: a task waiting for the job's running ones to end
 	last    *api.CronLast
@@ -40,8 +41,8 @@ func (j *jobState) drop(t *task) {
 
 // enabled is the persisted switch, else the config's.
 func (j *jobState) enabled() bool {
-	if j.row.enabled != nil {
-		return *j.row.enabled
+	if j.row.Enabled != nil {
+		return *j.row.Enabled
 	}
 	return !j.def.Disabled
 }
@@ -76,10 +77,10 @@ func (s *Service) apply(jobs []Job) error {
 	for i, def := range jobs {
 		j := s.jobs[def.Name]
 		if j == nil {
-			j = &jobState{heapIdx: -1, row: jobRow{name: def.Name}}
+			j = &jobState{heapIdx: -1, row: store.CronJob{Name: def.Name}}
 			if r := s.rows[def.Name]; r != nil {
 				delete(s.rows, def.Name)
-				j.row, j.last, j.stored = *r, r.last, r.stored
+				j.row, j.last, j.stored = *r, r.Last, r.Stored
 			}
 			s.jobs[def.Name] = j
 		}
@@ -89,16 +90,16 @@ func (s *Service) apply(jobs []Job) error {
 			j.offset = s.offsetOf(def.Name, def.Jitter)
 		}
 		sched := def.Schedule.String()
-		if j.row.schedule != sched || j.row.lastSlot.IsZero() {
-			if j.row.schedule != "" && j.row.schedule != sched {
+		if j.row.Schedule != sched || j.row.LastSlot.IsZero() {
+			if j.row.Schedule != "" && j.row.Schedule != sched {
 				s.log.Info("cron job schedule changed: it starts from now, without catching up",
-					zap.String("job", def.Name), zap.String("was", j.row.schedule), zap.String("schedule", sched))
+					zap.String("job", def.Name), zap.String("was", j.row.Schedule), zap.String("schedule", sched))
 			}
 			// Persisted at once: a first slot missed while schedd is down is caught up.
-			j.row.schedule, j.row.lastSlot = sched, now
+			j.row.Schedule, j.row.LastSlot = sched, now
 			s.markJob(j)
 		}
-		j.next = step(def.Schedule, j.row.lastSlot)
+		j.next = step(def.Schedule, j.row.LastSlot)
 		s.reschedule(j)
 		keep[def.Name] = true
 		order = append(order, j)
@@ -119,7 +120,7 @@ func (s *Service) remove(j *jobState, now time.Time) {
 	s.reschedule(j)
 	s.dropRetry(j, api.ReasonRemoved, now)
 	for _, t := range slices.Clone(j.active) { // end takes each out of j.active
-		if t.state == api.TaskQueued {
+		if t.State == api.TaskQueued {
 			s.dequeue(t)
 			s.end(t, api.TaskCancelled, api.ReasonRemoved, now)
 		}
@@ -135,7 +136,7 @@ func (s *Service) forgetIfIdle(j *jobState) {
 	}
 	delete(s.jobs, j.def.Name)
 	r := j.row
-	r.last, r.stored = j.last, j.stored
+	r.Last, r.Stored = j.last, j.stored
 	s.rows[j.def.Name] = &r
 }
 
@@ -144,16 +145,16 @@ func (s *Service) forgetIfIdle(j *jobState) {
 func (s *Service) setEnabled(j *jobState, on bool, reason string) bool {
 	was := j.enabled()
 	now := s.wall()
-	j.row.enabled = &on
-	j.row.disabledReason = reason
+	j.row.Enabled = &on
+	j.row.DisabledReason = reason
 	if on {
-		j.row.failures = 0
+		j.row.Failures = 0
 		if !was {
 			// Slots that passed while it was off are not caught up.
-			if now.After(j.row.lastSlot) {
-				j.row.lastSlot = now
+			if now.After(j.row.LastSlot) {
+				j.row.LastSlot = now
 			}
-			j.next = step(j.def.Schedule, j.row.lastSlot)
+			j.next = step(j.def.Schedule, j.row.LastSlot)
 		}
 	} else {
 		s.dropRetry(j, api.ReasonDisabled, now)
@@ -171,8 +172,8 @@ func (s *Service) reschedule(j *jobState) {
 		if !j.next.IsZero() {
 			w = j.next.Add(j.offset)
 		}
-		if r := j.row.retry; r != nil && (w.IsZero() || r.at.Before(w)) {
-			w = r.at
+		if r := j.row.Retry; r != nil && (w.IsZero() || r.At.Before(w)) {
+			w = r.At
 		}
 	}
 	j.wake = w

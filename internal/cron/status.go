@@ -20,7 +20,7 @@ func (s *Service) Status() api.Cron {
 			Queued: queued, QueueSize: s.cfg.QueueSize, QueueFull: s.queueFull,
 			StoreState: api.StoreNotOpened}
 		if s.st != nil {
-			c.Store, c.StoreState = s.st.where(), api.StoreOpen
+			c.Store, c.StoreState = s.st.Where(), api.StoreOpen
 		}
 		for _, j := range s.order {
 			c.Jobs = append(c.Jobs, s.jobStatus(j))
@@ -32,7 +32,7 @@ func (s *Service) Status() api.Cron {
 
 func (s *Service) jobStatus(j *jobState) api.CronJob {
 	js := api.CronJob{Name: j.def.Name, Schedule: j.def.Schedule.String(), OffsetMS: j.offset.Milliseconds(),
-		Enabled: j.enabled(), ConsecutiveFailures: j.row.failures, Active: len(j.active)}
+		Enabled: j.enabled(), ConsecutiveFailures: j.row.Failures, Active: len(j.active)}
 	if j.def.Location != nil {
 		js.Timezone = j.def.Location.String()
 	}
@@ -40,15 +40,15 @@ func (s *Service) jobStatus(j *jobState) api.CronJob {
 		at := j.next.Add(j.offset)
 		js.NextRunAt = &at
 	}
-	if r := j.row.retry; r != nil && js.Enabled {
-		at := r.at
+	if r := j.row.Retry; r != nil && js.Enabled {
+		at := r.At
 		js.RetryAt = &at
 	}
 	switch {
 	case js.Enabled:
-	case j.row.disabledReason != "":
-		js.DisabledReason = j.row.disabledReason
-	case j.row.enabled != nil:
+	case j.row.DisabledReason != "":
+		js.DisabledReason = j.row.DisabledReason
+	case j.row.Enabled != nil:
 		js.DisabledReason = "disabled by request"
 	default:
 		js.DisabledReason = "disabled in the config"

@@ -2,57 +2,29 @@ package cron
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/schedd/schedd/internal/api"
+	"github.com/schedd/schedd/internal/store"
+	"github.com/schedd/schedd/internal/store/sqlite"
+	"github.com/schedd/schedd/internal/store/storeid"
 )
-
-// The store is created private at the current schema version, opens again unchanged, and a
-// file from a newer schedd is refused by name.
-func TestStoreSchema(t *testing.T) {
-	path := filepath.Join(t.TempDir(), DBName)
-	ctx := context.Background()
-	for range 2 {
-		st, err := openStore(ctx, path, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var v int
-		var sync int
-		if err := st.db.QueryRow("PRAGMA user_version").Scan(&v); err != nil || v != SchemaVersion {
-			t.Fatalf("version %d %v", v, err)
-		}
-		if err := st.db.QueryRow("PRAGMA synchronous").Scan(&sync); err != nil || sync != 2 {
-			t.Fatalf("synchronous %d %v, want 2 (FULL)", sync, err)
-		}
-		st.close()
-	}
-	if fi, err := os.Stat(path); err != nil || runtime.GOOS != "windows" && fi.Mode().Perm() != 0o600 {
-		t.Fatalf("mode %v %v", fi.Mode(), err)
-	}
-	st, _ := openStore(ctx, path, nil)
-	st.db.Exec("PRAGMA user_version = 99")
-	st.close()
-	if _, err := openStore(ctx, path, nil); err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "newer") {
-		t.Fatalf("newer schema: %v", err)
-	}
-}
 
 // A task's every field survives the store.
 func TestStoreTaskRoundTrip(t *testing.T) {
 	dir := t.TempDir()
 	at := time.Date(2026, 3, 29, 1, 30, 0, 123456789, time.UTC)
 	code := 3
-	in := &task{id: 5, job: "j", kind: api.KindRetry, runKey: slotKey("j", at), attempt: 2, slot: at, due: at.Add(time.Second),
-		state: api.TaskFailed, reason: "r", queued: at.Add(2 * time.Second), started: at.Add(3 * time.Second),
-		ended: at.Add(4 * time.Second), exitCode: &code, signal: "SIGTERM", httpStatus: 503, class: api.ClassTransient,
-		err: "boom", output: "out", qidx: -1}
-	seed(t, dir, nil, in)
+	in := &task{Task: store.Task{ID: 5, Job: "j", Kind: api.KindRetry, RunKey: slotKey("j", at), Attempt: 2, Slot: at, Due: at.Add(time.Second),
+		State: api.TaskFailed, Reason: "r", Queued: at.Add(2 * time.Second), Started: at.Add(3 * time.Second),
+		Ended: at.Add(4 * time.Second), ExitCode: &code, Signal: "SIGTERM", HTTPStatus: 503, Class: api.ClassTransient,
+		Err: "boom", Output: "out"}, qidx: -1}
+	seed(t, dir, nil, &in.Task)
 	got := storedTasks(t, dir, "j")
 	if len(got) != 1 || got[0].ID != 5 {
 		t.Fatalf("%+v", got)
@@ -74,7 +46,7 @@ func TestStoreTaskRoundTrip(t *testing.T) {
 func TestStoreOpensWithFirstJob(t *testing.T) {
 	bubble(t, func(t *testing.T, dir string) {
 		h := start(t, dir, Config{}, nil)
-		if _, err := os.Stat(filepath.Join(dir, DBName)); !os.IsNotExist(err) {
+		if _, err := os.Stat(filepath.Join(dir, sqlite.TasksFile)); !os.IsNotExist(err) {
 			t.Fatalf("store created without a job: %v", err)
 		}
 		if st := h.svc.Status(); st.StoreState != api.StoreNotOpened || len(st.Jobs) != 0 {
@@ -87,7 +59,7 @@ func TestStoreOpensWithFirstJob(t *testing.T) {
 		if err := h.svc.Update(context.Background(), configuredJobs([]Job{{Name: "j", Schedule: every{period: time.Minute, origin: t0}, Action: a}})); err != nil {
 			t.Fatal(err)
 		}
-		if st := h.svc.Status(); st.StoreState != api.StoreOpen || st.Store != filepath.Join(dir, DBName) {
+		if st := h.svc.Status(); st.StoreState != api.StoreOpen || st.Store != filepath.Join(dir, sqlite.TasksFile) {
 			t.Fatalf("status %+v", st)
 		}
 		sleepTo(time.Minute)
@@ -95,4 +67,32 @@ func TestStoreOpensWithFirstJob(t *testing.T) {
 			t.Fatal("the added job did not run")
 		}
 	})
+}
+
+// R-INPUT-01: the service refuses to start on a damaged task store, with the store's
+// error; a store never created opens without asking.
+func TestCronServiceRefusesDamagedStore_RINPUT01(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, sqlite.TasksFile)
+	st, err := sqlite.OpenTasks(context.Background(), path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := st.Commit(context.Background(), &store.TaskBatch{Jobs: []*store.CronJob{{Name: "j", Schedule: "s"}}}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	if err := os.Truncate(path, 0); err != nil {
+		t.Fatal(err)
+	}
+	job := Job{Name: "j", Schedule: every{period: time.Hour, origin: t0}, Action: &fakeAction{}}
+	_, err = New(configured(Config{OpenStore: sqliteAt(dir), Jobs: []Job{job}}))
+	if !errors.Is(err, storeid.ErrDamaged) || !strings.Contains(err.Error(), path) {
+		t.Fatalf("New on an emptied store = %v, want a damaged store naming %s", err, path)
+	}
+	svc, err := New(configured(Config{OpenStore: sqliteAt(t.TempDir()), Jobs: []Job{job}}))
+	if err != nil {
+		t.Fatalf("New in a new state dir: %v", err)
+	}
+	svc.closeStore()
 }

@@ -8,34 +8,15 @@ import (
 	"time"
 
 	"github.com/schedd/schedd/internal/api"
+	"github.com/schedd/schedd/internal/store"
 )
 
 // task is one run of a job as the service keeps it: every queued or running task, and
 // ended ones until their state is committed.
 type task struct {
-	id      int64
-	job     string
-	kind    api.TaskKind
-	runKey  string // a slot's: formatted when the task is first written (flush)
-	attempt int
-	slot    time.Time // zero for a manual run
-	due     time.Time
-	state   api.TaskState
-	reason  string
-	queued  time.Time
-	started time.Time
-	ended   time.Time
+	store.Task
 
-	exitCode   *int
-	signal     string
-	httpStatus int
-	class      string
-	err        string
-	output     string
-	host       string // the host that ran it, on a fleet
-
-	stored bool // its row exists
-	dirty  bool // its row must be written
+	dirty bool // its row must be written
 
 	// In the job queue: its rank (nanoseconds on the service's monotonic clock, priority
 	// weighed in), its enqueue sequence and its heap index (-1: not queued).
@@ -77,22 +58,22 @@ func manualKey(job string) string {
 }
 
 // active reports whether t is queued or running.
-func (t *task) active() bool { return t.state == api.TaskQueued || t.state == api.TaskRunning }
+func (t *task) active() bool { return t.State == api.TaskQueued || t.State == api.TaskRunning }
 
 // info is what the action is told of t.
 func (t *task) info(timeout time.Duration) RunInfo {
-	return RunInfo{TaskID: t.id, Job: t.job, Kind: t.kind, Slot: t.slot, Due: t.due, Attempt: t.attempt,
-		RunKey: t.runKey, Timeout: timeout}
+	return RunInfo{TaskID: t.ID, Job: t.Job, Kind: t.Kind, Slot: t.Slot, Due: t.Due, Attempt: t.Attempt,
+		RunKey: t.RunKey, Timeout: timeout}
 }
 
 // apply records an outcome's result on t (not its state).
 func (t *task) apply(o outcome) {
-	t.exitCode, t.signal, t.httpStatus = o.res.ExitCode, o.res.Signal, o.res.HTTPStatus
-	t.output = preview(o.res.Output)
-	t.err = o.err
-	t.class = ""
+	t.ExitCode, t.Signal, t.HTTPStatus = o.res.ExitCode, o.res.Signal, o.res.HTTPStatus
+	t.Output = preview(o.res.Output)
+	t.Err = o.err
+	t.Class = ""
 	if o.failure() {
-		t.class = o.class.String()
+		t.Class = o.class.String()
 	}
 }
 
@@ -102,27 +83,4 @@ func preview(b []byte) string {
 		b = b[:MaxOutput]
 	}
 	return strings.ToValidUTF8(string(b), "")
-}
-
-// API is the task as the control API shows it.
-func (t *task) API() api.Task {
-	a := api.Task{ID: t.id, Job: t.job, Kind: t.kind, State: t.state, Reason: t.reason, RunKey: t.runKey,
-		Attempt: t.attempt, DueAt: t.due, QueuedAt: t.queued, ExitCode: t.exitCode, Signal: t.signal,
-		HTTPStatus: t.httpStatus, Class: t.class, Error: t.err, Output: t.output, Host: t.host}
-	if !t.slot.IsZero() {
-		s := t.slot
-		a.Slot = &s
-	}
-	if !t.started.IsZero() {
-		s := t.started
-		a.StartedAt = &s
-	}
-	if !t.ended.IsZero() {
-		e := t.ended
-		a.EndedAt = &e
-		if !t.started.IsZero() {
-			a.DurationMS = t.ended.Sub(t.started).Milliseconds()
-		}
-	}
-	return a
 }

@@ -9,14 +9,15 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/schedd/schedd/internal/api"
+	"github.com/schedd/schedd/internal/store"
 )
 
 // newTask creates a queued task of j; the caller admits or ends it. An empty key is the
 // slot's run key, formatted when the task is first written (flush), not in the pass.
 func (s *Service) newTask(j *jobState, kind api.TaskKind, key string, attempt int, slot, due, now time.Time) *task {
 	t := s.spareTask()
-	*t = task{id: s.nextID, job: j.def.Name, kind: kind, runKey: key, attempt: attempt, slot: slot, due: due,
-		state: api.TaskQueued, queued: now, qidx: -1, host: s.cfg.Host}
+	*t = task{Task: store.Task{ID: s.nextID, Job: j.def.Name, Kind: kind, RunKey: key, Attempt: attempt, Slot: slot, Due: due,
+		State: api.TaskQueued, Queued: now, Host: s.cfg.Host}, qidx: -1}
 	s.nextID++
 	j.active = append(j.active, t)
 	j.stored++
@@ -44,7 +45,7 @@ func (s *Service) admit(j *jobState, t *task, now time.Time) {
 			for _, a := range slices.Clone(j.active) { // end takes a out of j.active
 				switch {
 				case a == t:
-				case a.state == api.TaskQueued:
+				case a.State == api.TaskQueued:
 					s.dequeue(a)
 					s.end(a, api.TaskCancelled, api.ReasonReplaced, now)
 				default:
@@ -57,7 +58,7 @@ func (s *Service) admit(j *jobState, t *task, now time.Time) {
 	if s.q.Len() >= s.cfg.QueueSize+s.cfg.Workers-s.running {
 		s.queueFull++
 		s.end(t, api.TaskSkipped, api.ReasonQueueFull, now)
-		s.log.Warn("cron queue full: task skipped", zap.String("job", t.job), zap.Int64("task", t.id),
+		s.log.Warn("cron queue full: task skipped", zap.String("job", t.Job), zap.Int64("task", t.ID),
 			zap.Int("queue_size", s.cfg.QueueSize))
 		return
 	}
@@ -75,7 +76,7 @@ func (s *Service) monoNow() time.Time {
 
 // pastDeadline ends t as skipped if it could not start within its job's starting deadline.
 func (s *Service) pastDeadline(j *jobState, t *task, now time.Time) bool {
-	if dl := j.def.StartingDeadline; dl > 0 && now.Sub(t.due) > dl {
+	if dl := j.def.StartingDeadline; dl > 0 && now.Sub(t.Due) > dl {
 		s.end(t, api.TaskSkipped, api.ReasonDeadline, now)
 		return true
 	}
@@ -85,7 +86,7 @@ func (s *Service) pastDeadline(j *jobState, t *task, now time.Time) bool {
 // dequeue takes a queued task out of the queue (or out of its job's hold).
 func (s *Service) dequeue(t *task) {
 	s.q.remove(t)
-	if j := s.jobs[t.job]; j != nil && j.held == t {
+	if j := s.jobs[t.Job]; j != nil && j.held == t {
 		j.held = nil
 	}
 }
@@ -101,7 +102,7 @@ func (s *Service) dispatch() {
 		if t == nil {
 			return
 		}
-		j := s.jobs[t.job]
+		j := s.jobs[t.Job]
 		now := s.wall()
 		if s.pastDeadline(j, t, now) {
 			continue
@@ -110,8 +111,8 @@ func (s *Service) dispatch() {
 			j.held = t // starts when the run it replaces has ended
 			continue
 		}
-		t.state, t.started, t.host = api.TaskRunning, now, s.cfg.Host
-		s.cfg.Observe.late(t.job, now.Sub(t.due))
+		t.State, t.Started, t.Host = api.TaskRunning, now, s.cfg.Host
+		s.cfg.Observe.late(t.Job, now.Sub(t.Due))
 		s.markTask(t)
 		s.running++
 		j.running++
@@ -140,7 +141,7 @@ type result struct {
 func (s *Service) launch(t *task) {
 	ctx := t.ctx
 	t.ctx = nil
-	def := s.jobs[t.job].def
+	def := s.jobs[t.Job].def
 	timeout := def.Timeout
 	if a, ok := def.Action.(interface{ actionTimeout() time.Duration }); ok && a.actionTimeout() > 0 {
 		timeout = a.actionTimeout()
@@ -172,18 +173,18 @@ func (a *HTTP) actionTimeout() time.Duration { return a.Timeout }
 // finish records a run's result: the task ends, the job's failure count and retry follow.
 func (s *Service) finish(r result) {
 	t := r.t
-	if t.state != api.TaskRunning { // forgotten (forget)
+	if t.State != api.TaskRunning { // forgotten (forget)
 		return
 	}
-	j := s.jobs[t.job]
+	j := s.jobs[t.Job]
 	s.running--
 	j.running--
 	t.apply(r.o)
 	s.end(t, r.o.state, r.o.reason, r.ended)
 	switch {
 	case r.o.state == api.TaskSucceeded:
-		if j.row.failures != 0 {
-			j.row.failures = 0
+		if j.row.Failures != 0 {
+			j.row.Failures = 0
 			s.markJob(j)
 		}
 	case r.o.failure():
@@ -199,66 +200,66 @@ func (s *Service) finish(r result) {
 // failed counts a failure of j and schedules its retry, or disables j after DisableAfter
 // failures in a row.
 func (s *Service) failed(j *jobState, t *task, o outcome) {
-	j.row.failures++
+	j.row.Failures++
 	s.markJob(j)
-	s.log.Warn("cron task failed", zap.String("job", t.job), zap.Int64("task", t.id), zap.Int("attempt", t.attempt),
-		zap.String("state", string(o.state)), zap.String("class", o.class.String()), zap.String("error", t.err),
-		zap.Int("failures", j.row.failures))
+	s.log.Warn("cron task failed", zap.String("job", t.Job), zap.Int64("task", t.ID), zap.Int("attempt", t.Attempt),
+		zap.String("state", string(o.state)), zap.String("class", o.class.String()), zap.String("error", t.Err),
+		zap.Int("failures", j.row.Failures))
 	if j.removed || !j.enabled() {
 		return
 	}
-	if n := j.def.DisableAfter; n > 0 && j.row.failures >= n {
-		last := t.err
+	if n := j.def.DisableAfter; n > 0 && j.row.Failures >= n {
+		last := t.Err
 		if last == "" {
 			last = string(o.state)
 		}
-		s.setEnabled(j, false, fmt.Sprintf("%d failures in a row; the last: %s", j.row.failures, last))
+		s.setEnabled(j, false, fmt.Sprintf("%d failures in a row; the last: %s", j.row.Failures, last))
 		s.log.Error("cron job disabled after repeated failures; `schedd cron enable` turns it back on",
-			zap.String("job", t.job), zap.Int("failures", j.row.failures), zap.String("error", last))
+			zap.String("job", t.Job), zap.Int("failures", j.row.Failures), zap.String("error", last))
 		return
 	}
-	if o.class != Transient || t.attempt > j.def.Retry.Max {
+	if o.class != Transient || t.Attempt > j.def.Retry.Max {
 		return
 	}
 	now := s.wall()
 	s.dropRetry(j, api.ReasonSuperseded, now)
-	wait := j.def.Retry.Schedule.After(j.row.failures)
-	j.row.retry = &pendingRetry{at: t.ended.Add(wait), wait: wait, of: t.id, runKey: t.runKey, attempt: t.attempt + 1, slot: t.slot}
+	wait := j.def.Retry.Schedule.After(j.row.Failures)
+	j.row.Retry = &store.PendingRetry{At: t.Ended.Add(wait), Wait: wait, Of: t.ID, RunKey: t.RunKey, Attempt: t.Attempt + 1, Slot: t.Slot}
 	s.reschedule(j)
 }
 
 // runRetry admits j's pending retry.
 func (s *Service) runRetry(j *jobState, now time.Time) {
-	r := j.row.retry
-	j.row.retry = nil
+	r := j.row.Retry
+	j.row.Retry = nil
 	s.markJob(j)
-	s.admit(j, s.newTask(j, api.KindRetry, r.runKey, r.attempt, r.slot, r.at, now), now)
+	s.admit(j, s.newTask(j, api.KindRetry, r.RunKey, r.Attempt, r.Slot, r.At, now), now)
 }
 
 // dropRetry records j's pending retry, if any, as skipped for reason, and drops it.
 func (s *Service) dropRetry(j *jobState, reason string, now time.Time) {
-	r := j.row.retry
+	r := j.row.Retry
 	if r == nil {
 		return
 	}
-	j.row.retry = nil
+	j.row.Retry = nil
 	s.markJob(j)
-	s.end(s.newTask(j, api.KindRetry, r.runKey, r.attempt, r.slot, r.at, now), api.TaskSkipped, reason, now)
+	s.end(s.newTask(j, api.KindRetry, r.RunKey, r.Attempt, r.Slot, r.At, now), api.TaskSkipped, reason, now)
 	s.reschedule(j)
 }
 
 // end ends t in state: it leaves the active tasks and becomes its job's last, and the job's
 // history is pruned to its limit.
 func (s *Service) end(t *task, state api.TaskState, reason string, at time.Time) {
-	t.state, t.reason, t.ended = state, reason, at
-	s.cfg.Observe.ended(t.job, state)
+	t.State, t.Reason, t.Ended = state, reason, at
+	s.cfg.Observe.ended(t.Job, state)
 	s.markTask(t)
 	s.ended = append(s.ended, t)
-	if j := s.jobs[t.job]; j != nil {
+	if j := s.jobs[t.Job]; j != nil {
 		j.drop(t)
-		j.last = lastOf(t)
+		j.last = store.LastOf(&t.Task)
 		if over := j.stored - j.def.HistoryLimit; over > 0 {
-			s.prunes[t.job] = over
+			s.prunes[t.Job] = over
 		}
 	}
 }
@@ -266,7 +267,7 @@ func (s *Service) end(t *task, state api.TaskState, reason string, at time.Time)
 // forget drops a task whose (run key, attempt) the store already held: it must not run.
 func (s *Service) forget(t *task) {
 	s.q.remove(t)
-	j := s.jobs[t.job]
+	j := s.jobs[t.Job]
 	if j == nil {
 		return
 	}
@@ -275,11 +276,11 @@ func (s *Service) forget(t *task) {
 	if j.held == t {
 		j.held = nil
 	}
-	if t.state == api.TaskRunning {
+	if t.State == api.TaskRunning {
 		s.running--
 		j.running--
 		t.cancel(nil)
 		t.ctx = nil
 	}
-	t.state = api.TaskSkipped
+	t.State = api.TaskSkipped
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"path/filepath"
 	"slices"
 	"time"
 
@@ -15,8 +16,9 @@ import (
 	"github.com/schedd/schedd/internal/cron"
 	"github.com/schedd/schedd/internal/deliveries"
 	"github.com/schedd/schedd/internal/heartbeat"
-	"github.com/schedd/schedd/internal/queue"
 	"github.com/schedd/schedd/internal/server"
+	"github.com/schedd/schedd/internal/store"
+	"github.com/schedd/schedd/internal/store/sqlite"
 )
 
 // cronUpdateTimeout bounds how long a reload waits for the cron loop to take the new jobs.
@@ -46,15 +48,19 @@ func (d *Daemon) setupCron() (*component, error) {
 		Jobs:      jobs,
 		Workers:   c.Cron.Workers,
 		QueueSize: c.Cron.QueueSize,
-		StateDir:  d.opts.StateDir,
 		Logger:    d.log.Named("cron"),
 		Deps:      cron.Deps{Wake: d.cronWake, Deliver: d.cronDeliver, Environ: d.opts.Environ},
 		Observe:   d.cronObserver(),
 	}
+	if dir := d.opts.StateDir; dir != "" {
+		cfg.OpenStore = func(ctx context.Context) (store.TaskStore, error) {
+			return sqlite.OpenTasks(ctx, filepath.Join(dir, sqlite.TasksFile), cfg.Logger)
+		}
+	}
 	var svc cronService
 	if db := d.fleetDB; db != nil {
 		cfg.Host = db.HostID()
-		svc, err = cron.NewFleet(cron.FleetConfig{Config: cfg, Pool: db.Pool(), Opened: db.Opened(), Lease: db.HostLease()})
+		svc, err = cron.NewFleet(cron.FleetConfig{Config: cfg, DB: db.Cron(), Opened: db.Opened(), Lease: db.HostLease()})
 	} else {
 		svc, err = cron.New(cfg)
 	}
@@ -180,8 +186,8 @@ func (d *Daemon) cronDeliver(ctx context.Context, r cron.DeliverRequest) (int64,
 	switch {
 	case err == nil:
 		return e.ID, nil
-	case errors.Is(err, deliveries.ErrUnknownSink), errors.Is(err, queue.ErrPayloadTooLarge),
-		errors.Is(err, queue.ErrInvalid), errors.Is(err, queue.ErrKeyMismatch):
+	case errors.Is(err, deliveries.ErrUnknownSink), errors.Is(err, store.ErrPayloadTooLarge),
+		errors.Is(err, store.ErrInvalid), errors.Is(err, store.ErrKeyMismatch):
 		return 0, cron.PermanentError(err)
 	}
 	return 0, err

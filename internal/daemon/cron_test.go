@@ -22,6 +22,7 @@ import (
 	"github.com/schedd/schedd/internal/cron"
 	"github.com/schedd/schedd/internal/heartbeat"
 	"github.com/schedd/schedd/internal/server"
+	"github.com/schedd/schedd/internal/store/sqlite"
 )
 
 // TestCronDefaultsAgree: the names the config file's defaults use are the cron runtime's.
@@ -380,7 +381,7 @@ func TestCronIdleDaemonHasNoStore(t *testing.T) {
 	if st == nil || st.StoreState != api.StoreNotOpened || len(st.Jobs) != 0 || st.Store != "" {
 		t.Fatalf("cron status without jobs: %+v", st)
 	}
-	db := filepath.Join(cd.dir, cron.DBName)
+	db := filepath.Join(cd.dir, sqlite.TasksFile)
 	if _, err := os.Stat(db); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("%s: %v, want no file", db, err)
 	}

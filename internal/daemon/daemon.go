@@ -25,9 +25,9 @@ import (
 	"github.com/schedd/schedd/internal/heartbeat"
 	"github.com/schedd/schedd/internal/metrics"
 	"github.com/schedd/schedd/internal/platform"
-	"github.com/schedd/schedd/internal/queue/pgstore"
 	"github.com/schedd/schedd/internal/restart"
 	"github.com/schedd/schedd/internal/server"
+	"github.com/schedd/schedd/internal/store/postgres"
 	"github.com/schedd/schedd/internal/supervisor"
 )
 
@@ -90,7 +90,7 @@ type Daemon struct {
 	deliveries *deliveries.Service
 	cron       cronService // the status page reads its tasks
 	// fleetDB is the delivery store when it is a fleet's PostgreSQL database: cron shares it.
-	fleetDB *pgstore.Store
+	fleetDB *postgres.Store
 	// output keeps the gateway's recent output lines for `schedd logs`.
 	output *supervisor.OutputRing
 	// metrics is nil unless metrics.listen is set (metrics.go).

@@ -16,10 +16,11 @@ import (
 	"github.com/schedd/schedd/internal/config"
 	"github.com/schedd/schedd/internal/deliveries"
 	"github.com/schedd/schedd/internal/platform"
-	"github.com/schedd/schedd/internal/queue"
-	"github.com/schedd/schedd/internal/queue/pgstore"
 	"github.com/schedd/schedd/internal/server"
-	"github.com/schedd/schedd/internal/storeid"
+	"github.com/schedd/schedd/internal/store"
+	"github.com/schedd/schedd/internal/store/postgres"
+	"github.com/schedd/schedd/internal/store/sqlite"
+	"github.com/schedd/schedd/internal/store/storeid"
 )
 
 // serviceRestartDelay is the pause before the delivery service is started again after it
@@ -43,21 +44,21 @@ const serviceRestartDelay = 5 * time.Second
 // letter with the reason) and goes on.
 func (d *Daemon) setupDeliveries() (*component, error) {
 	c := d.config()
-	store, err := d.openDeliveryStore(c)
+	ds, err := d.openDeliveryStore(c)
 	if err != nil {
 		return nil, err
 	}
 	sinks, err := d.deliverySinks(c)
 	if err != nil {
-		store.Close()
+		ds.Close()
 		return nil, err
 	}
-	svc, err := deliveries.New(DeliveryConfig(c.Deliveries), store, sinks, deliveries.Deps{Log: d.log, Observe: d.deliveryObserver()})
+	svc, err := deliveries.New(DeliveryConfig(c.Deliveries), ds, sinks, deliveries.Deps{Log: d.log, Observe: d.deliveryObserver()})
 	if err != nil {
-		store.Close()
+		ds.Close()
 		return nil, err
 	}
-	limits := server.DeliveryLimits{Path: store.Path(), MaxBody: c.Control.MaxBody,
+	limits := server.DeliveryLimits{Path: ds.Path(), MaxBody: c.Control.MaxBody,
 		Payload: c.Deliveries.MaxPayload.Bytes(), Entries: c.Deliveries.MaxEntries}
 	opened := c.Deliveries // what the store was opened with
 	d.deliveries = svc
@@ -66,12 +67,12 @@ func (d *Daemon) setupDeliveries() (*component, error) {
 		run: func(ctx context.Context) error {
 			defer func() {
 				svc.StoreClosing()
-				if err := store.Close(); err != nil {
+				if err := ds.Close(); err != nil {
 					d.log.Error("close the delivery store", zap.Error(err))
 				}
 			}()
 			select {
-			case <-store.Opened():
+			case <-ds.Opened():
 			case <-ctx.Done():
 				return nil
 			}
@@ -137,9 +138,9 @@ func storeChanges(a, b config.Deliveries) []string {
 	return out
 }
 
-// deliveryStore is a store the daemon runs deliveries on: queue.Lazy or pgstore.Store.
+// deliveryStore is a store the daemon runs deliveries on: sqlite.Lazy or postgres.Store.
 type deliveryStore interface {
-	queue.Store
+	store.Store
 	// Opened is closed once the store is open (a lazy SQLite store opens at the first enqueue).
 	Opened() <-chan struct{}
 	// Path names the store's file for messages; empty for Postgres (its DSN is a secret).
@@ -160,7 +161,7 @@ func (d *Daemon) openDeliveryStore(c *config.Config) (deliveryStore, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	store, err := queue.OpenLazy(ctx, path, queue.Options{
+	ds, err := sqlite.OpenLazy(ctx, path, sqlite.Options{
 		Synchronous: strings.ToLower(dc.Store.SQLite.Synchronous),
 		MaxPayload:  int(dc.MaxPayload.Bytes()),
 		MaxEntries:  dc.MaxEntries,
@@ -168,26 +169,26 @@ func (d *Daemon) openDeliveryStore(c *config.Config) (deliveryStore, error) {
 		OnCommit:    d.storeCommits(),
 	})
 	switch {
-	case errors.Is(err, queue.ErrCorrupt):
+	case errors.Is(err, store.ErrCorrupt):
 		return nil, storeid.Refuse(fmt.Errorf("delivery store: %w", err), path, "its entries are then never sent")
 	case err != nil:
 		return nil, fmt.Errorf("delivery store: %w", err)
 	}
-	if store.SQLite() == nil {
+	if ds.SQLite() == nil {
 		d.log.Info("delivery store not opened: the first enqueue creates it", zap.String("path", path))
 	}
-	return store, nil
+	return ds, nil
 }
 
 // openPostgresStore connects to the fleet's database. Its errors never name the DSN.
 func (d *Daemon) openPostgresStore(dc config.Deliveries, pg *config.PostgresStore) (deliveryStore, error) {
 	host := pg.HostID
 	if host == "" {
-		host = pgstore.DefaultHostID(d.opts.StateDir)
+		host = postgres.DefaultHostID(d.opts.StateDir)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	store, err := pgstore.Open(ctx, pg.DSN, pgstore.Options{
+	ds, err := postgres.Open(ctx, pg.DSN, postgres.Options{
 		HostID: host, HostLease: pg.Lease.D(), MaxConns: pg.MaxConns,
 		MaxPayload: int(dc.MaxPayload.Bytes()), MaxEntries: dc.MaxEntries,
 		Log: d.log.Named("deliveries"),
@@ -198,9 +199,9 @@ func (d *Daemon) openPostgresStore(dc config.Deliveries, pg *config.PostgresStor
 	if err != nil {
 		return nil, fmt.Errorf("delivery store (deliveries.store.postgres): %w", err)
 	}
-	d.log.Info("delivery store: postgres", zap.String("host_id", host), zap.Int("schema", store.Info().Schema))
-	d.fleetDB = store
-	return store, nil
+	d.log.Info("delivery store: postgres", zap.String("host_id", host), zap.Int("schema", ds.Info().Schema))
+	d.fleetDB = ds
+	return ds, nil
 }
 
 // DeliveryConfig turns the deliveries section of the config file into the delivery

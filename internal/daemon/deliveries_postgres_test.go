@@ -10,7 +10,7 @@ import (
 	"github.com/schedd/schedd/internal/api"
 	"github.com/schedd/schedd/internal/client"
 	"github.com/schedd/schedd/internal/config"
-	"github.com/schedd/schedd/internal/queue/pgstore/pgtest"
+	"github.com/schedd/schedd/internal/store/postgres/pgtest"
 )
 
 // With deliveries.store.postgres the daemon runs its deliveries on PostgreSQL: an entry is

@@ -20,8 +20,9 @@ import (
 	"github.com/schedd/schedd/internal/api"
 	"github.com/schedd/schedd/internal/client"
 	"github.com/schedd/schedd/internal/config"
-	"github.com/schedd/schedd/internal/queue"
 	"github.com/schedd/schedd/internal/server"
+	"github.com/schedd/schedd/internal/store"
+	"github.com/schedd/schedd/internal/store/sqlite"
 )
 
 // hookServer is an HTTP sink destination that records what it receives and answers with
@@ -351,7 +352,7 @@ func TestDeliveriesAPI(t *testing.T) {
 		t.Fatalf("status: %+v, %v", st, err)
 	}
 	ds := st.Deliveries
-	if ds.Pending != 3 || ds.Delivered != 1 || ds.Failed != 0 || ds.Synchronous != queue.SyncFull || ds.OldestPendingAt == nil ||
+	if ds.Pending != 3 || ds.Delivered != 1 || ds.Failed != 0 || ds.Synchronous != sqlite.SyncFull || ds.OldestPendingAt == nil ||
 		ds.LastRecovery == nil || ds.DiskFull || ds.EnqueueError != nil || len(ds.Sinks) != 3 {
 		t.Fatalf("deliveries status %+v", ds)
 	}
@@ -416,7 +417,7 @@ func TestDeliveryStoreOpenErrors(t *testing.T) {
 	cfg := config.Default()
 	d := &Daemon{opts: Options{StateDir: dir, Config: cfg}, log: zap.NewNop(), cfg: cfg}
 	_, err := d.setupDeliveries()
-	if !errors.Is(err, queue.ErrCorrupt) || !strings.Contains(err.Error(), filepath.Join(dir, "schedd.db")) ||
+	if !errors.Is(err, store.ErrCorrupt) || !strings.Contains(err.Error(), filepath.Join(dir, "schedd.db")) ||
 		!strings.Contains(err.Error(), "move it aside") {
 		t.Fatalf("corrupt store: %v", err)
 	}

@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/schedd/schedd/internal/queue/pgstore/pgtest"
+	"github.com/schedd/schedd/internal/store/postgres/pgtest"
 )
 
 // TestMain stops the PostgreSQL cluster that the Postgres store's tests started, if any.

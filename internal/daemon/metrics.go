@@ -14,7 +14,7 @@ import (
 	"github.com/schedd/schedd/internal/deliveries"
 	"github.com/schedd/schedd/internal/heartbeat"
 	"github.com/schedd/schedd/internal/metrics"
-	"github.com/schedd/schedd/internal/queue"
+	"github.com/schedd/schedd/internal/store"
 )
 
 // listenMetrics binds metrics.listen, before anything is started so that a port in use
@@ -97,9 +97,9 @@ func commitErrorKind(err error) string {
 	switch {
 	case err == nil:
 		return ""
-	case errors.Is(err, queue.ErrDiskFull):
+	case errors.Is(err, store.ErrDiskFull):
 		return "disk_full"
-	case errors.Is(err, queue.ErrCorrupt):
+	case errors.Is(err, store.ErrCorrupt):
 		return "corrupt"
 	}
 	return "io"

@@ -5,7 +5,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/schedd/schedd/internal/queue"
+	"github.com/schedd/schedd/internal/store"
 )
 
 // TestCommitErrorKind: a failed commit's label is one of a fixed few, whatever its text.
@@ -15,9 +15,9 @@ func TestCommitErrorKind(t *testing.T) {
 		want string
 	}{
 		{nil, ""},
-		{fmt.Errorf("%w: %w", queue.ErrDiskFull, syscall.ENOSPC), "disk_full"},
-		{fmt.Errorf("%w: database disk image is malformed", queue.ErrCorrupt), "corrupt"},
-		{fmt.Errorf("%w: fsync /var/lib/schedd/schedd.db: %w", queue.ErrStorage, syscall.EIO), "io"},
+		{fmt.Errorf("%w: %w", store.ErrDiskFull, syscall.ENOSPC), "disk_full"},
+		{fmt.Errorf("%w: database disk image is malformed", store.ErrCorrupt), "corrupt"},
+		{fmt.Errorf("%w: fsync /var/lib/schedd/schedd.db: %w", store.ErrStorage, syscall.EIO), "io"},
 	} {
 		if got := commitErrorKind(tc.err); got != tc.want {
 			t.Errorf("commitErrorKind(%v) = %q, want %q", tc.err, got, tc.want)

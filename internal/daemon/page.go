@@ -7,8 +7,8 @@ import (
 	"github.com/schedd/schedd/internal/api"
 	"github.com/schedd/schedd/internal/cron"
 	"github.com/schedd/schedd/internal/metrics"
-	"github.com/schedd/schedd/internal/queue"
 	"github.com/schedd/schedd/internal/server"
+	"github.com/schedd/schedd/internal/store"
 )
 
 // pageViews are the read-only views the status page on metrics.listen shows, read the way
@@ -50,7 +50,7 @@ func (v pageViews) DeadLetters(ctx context.Context, limit int) ([]api.Delivery, 
 	if v.d.deliveries == nil {
 		return nil, nil
 	}
-	list, err := v.d.deliveries.List(ctx, queue.Filter{State: queue.StateDead, Limit: limit})
+	list, err := v.d.deliveries.List(ctx, store.Filter{State: store.StateDead, Limit: limit})
 	out := make([]api.Delivery, 0, len(list))
 	for _, e := range list {
 		out = append(out, server.DeliveryView(e, false))

@@ -7,7 +7,7 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/schedd/schedd/internal/queue"
+	"github.com/schedd/schedd/internal/store"
 )
 
 // outcome is what one attempt on an entry came to.
@@ -58,32 +58,32 @@ type attemptResult struct {
 // the entry is due, claims it durably, sends it and records the outcome.
 func (s *Service) attempt(ctx context.Context, epoch, id int64, o attemptOpts) attemptResult {
 	e, err := s.store.Get(ctx, id)
-	if errors.Is(err, queue.ErrNotFound) {
+	if errors.Is(err, store.ErrNotFound) {
 		return attemptResult{out: outGone}
 	}
 	if err != nil {
 		return attemptResult{out: outStoreError, err: err}
 	}
-	if e.State == queue.StateSending && e.Epoch == epoch {
+	if e.State == store.StateSending && e.Epoch == epoch {
 		// One worker at a time attempts an entry, so a claim of this epoch that no worker
 		// holds is one whose MarkSending was stored but failed to say so (the database went
 		// away before its reply): nothing was sent under it. Left alone it would stay
 		// sending until its lease ran out; return it to pending and attempt it now.
 		switch err := s.store.Release(ctx, id, epoch, time.Now()); {
-		case errors.Is(err, queue.ErrNotOwner), errors.Is(err, queue.ErrNotFound):
+		case errors.Is(err, store.ErrNotOwner), errors.Is(err, store.ErrNotFound):
 			return attemptResult{out: outGone}
 		case err != nil:
 			return attemptResult{out: outStoreError, err: err}
 		}
 		s.entryLog(e).Warn("delivery found claimed by this process but not sent (the store failed after recording the claim): released")
-		if e, err = s.store.Get(ctx, id); errors.Is(err, queue.ErrNotFound) {
+		if e, err = s.store.Get(ctx, id); errors.Is(err, store.ErrNotFound) {
 			return attemptResult{out: outGone}
 		} else if err != nil {
 			return attemptResult{out: outStoreError, err: err}
 		}
 	}
 	interrupted := e.Interrupted(epoch)
-	if e.State != queue.StatePending && !interrupted {
+	if e.State != store.StatePending && !interrupted {
 		return attemptResult{out: outGone}
 	}
 	r := attemptResult{interrupted: interrupted}
@@ -119,7 +119,7 @@ func (s *Service) attempt(ctx context.Context, epoch, id int64, o attemptOpts) a
 		}
 	}
 	claimed, err := s.store.MarkSending(ctx, id, epoch, ClaimLease)
-	if errors.Is(err, queue.ErrNotClaimable) || errors.Is(err, queue.ErrNotFound) {
+	if errors.Is(err, store.ErrNotClaimable) || errors.Is(err, store.ErrNotFound) {
 		r.out = outGone
 		return r
 	}
@@ -146,7 +146,7 @@ func (s *Service) attemptDue(ctx context.Context, epoch, id int64, sinkName stri
 	}
 	claimed, err := s.store.ClaimIfDue(ctx, id, epoch, ClaimLease, p.cfg.MaxRetries)
 	switch {
-	case errors.Is(err, queue.ErrNotClaimable), errors.Is(err, queue.ErrNotFound):
+	case errors.Is(err, store.ErrNotClaimable), errors.Is(err, store.ErrNotFound):
 		return s.attempt(ctx, epoch, id, o)
 	case err != nil:
 		return attemptResult{out: outStoreError, err: err}
@@ -155,7 +155,7 @@ func (s *Service) attemptDue(ctx context.Context, epoch, id int64, sinkName stri
 }
 
 // send sends an entry epoch claimed (interrupted: one a crash cut) and records the outcome.
-func (s *Service) send(ctx context.Context, epoch int64, p *policy, sink Sink, claimed queue.Entry, log *zap.Logger,
+func (s *Service) send(ctx context.Context, epoch int64, p *policy, sink Sink, claimed store.Entry, log *zap.Logger,
 	interrupted bool, o attemptOpts) attemptResult {
 	id := claimed.ID
 	r := attemptResult{interrupted: interrupted}
@@ -203,7 +203,7 @@ func (s *Service) send(ctx context.Context, epoch int64, p *policy, sink Sink, c
 		log.Warn("delivery dead-lettered", zap.String("reason", v.Reason), zap.String("error", msg))
 	case claimed.Failures+1 >= p.cfg.MaxRetries:
 		r.out = s.finalize(ctx, log, "fail", outDead, func(ctx context.Context) error {
-			return s.store.Fail(ctx, id, epoch, queue.Failure{Err: msg, DeadReason: ReasonMaxRetries})
+			return s.store.Fail(ctx, id, epoch, store.Failure{Err: msg, DeadReason: ReasonMaxRetries})
 		})
 		log.Warn("delivery dead-lettered", zap.String("reason", ReasonMaxRetries),
 			zap.Int("failures", claimed.Failures+1), zap.String("error", msg))
@@ -212,7 +212,7 @@ func (s *Service) send(ctx context.Context, epoch int64, p *policy, sink Sink, c
 		next := NextAttemptAt(p.cfg.Schedule, failures, claimed.LastAttemptAt, time.Now(), p.cfg.Jitter, s.rand(),
 			v.RetryAfter, p.cfg.RetryAfterMax)
 		r.out = s.finalize(ctx, log, "fail", outFailed, func(ctx context.Context) error {
-			return s.store.Fail(ctx, id, epoch, queue.Failure{Err: msg, NextAt: next})
+			return s.store.Fail(ctx, id, epoch, store.Failure{Err: msg, NextAt: next})
 		})
 		r.next = next
 		log.Info("delivery failed, retry scheduled", zap.Int("failures", failures),
@@ -222,10 +222,10 @@ func (s *Service) send(ctx context.Context, epoch int64, p *policy, sink Sink, c
 }
 
 // deadUnsent dead-letters an entry that is not sent (expired, out of retries, no sink).
-func (s *Service) deadUnsent(ctx context.Context, log *zap.Logger, e queue.Entry, epoch int64, reason string, out outcome) outcome {
+func (s *Service) deadUnsent(ctx context.Context, log *zap.Logger, e store.Entry, epoch int64, reason string, out outcome) outcome {
 	err := s.store.Dead(ctx, e.ID, epoch, reason, "")
 	switch {
-	case errors.Is(err, queue.ErrNotFound), errors.Is(err, queue.ErrWrongState), errors.Is(err, queue.ErrNotOwner):
+	case errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrWrongState), errors.Is(err, store.ErrNotOwner):
 		return outGone
 	case err != nil:
 		log.Error("dead-letter delivery", zap.Error(err))
@@ -253,7 +253,7 @@ func (s *Service) finalize(ctx context.Context, log *zap.Logger, op string, out 
 		switch {
 		case err == nil:
 			return out
-		case errors.Is(err, queue.ErrNotOwner), errors.Is(err, queue.ErrNotFound):
+		case errors.Is(err, store.ErrNotOwner), errors.Is(err, store.ErrNotFound):
 			log.Warn("delivery outcome not recorded: claim lost", zap.String("op", op), zap.Error(err))
 			return outGone
 		}
@@ -270,6 +270,6 @@ func (s *Service) finalize(ctx context.Context, log *zap.Logger, op string, out 
 	}
 }
 
-func (s *Service) entryLog(e queue.Entry) *zap.Logger {
+func (s *Service) entryLog(e store.Entry) *zap.Logger {
 	return s.log.With(zap.Int64("id", e.ID), zap.String("sink", e.Sink), zap.String("idempotency_key", e.Key))
 }

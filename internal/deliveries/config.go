@@ -1,4 +1,4 @@
-// Package deliveries gives deliveries stored in internal/queue their semantics: sinks (http,
+// Package deliveries gives deliveries stored in internal/store their semantics: sinks (http,
 // exec, gateway), permanent and transient errors, the retry table, the recovery pass at
 // startup with its summary, and the runtime that arms every pending entry at its due time.
 //

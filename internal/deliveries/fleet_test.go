@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/schedd/schedd/internal/queue"
-	"github.com/schedd/schedd/internal/queue/pgstore"
-	"github.com/schedd/schedd/internal/queue/pgstore/pgtest"
+	"github.com/schedd/schedd/internal/store"
+	"github.com/schedd/schedd/internal/store/postgres"
+	"github.com/schedd/schedd/internal/store/postgres/pgtest"
 )
 
 // A host dies with claims on entries it enqueued (it stops renewing its lease mid-send):
@@ -33,7 +33,7 @@ func TestFleetSurvivorRescuesDeadHostClaims(t *testing.T) {
 		ids = append(ids, enqueueReq(t, a, Request{Sink: "hook", Key: fmt.Sprint("k", i)}).ID)
 	}
 	for _, id := range ids {
-		waitFor(t, storeB, id, 10*time.Second, func(e queue.Entry) bool { return e.State == queue.StateSending })
+		waitFor(t, storeB, id, 10*time.Second, func(e store.Entry) bool { return e.State == store.StateSending })
 	}
 	// host-a is gone: no more heartbeats, its sends never finish.
 	died := time.Now()
@@ -41,7 +41,7 @@ func TestFleetSurvivorRescuesDeadHostClaims(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, id := range ids {
-		waitFor(t, storeB, id, 3*lease, func(e queue.Entry) bool { return e.State == queue.StateDelivered })
+		waitFor(t, storeB, id, 3*lease, func(e store.Entry) bool { return e.State == store.StateDelivered })
 	}
 	took := time.Since(died)
 	t.Logf("host-b delivered host-a's claims %v after host-a died (lease %v)", took, lease)
@@ -76,10 +76,10 @@ func TestFleetNotifyWakesIdleHost(t *testing.T) {
 	t.Cleanup(start(t, b))
 	waitStarted(t, a)
 	waitStarted(t, b)
-	pgtest.WaitListening(t, dsn, pgstore.Channel, 2)
+	pgtest.WaitListening(t, dsn, postgres.Channel, 2)
 	began := time.Now()
 	e := enqueueReq(t, a, Request{Sink: "hook", Key: "k"})
-	waitFor(t, storeB, e.ID, 10*time.Second, func(e queue.Entry) bool { return e.State == queue.StateDelivered })
+	waitFor(t, storeB, e.ID, 10*time.Second, func(e store.Entry) bool { return e.State == store.StateDelivered })
 	t.Logf("host-b delivered host-a's entry %v after its enqueue", time.Since(began))
 	if n := len(sinkB.Sends()); n != 1 {
 		t.Errorf("host-b sent %d times, want once", n)
@@ -90,9 +90,9 @@ func TestFleetNotifyWakesIdleHost(t *testing.T) {
 }
 
 // openPG opens the Postgres store of host on dsn, closed when the test ends.
-func openPG(t *testing.T, dsn, host string, lease time.Duration) *pgstore.Store {
+func openPG(t *testing.T, dsn, host string, lease time.Duration) *postgres.Store {
 	t.Helper()
-	s, err := pgstore.Open(context.Background(), dsn, pgstore.Options{HostID: host, HostLease: lease, MaxConns: 4})
+	s, err := postgres.Open(context.Background(), dsn, postgres.Options{HostID: host, HostLease: lease, MaxConns: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +102,7 @@ func openPG(t *testing.T, dsn, host string, lease time.Duration) *pgstore.Store 
 
 // noWake hides a shared store's notifications (as when they are lost): only the rescan
 // timer finds what other hosts left.
-type noWake struct{ *pgstore.Store }
+type noWake struct{ *postgres.Store }
 
 func (noWake) Wake() <-chan struct{} { return nil }
 
@@ -129,9 +129,9 @@ func waitStarted(t *testing.T, s *Service) {
 }
 
 // waitFor polls entry id until ok says yes.
-func waitFor(t *testing.T, s queue.Store, id int64, within time.Duration, ok func(queue.Entry) bool) {
+func waitFor(t *testing.T, s store.Store, id int64, within time.Duration, ok func(store.Entry) bool) {
 	t.Helper()
-	var e queue.Entry
+	var e store.Entry
 	var err error
 	for deadline := time.Now().Add(within); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		if e, err = s.Get(context.Background(), id); err == nil && ok(e) {

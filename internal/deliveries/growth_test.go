@@ -10,8 +10,8 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/schedd/schedd/internal/queue"
-	"github.com/schedd/schedd/internal/queue/queuetest"
+	"github.com/schedd/schedd/internal/store"
+	"github.com/schedd/schedd/internal/store/storetest"
 )
 
 // downSink is a sink that is not ready while down is set; it keeps nothing per call, so
@@ -54,11 +54,11 @@ func heapInUse() uint64 {
 func TestQueueGrowthSinkDown_RDLV06(t *testing.T) {
 	const bound = 1000
 	synctest.Test(t, func(t *testing.T) {
-		store := queuetest.NewMemory()
-		store.MaxEntries = bound
+		ds := storetest.NewMemory()
+		ds.MaxEntries = bound
 		sink := &downSink{}
 		sink.down.Store(true)
-		s := newService(t, parityConfig(), store, map[string]Sink{"gateway": sink})
+		s := newService(t, parityConfig(), ds, map[string]Sink{"gateway": sink})
 		stop := start(t, s)
 		defer stop()
 		synctest.Wait()
@@ -71,7 +71,7 @@ func TestQueueGrowthSinkDown_RDLV06(t *testing.T) {
 			switch {
 			case err == nil:
 				accepted++
-			case errors.Is(err, queue.ErrQueueFull):
+			case errors.Is(err, store.ErrQueueFull):
 				refused++
 				if refused == 1 {
 					synctest.Wait()

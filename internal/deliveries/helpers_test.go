@@ -12,9 +12,9 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 
-	"github.com/schedd/schedd/internal/queue"
-	"github.com/schedd/schedd/internal/queue/pgstore/pgtest"
-	"github.com/schedd/schedd/internal/queue/queuetest"
+	"github.com/schedd/schedd/internal/store"
+	"github.com/schedd/schedd/internal/store/postgres/pgtest"
+	"github.com/schedd/schedd/internal/store/storetest"
 )
 
 // TestMain checks that no goroutine outlives the tests, once the PostgreSQL cluster that the
@@ -108,9 +108,9 @@ func parityConfig() Config {
 	return c
 }
 
-func newService(t *testing.T, cfg Config, store queue.Store, sinks map[string]Sink) *Service {
+func newService(t *testing.T, cfg Config, ds store.Store, sinks map[string]Sink) *Service {
 	t.Helper()
-	s, err := New(cfg, store, sinks, Deps{Log: testLogger(t)})
+	s, err := New(cfg, ds, sinks, Deps{Log: testLogger(t)})
 	if err != nil {
 		t.Fatalf("new service: %v", err)
 	}
@@ -119,9 +119,9 @@ func newService(t *testing.T, cfg Config, store queue.Store, sinks map[string]Si
 
 // runHook starts a service with parityConfig and sink as its one sink, "hook", and stops
 // it when the test ends.
-func runHook(t *testing.T, store queue.Store, sink Sink) *Service {
+func runHook(t *testing.T, ds store.Store, sink Sink) *Service {
 	t.Helper()
-	s := newService(t, parityConfig(), store, map[string]Sink{"hook": sink})
+	s := newService(t, parityConfig(), ds, map[string]Sink{"hook": sink})
 	t.Cleanup(start(t, s))
 	return s
 }
@@ -147,7 +147,7 @@ func start(t *testing.T, s *Service) (stop func()) {
 	}
 }
 
-func mustGet(t *testing.T, s queue.Store, id int64) queue.Entry {
+func mustGet(t *testing.T, s store.Store, id int64) store.Entry {
 	t.Helper()
 	e, err := s.Get(context.Background(), id)
 	if err != nil {
@@ -156,7 +156,7 @@ func mustGet(t *testing.T, s queue.Store, id int64) queue.Entry {
 	return e
 }
 
-func enqueueReq(t *testing.T, s *Service, r Request) queue.Entry {
+func enqueueReq(t *testing.T, s *Service, r Request) store.Entry {
 	t.Helper()
 	e, _, err := s.Enqueue(context.Background(), r)
 	if err != nil {
@@ -166,7 +166,7 @@ func enqueueReq(t *testing.T, s *Service, r Request) queue.Entry {
 }
 
 // putEntry stores an entry in a given state directly (the past of a crashed process).
-func putEntry(m *queuetest.Memory, e queue.Entry) queue.Entry {
+func putEntry(m *storetest.Memory, e store.Entry) store.Entry {
 	if e.Key == "" {
 		e.Key = fmt.Sprint("put-", putSeq.Add(1))
 	}
@@ -180,7 +180,7 @@ func putEntry(m *queuetest.Memory, e queue.Entry) queue.Entry {
 		e.Payload = []byte("payload")
 	}
 	m.Put(e)
-	list, _ := m.List(context.Background(), queue.Filter{Limit: 1000})
+	list, _ := m.List(context.Background(), store.Filter{Limit: 1000})
 	return list[len(list)-1]
 }
 

@@ -8,29 +8,29 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/schedd/schedd/internal/queue"
-	"github.com/schedd/schedd/internal/queue/queuetest"
+	"github.com/schedd/schedd/internal/store"
+	"github.com/schedd/schedd/internal/store/storetest"
 )
 
 // lostClaimReply is a store whose next claims (MarkSending, ClaimIfDue) record the claim and
 // then fail, as a database does that goes away between its commit and its reply.
 type lostClaimReply struct {
-	*queuetest.Memory
+	*storetest.Memory
 	lose atomic.Int32 // how many claims lose their reply
 }
 
-func (l *lostClaimReply) MarkSending(ctx context.Context, id, epoch int64, lease time.Duration) (queue.Entry, error) {
+func (l *lostClaimReply) MarkSending(ctx context.Context, id, epoch int64, lease time.Duration) (store.Entry, error) {
 	return l.lost(l.Memory.MarkSending(ctx, id, epoch, lease))
 }
 
-func (l *lostClaimReply) ClaimIfDue(ctx context.Context, id, epoch int64, lease time.Duration, maxFailures int) (queue.Entry, error) {
+func (l *lostClaimReply) ClaimIfDue(ctx context.Context, id, epoch int64, lease time.Duration, maxFailures int) (store.Entry, error) {
 	return l.lost(l.Memory.ClaimIfDue(ctx, id, epoch, lease, maxFailures))
 }
 
 // lost turns a claim into a failure while claims are to lose their reply.
-func (l *lostClaimReply) lost(e queue.Entry, err error) (queue.Entry, error) {
+func (l *lostClaimReply) lost(e store.Entry, err error) (store.Entry, error) {
 	if err == nil && l.lose.Add(-1) >= 0 {
-		return queue.Entry{}, fmt.Errorf("claim %d: %w (%w): unexpected EOF", e.ID, queue.ErrUnavailable, queue.ErrStorage)
+		return store.Entry{}, fmt.Errorf("claim %d: %w (%w): unexpected EOF", e.ID, store.ErrUnavailable, store.ErrStorage)
 	}
 	return e, err
 }
@@ -43,14 +43,14 @@ func TestLostClaimReplyIsReleased(t *testing.T) {
 	for _, atStart := range []bool{false, true} {
 		t.Run(fmt.Sprint("at_start=", atStart), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				store := &lostClaimReply{Memory: queuetest.NewMemory()}
-				store.lose.Store(2)
+				ds := &lostClaimReply{Memory: storetest.NewMemory()}
+				ds.lose.Store(2)
 				sink := &fakeSink{}
-				var e queue.Entry
+				var e store.Entry
 				if atStart {
-					e = putEntry(store.Memory, queue.Entry{Sink: "hook", Key: "k", State: queue.StatePending})
+					e = putEntry(ds.Memory, store.Entry{Sink: "hook", Key: "k", State: store.StatePending})
 				}
-				s := newService(t, parityConfig(), store, map[string]Sink{"hook": sink})
+				s := newService(t, parityConfig(), ds, map[string]Sink{"hook": sink})
 				stop := start(t, s)
 				defer stop()
 				synctest.Wait()
@@ -59,8 +59,8 @@ func TestLostClaimReplyIsReleased(t *testing.T) {
 				}
 				time.Sleep(time.Minute) // the lease is 5 minutes
 				synctest.Wait()
-				g := mustGet(t, store, e.ID)
-				if sends := sink.Sends(); len(sends) != 1 || g.State != queue.StateDelivered {
+				g := mustGet(t, ds, e.ID)
+				if sends := sink.Sends(); len(sends) != 1 || g.State != store.StateDelivered {
 					t.Fatalf("after two lost claim replies: %d sends, entry %+v; want it delivered once", len(sends), g)
 				}
 			})
@@ -74,13 +74,13 @@ func TestLostClaimReplyIsReleased(t *testing.T) {
 // store (never, on a store that is not shared).
 func TestEnqueueAgainArmsStoredEntry(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := queuetest.NewMemory()
+		ds := storetest.NewMemory()
 		sink := &fakeSink{}
-		s := runHook(t, store, sink)
+		s := runHook(t, ds, sink)
 		synctest.Wait()
 		// What the lost commits stored, unknown to the runtime.
-		a := putEntry(store, queue.Entry{Sink: "hook", Key: "a", Payload: []byte("x"), State: queue.StatePending})
-		b := putEntry(store, queue.Entry{Sink: "hook", Key: "b", Payload: []byte("x"), State: queue.StatePending})
+		a := putEntry(ds, store.Entry{Sink: "hook", Key: "a", Payload: []byte("x"), State: store.StatePending})
+		b := putEntry(ds, store.Entry{Sink: "hook", Key: "b", Payload: []byte("x"), State: store.StatePending})
 		time.Sleep(time.Minute)
 		synctest.Wait()
 		if n := len(sink.Sends()); n != 0 {
@@ -94,8 +94,8 @@ func TestEnqueueAgainArmsStoredEntry(t *testing.T) {
 			t.Fatalf("enqueue batch again = %+v, %v", res, err)
 		}
 		synctest.Wait()
-		for _, e := range []queue.Entry{a, b} {
-			if g := mustGet(t, store, e.ID); g.State != queue.StateDelivered {
+		for _, e := range []store.Entry{a, b} {
+			if g := mustGet(t, ds, e.ID); g.State != store.StateDelivered {
 				t.Fatalf("entry %s enqueued again = %+v, want delivered at once", e.Key, g)
 			}
 		}

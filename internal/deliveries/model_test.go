@@ -9,8 +9,8 @@ import (
 
 	"pgregory.net/rapid"
 
-	"github.com/schedd/schedd/internal/queue"
-	"github.com/schedd/schedd/internal/queue/queuetest"
+	"github.com/schedd/schedd/internal/store"
+	"github.com/schedd/schedd/internal/store/storetest"
 )
 
 // Attempt outcomes a scripted sink can return.
@@ -24,7 +24,7 @@ const (
 
 // modelResult is what the pure reference model predicts for one entry.
 type modelResult struct {
-	state    queue.State
+	state    store.State
 	attempts int
 	failures int
 	reason   string
@@ -44,10 +44,10 @@ func model(maxRetries int, schedule []time.Duration, jitter float64, outcomes []
 		r.attempts++
 		switch o {
 		case oOK:
-			r.state = queue.StateDelivered
+			r.state = store.StateDelivered
 			return r
 		case oPermanent, oPermText:
-			r.state, r.reason = queue.StateDead, "permanent error"
+			r.state, r.reason = store.StateDead, "permanent error"
 			return r
 		case oNotReady:
 			// Released due now; the runtime re-arms it no sooner than the floor.
@@ -55,7 +55,7 @@ func model(maxRetries int, schedule []time.Duration, jitter float64, outcomes []
 		case oTransient:
 			r.failures++
 			if r.failures >= maxRetries {
-				r.state, r.reason = queue.StateDead, ReasonMaxRetries
+				r.state, r.reason = store.StateDead, ReasonMaxRetries
 				return r
 			}
 			d := schedule[min(r.failures, len(schedule)-1)] // P6: table[min(k, len-1)], written out independently
@@ -87,10 +87,10 @@ func TestDeliveryModel_P4_P6(t *testing.T) {
 			oPermanent, oPermText, oNotReady}), 0, 12).Draw(rt, "outcomes")
 		seed := rapid.Float64Range(0, 0.999).Draw(rt, "rand")
 
-		var got queue.Entry
+		var got store.Entry
 		var sends []send
 		synctest.Test(t, func(t *testing.T) {
-			store := queuetest.NewMemory()
+			ds := storetest.NewMemory()
 			sink := &fakeSink{script: func(d Delivery) error {
 				o := oOK
 				if d.Attempt-1 < len(outcomes) {
@@ -110,7 +110,7 @@ func TestDeliveryModel_P4_P6(t *testing.T) {
 			}}
 			cfg := productionConfig()
 			cfg.MaxRetries, cfg.Schedule, cfg.Jitter = maxRetries, schedule, jitter
-			s, err := New(cfg, store, map[string]Sink{"hook": sink}, Deps{Rand: func() float64 { return seed }})
+			s, err := New(cfg, ds, map[string]Sink{"hook": sink}, Deps{Rand: func() float64 { return seed }})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -120,7 +120,7 @@ func TestDeliveryModel_P4_P6(t *testing.T) {
 			time.Sleep(48 * time.Hour)
 			synctest.Wait()
 			stop()
-			got = mustGet(t, store, e.ID)
+			got = mustGet(t, ds, e.ID)
 			sends = sink.Sends()
 		})
 		want := model(maxRetries, schedule, jitter, outcomes)

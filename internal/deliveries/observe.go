@@ -4,7 +4,7 @@ import (
 	"time"
 
 	"github.com/schedd/schedd/internal/api"
-	"github.com/schedd/schedd/internal/queue"
+	"github.com/schedd/schedd/internal/store"
 )
 
 // Observer is told what the service does, for metrics. Its functions must be quick and
@@ -26,7 +26,7 @@ var attemptResults = map[outcome]string{
 }
 
 // attempt reports a send of e that came to r.
-func (o Observer) attempt(e queue.Entry, r attemptResult) {
+func (o Observer) attempt(e store.Entry, r attemptResult) {
 	result, ok := attemptResults[r.out]
 	if !ok {
 		result = "unrecorded"

@@ -10,15 +10,15 @@ import (
 	"time"
 
 	"github.com/schedd/schedd/internal/api"
-	"github.com/schedd/schedd/internal/queue"
-	"github.com/schedd/schedd/internal/queue/queuetest"
+	"github.com/schedd/schedd/internal/store"
+	"github.com/schedd/schedd/internal/store/storetest"
 )
 
 // TestObserver: each send reaches the observer with its result and class in their bounded
 // forms (never the error text), a dead letter with its reason, and the pass with its summary.
 func TestObserver(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := queuetest.NewMemory()
+		ds := storetest.NewMemory()
 		errs := map[string]error{
 			"ok":   nil,
 			"404":  &SendError{Class: Permanent, Err: errors.New("HTTP 404 Not Found"), Status: 404},
@@ -26,9 +26,9 @@ func TestObserver(t *testing.T) {
 			"wait": NotReadyError(nil),
 		}
 		for k := range errs {
-			putEntry(store, queue.Entry{Key: k, Sink: "hook", State: queue.StatePending, CreatedAt: time.Now().Add(-time.Minute)})
+			putEntry(ds, store.Entry{Key: k, Sink: "hook", State: store.StatePending, CreatedAt: time.Now().Add(-time.Minute)})
 		}
-		putEntry(store, queue.Entry{Sink: "removed", State: queue.StatePending})
+		putEntry(ds, store.Entry{Sink: "removed", State: store.StatePending})
 		var mu sync.Mutex
 		var got []string
 		var ages []time.Duration
@@ -46,7 +46,7 @@ func TestObserver(t *testing.T) {
 			Pass:       func(s api.RecoverySummary) { mu.Lock(); passes = append(passes, s); mu.Unlock() },
 		}
 		sink := &fakeSink{script: func(d Delivery) error { return errs[d.Key] }}
-		s, err := New(parityConfig(), store, map[string]Sink{"hook": sink}, Deps{Log: testLogger(t), Observe: obs})
+		s, err := New(parityConfig(), ds, map[string]Sink{"hook": sink}, Deps{Log: testLogger(t), Observe: obs})
 		if err != nil {
 			t.Fatal(err)
 		}

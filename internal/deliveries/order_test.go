@@ -8,8 +8,8 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/schedd/schedd/internal/queue"
-	"github.com/schedd/schedd/internal/queue/queuetest"
+	"github.com/schedd/schedd/internal/store"
+	"github.com/schedd/schedd/internal/store/storetest"
 )
 
 // streamKeys are the keys m001..m100 of one stream to one sink, in enqueue order.
@@ -39,7 +39,7 @@ func sentKeys(sink *fakeSink) []string {
 func TestOrderAcrossRestart_RDLV08(t *testing.T) {
 	t.Run("crash mid-stream, one worker", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			store := queuetest.NewMemory()
+			ds := storetest.NewMemory()
 			cfg := parityConfig()
 			cfg.Workers = 1
 			var crashed atomic.Bool
@@ -47,11 +47,11 @@ func TestOrderAcrossRestart_RDLV08(t *testing.T) {
 				time.Sleep(100 * time.Millisecond)
 				if d.Key == "m041" && !crashed.Swap(true) {
 					// The process dies after this send: nothing it writes from now on lands.
-					store.SetWriteFault(func(string) error { return fmt.Errorf("%w: process killed", queue.ErrStorage) })
+					ds.SetWriteFault(func(string) error { return fmt.Errorf("%w: process killed", store.ErrStorage) })
 				}
 				return nil
 			}}
-			s1 := newService(t, cfg, store, map[string]Sink{"hook": sink})
+			s1 := newService(t, cfg, ds, map[string]Sink{"hook": sink})
 			stop := start(t, s1)
 			synctest.Wait()
 			keys := streamKeys()
@@ -60,9 +60,9 @@ func TestOrderAcrossRestart_RDLV08(t *testing.T) {
 			}
 			time.Sleep(time.Minute)
 			stop()
-			store.SetWriteFault(nil)
+			ds.SetWriteFault(nil)
 
-			s2 := newService(t, cfg, store, map[string]Sink{"hook": sink})
+			s2 := newService(t, cfg, ds, map[string]Sink{"hook": sink})
 			stop = start(t, s2)
 			defer stop()
 			time.Sleep(time.Hour)
@@ -78,7 +78,7 @@ func TestOrderAcrossRestart_RDLV08(t *testing.T) {
 	})
 	t.Run("a failed send goes after later entries", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			store := queuetest.NewMemory()
+			ds := storetest.NewMemory()
 			cfg := parityConfig()
 			cfg.Workers = 1
 			sink := &fakeSink{script: func(d Delivery) error {
@@ -88,7 +88,7 @@ func TestOrderAcrossRestart_RDLV08(t *testing.T) {
 				}
 				return nil
 			}}
-			s := newService(t, cfg, store, map[string]Sink{"hook": sink})
+			s := newService(t, cfg, ds, map[string]Sink{"hook": sink})
 			stop := start(t, s)
 			defer stop()
 			synctest.Wait()

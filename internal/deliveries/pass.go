@@ -11,7 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/schedd/schedd/internal/api"
-	"github.com/schedd/schedd/internal/queue"
+	"github.com/schedd/schedd/internal/store"
 )
 
 // maxActions bounds the actions a dry run lists.
@@ -32,7 +32,7 @@ func (s *Service) RecoverDryRun(ctx context.Context, progress func(scanned int))
 const livePage = 10_000
 
 // eachLive passes every live entry's ref to f, a page at a time, in id (enqueue) order.
-func (s *Service) eachLive(ctx context.Context, f func([]queue.Ref)) error {
+func (s *Service) eachLive(ctx context.Context, f func([]store.Ref)) error {
 	var after int64
 	for {
 		refs, err := s.store.Live(ctx, after, livePage)
@@ -48,7 +48,7 @@ func (s *Service) eachLive(ctx context.Context, f func([]queue.Ref)) error {
 }
 
 // liveRef is a live entry as the recovery pass holds it until it gets to it: a compact
-// queue.Ref (the pass holds every entry live at its start, 100,000 or more).
+// store.Ref (the pass holds every entry live at its start, 100,000 or more).
 type liveRef struct {
 	id, epoch     int64
 	next, expires int64 // unix ms; 0: none
@@ -93,11 +93,11 @@ func fromUnixMs(ms int64) time.Time {
 }
 
 // ref expands l again.
-func (l liveRef) ref(sinks []string) queue.Ref {
-	r := queue.Ref{ID: l.id, Sink: sinks[l.sink], Priority: int(l.prio), State: queue.StatePending, Failures: int(l.failures),
+func (l liveRef) ref(sinks []string) store.Ref {
+	r := store.Ref{ID: l.id, Sink: sinks[l.sink], Priority: int(l.prio), State: store.StatePending, Failures: int(l.failures),
 		NextAttemptAt: fromUnixMs(l.next), ExpiresAt: fromUnixMs(l.expires), Epoch: l.epoch}
 	if l.sending {
-		r.State = queue.StateSending
+		r.State = store.StateSending
 	}
 	return r
 }
@@ -115,9 +115,9 @@ func (s *Service) recoverPass(ctx context.Context, epoch int64, dry bool, progre
 	set := &liveSet{}
 	var sinks []string
 	index := map[string]uint32{}
-	err := s.eachLive(ctx, func(page []queue.Ref) {
+	err := s.eachLive(ctx, func(page []store.Ref) {
 		for _, r := range page {
-			if r.State == queue.StateSending && r.Epoch == epoch {
+			if r.State == store.StateSending && r.Epoch == epoch {
 				continue // in flight in this epoch, not left over
 			}
 			i, ok := index[r.Sink]
@@ -128,7 +128,7 @@ func (s *Service) recoverPass(ctx context.Context, epoch int64, dry bool, progre
 			}
 			set.add(liveRef{id: r.ID, epoch: r.Epoch, next: unixMs(r.NextAttemptAt), expires: unixMs(r.ExpiresAt),
 				failures: int32(min(r.Failures, math.MaxInt32)), prio: int32(max(min(r.Priority, math.MaxInt32), math.MinInt32)),
-				sink: i, sending: r.State == queue.StateSending})
+				sink: i, sending: r.State == store.StateSending})
 		}
 		if progress != nil {
 			progress(set.n)
@@ -142,7 +142,7 @@ func (s *Service) recoverPass(ctx context.Context, epoch int64, dry bool, progre
 	if set.n > 0 && !dry {
 		s.log.Info("delivery recovery starting", zap.Int("pending", set.n), zap.Duration("budget", p.cfg.RecoveryBudget))
 	}
-	act := func(r queue.Ref, action, reason string) {
+	act := func(r store.Ref, action, reason string) {
 		if !dry {
 			return
 		}
@@ -301,7 +301,7 @@ func (s *Service) replayPass(ctx context.Context, p *policy, epoch int64, set *l
 		mu.Unlock()
 		r := lr.ref(sinks)
 		now := time.Now()
-		interrupted := r.State == queue.StateSending
+		interrupted := r.State == store.StateSending
 		expired := !r.ExpiresAt.IsZero() && !now.Before(r.ExpiresAt)
 		outOfRetries := r.Failures >= p.cfg.MaxRetries
 		if ctx.Err() != nil || !now.Before(deadline) {
@@ -336,7 +336,7 @@ func (s *Service) replayPass(ctx context.Context, p *policy, epoch int64, set *l
 
 // dryPass classifies set as a pass would, reading only, one entry after the other.
 func (s *Service) dryPass(ctx context.Context, p *policy, epoch int64, set *liveSet, sinks []string, rep *api.RecoveryReport,
-	deadline time.Time, act func(queue.Ref, string, string)) {
+	deadline time.Time, act func(store.Ref, string, string)) {
 	nextStart := map[string]time.Time{} // per sink: the earliest start of its next replay
 	for i := range set.n {
 		r := set.at(i).ref(sinks)
@@ -346,7 +346,7 @@ func (s *Service) dryPass(ctx context.Context, p *policy, epoch int64, set *live
 			act(r, "defer_budget", "")
 			continue
 		}
-		interrupted := r.State == queue.StateSending
+		interrupted := r.State == store.StateSending
 		expired := !r.ExpiresAt.IsZero() && !now.Before(r.ExpiresAt)
 		if !interrupted && !expired && r.Failures < p.cfg.MaxRetries && r.NextAttemptAt.After(now) {
 			rep.DeferredBackoff++
@@ -358,11 +358,11 @@ func (s *Service) dryPass(ctx context.Context, p *policy, epoch int64, set *live
 }
 
 // dryDecide classifies one entry as the pass would, reading only.
-func (s *Service) dryDecide(ctx context.Context, p *policy, epoch int64, r queue.Ref, rep *api.RecoveryReport,
-	nextStart map[string]time.Time, deadline time.Time, act func(queue.Ref, string, string)) {
+func (s *Service) dryDecide(ctx context.Context, p *policy, epoch int64, r store.Ref, rep *api.RecoveryReport,
+	nextStart map[string]time.Time, deadline time.Time, act func(store.Ref, string, string)) {
 	e, err := s.store.Get(ctx, r.ID)
 	switch {
-	case errors.Is(err, queue.ErrNotFound):
+	case errors.Is(err, store.ErrNotFound):
 		rep.AlreadyGone++
 		act(r, "gone", "")
 		return
@@ -375,7 +375,7 @@ func (s *Service) dryDecide(ctx context.Context, p *policy, epoch int64, r queue
 	now := time.Now()
 	sink, ok := p.sinks[e.Sink]
 	switch {
-	case e.State != queue.StatePending && !interrupted:
+	case e.State != store.StatePending && !interrupted:
 		rep.AlreadyGone++
 		act(r, "gone", string(e.State))
 	case !e.ExpiresAt.IsZero() && !now.Before(e.ExpiresAt):

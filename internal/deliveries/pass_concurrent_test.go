@@ -6,20 +6,20 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/schedd/schedd/internal/queue"
-	"github.com/schedd/schedd/internal/queue/queuetest"
+	"github.com/schedd/schedd/internal/store"
+	"github.com/schedd/schedd/internal/store/storetest"
 )
 
 // A backlog found at start is replayed on Workers goroutines, not one entry at a time; with
 // spacing, one sink's replays still start in enqueue order, spaced.
 func TestRecoveryReplaysConcurrently(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		m := queuetest.NewMemory()
+		m := storetest.NewMemory()
 		for i := range 8 {
-			putEntry(m, queue.Entry{Sink: "slow", Key: fmt.Sprint("s", i), State: queue.StatePending})
+			putEntry(m, store.Entry{Sink: "slow", Key: fmt.Sprint("s", i), State: store.StatePending})
 		}
 		for i := range 3 {
-			putEntry(m, queue.Entry{Sink: "spaced", Key: fmt.Sprint("p", i), State: queue.StatePending})
+			putEntry(m, store.Entry{Sink: "spaced", Key: fmt.Sprint("p", i), State: store.StatePending})
 		}
 		slow := &fakeSink{script: func(Delivery) error { time.Sleep(time.Second); return nil }}
 		spaced := &fakeSink{}
@@ -45,9 +45,9 @@ func TestRecoveryReplaysConcurrently(t *testing.T) {
 		}
 	})
 	synctest.Test(t, func(t *testing.T) {
-		m := queuetest.NewMemory()
+		m := storetest.NewMemory()
 		for i := range 4 {
-			putEntry(m, queue.Entry{Sink: "a", Key: fmt.Sprint("a", i), State: queue.StatePending})
+			putEntry(m, store.Entry{Sink: "a", Key: fmt.Sprint("a", i), State: store.StatePending})
 		}
 		a := &fakeSink{}
 		cfg := parityConfig()
@@ -72,10 +72,10 @@ func TestRecoveryReplaysConcurrently(t *testing.T) {
 // (one scan at start, not two), and an entry enqueued while the pass runs is armed at once.
 func TestRuntimeAdoptsThePass(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		m := queuetest.NewMemory()
-		backoff := putEntry(m, queue.Entry{Sink: "slow", Key: "backoff", State: queue.StatePending, Failures: 1,
+		m := storetest.NewMemory()
+		backoff := putEntry(m, store.Entry{Sink: "slow", Key: "backoff", State: store.StatePending, Failures: 1,
 			NextAttemptAt: time.Now().Add(time.Minute)})
-		putEntry(m, queue.Entry{Sink: "slow", Key: "due", State: queue.StatePending})
+		putEntry(m, store.Entry{Sink: "slow", Key: "due", State: store.StatePending})
 		slow := &fakeSink{script: func(d Delivery) error {
 			if d.Key == "due" {
 				time.Sleep(10 * time.Second) // the pass is busy with it
@@ -96,12 +96,12 @@ func TestRuntimeAdoptsThePass(t *testing.T) {
 		if sum, ok := s.LastRecovery(); !ok || sum.Scanned != 2 || sum.Recovered != 1 || sum.DeferredBackoff != 1 {
 			t.Fatalf("summary %+v", sum)
 		}
-		if g := mustGet(t, m, during.ID); g.State != queue.StateDelivered {
+		if g := mustGet(t, m, during.ID); g.State != store.StateDelivered {
 			t.Fatalf("entry enqueued during the pass: %+v", g)
 		}
 		time.Sleep(time.Minute)
 		synctest.Wait()
-		if g := mustGet(t, m, backoff.ID); g.State != queue.StateDelivered {
+		if g := mustGet(t, m, backoff.ID); g.State != store.StateDelivered {
 			t.Fatalf("entry left to its backoff by the pass: %+v", g)
 		}
 		if n := m.Calls("live"); n != 1 {

@@ -10,14 +10,14 @@ import (
 	"time"
 
 	"github.com/schedd/schedd/internal/api"
-	"github.com/schedd/schedd/internal/queue"
-	"github.com/schedd/schedd/internal/queue/queuetest"
+	"github.com/schedd/schedd/internal/store"
+	"github.com/schedd/schedd/internal/store/storetest"
 )
 
 // passFixture is a store with one entry per recovery bucket, written as a crashed process
 // (epoch 1) left it.
 type passFixture struct {
-	store *queuetest.Memory
+	store *storetest.Memory
 	ids   map[string]int64
 	sinks map[string]Sink
 	ok    *fakeSink
@@ -26,33 +26,33 @@ type passFixture struct {
 func newPassFixture(t *testing.T) *passFixture {
 	t.Helper()
 	now := time.Now()
-	m := queuetest.NewMemory()
+	m := storetest.NewMemory()
 	if ep, _ := m.NewEpoch(context.Background()); ep != 1 {
 		t.Fatalf("epoch %d", ep)
 	}
 	f := &passFixture{store: m, ids: map[string]int64{}}
-	put := func(name string, e queue.Entry) {
+	put := func(name string, e store.Entry) {
 		e.Key = name
 		if e.State == "" {
-			e.State = queue.StatePending
+			e.State = store.StatePending
 		}
 		f.ids[name] = putEntry(m, e).ID
 	}
-	put("recovered", queue.Entry{Sink: "ok"})
-	put("recovered-after-backoff", queue.Entry{Sink: "ok", Failures: 1, LastAttemptAt: now.Add(-time.Minute),
+	put("recovered", store.Entry{Sink: "ok"})
+	put("recovered-after-backoff", store.Entry{Sink: "ok", Failures: 1, LastAttemptAt: now.Add(-time.Minute),
 		NextAttemptAt: now.Add(-35 * time.Second)})
-	put("failed-transient", queue.Entry{Sink: "flaky"})
-	put("failed-permanent", queue.Entry{Sink: "gone"})
-	put("failed-unknown-sink", queue.Entry{Sink: "removed"})
-	put("skipped-max", queue.Entry{Sink: "ok", Failures: 5, NextAttemptAt: now.Add(-time.Hour)})
-	put("deferred-backoff", queue.Entry{Sink: "ok", Failures: 2, NextAttemptAt: now.Add(time.Minute)})
-	put("deferred-not-ready", queue.Entry{Sink: "gateway"})
-	put("expired", queue.Entry{Sink: "ok", ExpiresAt: now.Add(-time.Second)})
-	put("interrupted", queue.Entry{Sink: "ok", State: queue.StateSending, Epoch: 1, Attempts: 1,
+	put("failed-transient", store.Entry{Sink: "flaky"})
+	put("failed-permanent", store.Entry{Sink: "gone"})
+	put("failed-unknown-sink", store.Entry{Sink: "removed"})
+	put("skipped-max", store.Entry{Sink: "ok", Failures: 5, NextAttemptAt: now.Add(-time.Hour)})
+	put("deferred-backoff", store.Entry{Sink: "ok", Failures: 2, NextAttemptAt: now.Add(time.Minute)})
+	put("deferred-not-ready", store.Entry{Sink: "gateway"})
+	put("expired", store.Entry{Sink: "ok", ExpiresAt: now.Add(-time.Second)})
+	put("interrupted", store.Entry{Sink: "ok", State: store.StateSending, Epoch: 1, Attempts: 1,
 		LastAttemptAt: now.Add(-time.Second), LeaseUntil: now.Add(time.Hour)})
 	// Not live: never scanned.
-	put("done", queue.Entry{Sink: "ok", State: queue.StateDelivered, FinishedAt: now})
-	put("dead", queue.Entry{Sink: "ok", State: queue.StateDead, FinishedAt: now})
+	put("done", store.Entry{Sink: "ok", State: store.StateDelivered, FinishedAt: now})
+	put("dead", store.Entry{Sink: "ok", State: store.StateDead, FinishedAt: now})
 	f.ok = &fakeSink{}
 	f.sinks = map[string]Sink{
 		"ok":      f.ok,
@@ -63,7 +63,7 @@ func newPassFixture(t *testing.T) *passFixture {
 	return f
 }
 
-func (f *passFixture) get(t *testing.T, name string) queue.Entry {
+func (f *passFixture) get(t *testing.T, name string) store.Entry {
 	t.Helper()
 	return mustGet(t, f.store, f.ids[name])
 }
@@ -94,20 +94,20 @@ func TestRecoverySummaryAccounting_P5(t *testing.T) {
 		}
 		// Store diff, bucket by bucket.
 		for name, want := range map[string]struct {
-			state    queue.State
+			state    store.State
 			failures int
 			reason   string
 		}{
-			"recovered":               {queue.StateDelivered, 0, ""},
-			"recovered-after-backoff": {queue.StateDelivered, 1, ""},
-			"failed-transient":        {queue.StatePending, 1, ""},
-			"failed-permanent":        {queue.StateDead, 0, "permanent error (status 410)"},
-			"failed-unknown-sink":     {queue.StateDead, 0, ReasonUnknownSink},
-			"skipped-max":             {queue.StateDead, 5, ReasonMaxRetries},
-			"deferred-backoff":        {queue.StatePending, 2, ""},
-			"deferred-not-ready":      {queue.StatePending, 0, ""},
-			"expired":                 {queue.StateDead, 0, ReasonExpired},
-			"interrupted":             {queue.StateDelivered, 0, ""},
+			"recovered":               {store.StateDelivered, 0, ""},
+			"recovered-after-backoff": {store.StateDelivered, 1, ""},
+			"failed-transient":        {store.StatePending, 1, ""},
+			"failed-permanent":        {store.StateDead, 0, "permanent error (status 410)"},
+			"failed-unknown-sink":     {store.StateDead, 0, ReasonUnknownSink},
+			"skipped-max":             {store.StateDead, 5, ReasonMaxRetries},
+			"deferred-backoff":        {store.StatePending, 2, ""},
+			"deferred-not-ready":      {store.StatePending, 0, ""},
+			"expired":                 {store.StateDead, 0, ReasonExpired},
+			"interrupted":             {store.StateDelivered, 0, ""},
 		} {
 			e := f.get(t, name)
 			if e.State != want.state || e.Failures != want.failures || e.DeadReason != want.reason {
@@ -134,12 +134,12 @@ func TestRecoverDryRunChangesNothing(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := newPassFixture(t)
 		s := newService(t, parityConfig(), f.store, f.sinks)
-		before, _ := f.store.List(context.Background(), queue.Filter{Limit: 1000})
+		before, _ := f.store.List(context.Background(), store.Filter{Limit: 1000})
 		rep, err := s.RecoverDryRun(context.Background(), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		after, _ := f.store.List(context.Background(), queue.Filter{Limit: 1000})
+		after, _ := f.store.List(context.Background(), store.Filter{Limit: 1000})
 		if !reflect.DeepEqual(before, after) {
 			t.Fatal("dry run changed the store")
 		}
@@ -174,10 +174,10 @@ func TestRecoverDryRunChangesNothing(t *testing.T) {
 // Replays to one sink start at least ReplaySpacing apart; other sinks are not held back.
 func TestRecoveryReplaySpacing(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		m := queuetest.NewMemory()
+		m := storetest.NewMemory()
 		for i := range 3 {
-			putEntry(m, queue.Entry{Sink: "a", Key: fmt.Sprint("a", i), State: queue.StatePending})
-			putEntry(m, queue.Entry{Sink: "b", Key: fmt.Sprint("b", i), State: queue.StatePending})
+			putEntry(m, store.Entry{Sink: "a", Key: fmt.Sprint("a", i), State: store.StatePending})
+			putEntry(m, store.Entry{Sink: "b", Key: fmt.Sprint("b", i), State: store.StatePending})
 		}
 		a, b := &fakeSink{}, &fakeSink{}
 		s := newService(t, parityConfig(), m, map[string]Sink{"a": a, "b": b})
@@ -202,10 +202,10 @@ func TestRecoveryReplaySpacing(t *testing.T) {
 // over right after the pass (the upstream bug: a budget that charged retries).
 func TestRecoveryBudgetDefersWithoutCharge(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		m := queuetest.NewMemory()
+		m := storetest.NewMemory()
 		var ids []int64
 		for i := range 10 {
-			ids = append(ids, putEntry(m, queue.Entry{Sink: "slow", Key: fmt.Sprint("k", i), State: queue.StatePending, Failures: 1,
+			ids = append(ids, putEntry(m, store.Entry{Sink: "slow", Key: fmt.Sprint("k", i), State: store.StatePending, Failures: 1,
 				NextAttemptAt: time.Now().Add(-time.Hour)}).ID)
 		}
 		slow := &fakeSink{script: func(Delivery) error {
@@ -225,14 +225,14 @@ func TestRecoveryBudgetDefersWithoutCharge(t *testing.T) {
 			t.Fatalf("summary = %+v", sum)
 		}
 		for _, id := range ids[3:] {
-			if e := mustGet(t, m, id); e.Failures != 1 || e.Attempts != 0 && e.State != queue.StateSending {
+			if e := mustGet(t, m, id); e.Failures != 1 || e.Attempts != 0 && e.State != store.StateSending {
 				t.Fatalf("deferred entry charged: %+v", e)
 			}
 		}
 		time.Sleep(10 * time.Minute)
 		synctest.Wait()
 		for _, id := range ids {
-			if e := mustGet(t, m, id); e.State != queue.StateDelivered || e.Failures != 1 {
+			if e := mustGet(t, m, id); e.State != store.StateDelivered || e.Failures != 1 {
 				t.Fatalf("entry after runtime: %+v", e)
 			}
 		}
@@ -242,9 +242,9 @@ func TestRecoveryBudgetDefersWithoutCharge(t *testing.T) {
 // A dry run over more than a page of live entries reports its progress after each page.
 func TestRecoverDryRunProgress(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		m := queuetest.NewMemory()
+		m := storetest.NewMemory()
 		for i := range livePage*2 + 17 {
-			m.Put(queue.Entry{Sink: "hook", Key: fmt.Sprint("k", i), State: queue.StatePending, Payload: []byte("x"),
+			m.Put(store.Entry{Sink: "hook", Key: fmt.Sprint("k", i), State: store.StatePending, Payload: []byte("x"),
 				CreatedAt: time.Now(), NextAttemptAt: time.Now().Add(time.Hour)})
 		}
 		s := newService(t, parityConfig(), m, map[string]Sink{"hook": &fakeSink{}})

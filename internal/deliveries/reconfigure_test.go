@@ -10,8 +10,8 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/schedd/schedd/internal/queue"
-	"github.com/schedd/schedd/internal/queue/queuetest"
+	"github.com/schedd/schedd/internal/store"
+	"github.com/schedd/schedd/internal/store/storetest"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 )
@@ -20,7 +20,7 @@ import (
 // afterwards use them; the settings that need a restart are named.
 func TestReconfigureLive(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		m := queuetest.NewMemory()
+		m := storetest.NewMemory()
 		failing := &fakeSink{script: func(Delivery) error { return TransientError(errBoom) }}
 		cfg := parityConfig()
 		cfg.Schedule = []time.Duration{time.Second, 10 * time.Second}
@@ -29,7 +29,7 @@ func TestReconfigureLive(t *testing.T) {
 		defer stop()
 		e := enqueueReq(t, s, Request{Sink: "hook", Payload: []byte("x")})
 		synctest.Wait()
-		if g := mustGet(t, m, e.ID); g.Failures != 1 || g.State != queue.StatePending {
+		if g := mustGet(t, m, e.ID); g.Failures != 1 || g.State != store.StatePending {
 			t.Fatalf("after the first attempt: %+v", g)
 		}
 		if _, _, err := s.Enqueue(context.Background(), Request{Sink: "other", Payload: []byte("y")}); !errors.Is(err, ErrUnknownSink) {
@@ -49,12 +49,12 @@ func TestReconfigureLive(t *testing.T) {
 		}
 		time.Sleep(10 * time.Second)
 		synctest.Wait()
-		if g := mustGet(t, m, e.ID); g.State != queue.StateDead || g.Failures != 2 || g.DeadReason != ReasonMaxRetries {
+		if g := mustGet(t, m, e.ID); g.State != store.StateDead || g.Failures != 2 || g.DeadReason != ReasonMaxRetries {
 			t.Fatalf("with max_retries 2: %+v", g)
 		}
 		o := enqueueReq(t, s, Request{Sink: "other", Payload: []byte("y")})
 		synctest.Wait()
-		if g := mustGet(t, m, o.ID); g.State != queue.StateDelivered {
+		if g := mustGet(t, m, o.ID); g.State != store.StateDelivered {
 			t.Fatalf("entry of the new sink: %+v", g)
 		}
 
@@ -72,9 +72,9 @@ func TestReconfigureLive(t *testing.T) {
 // A zero replay spacing sends the replays of one sink back to back.
 func TestRecoveryNoReplaySpacing(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		m := queuetest.NewMemory()
+		m := storetest.NewMemory()
 		for i := range 3 {
-			putEntry(m, queue.Entry{Sink: "a", Key: fmt.Sprint("a", i), State: queue.StatePending})
+			putEntry(m, store.Entry{Sink: "a", Key: fmt.Sprint("a", i), State: store.StatePending})
 		}
 		a := &fakeSink{}
 		cfg := parityConfig()
@@ -100,11 +100,11 @@ func TestRecoveryNoReplaySpacing(t *testing.T) {
 // until an enqueue succeeds again; a refused request (unknown sink) is not a store failure.
 func TestStatusEnqueueError(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		m := queuetest.NewMemory()
+		m := storetest.NewMemory()
 		full := true
 		m.SetWriteFault(func(op string) error {
 			if op == "enqueue" && full {
-				return fmt.Errorf("%w: no space", queue.ErrDiskFull)
+				return fmt.Errorf("%w: no space", store.ErrDiskFull)
 			}
 			return nil
 		})
@@ -118,7 +118,7 @@ func TestStatusEnqueueError(t *testing.T) {
 		}
 		t0 := time.Now()
 		for range 2 {
-			if _, _, err := s.Enqueue(ctx, Request{Sink: "hook", Payload: []byte("x")}); !errors.Is(err, queue.ErrDiskFull) {
+			if _, _, err := s.Enqueue(ctx, Request{Sink: "hook", Payload: []byte("x")}); !errors.Is(err, store.ErrDiskFull) {
 				t.Fatalf("enqueue = %v", err)
 			}
 			time.Sleep(time.Second)
@@ -140,25 +140,25 @@ func TestStatusEnqueueError(t *testing.T) {
 // succeeds again.
 func TestStatusStoreUnreadable(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		m := queuetest.NewMemory()
-		putEntry(m, queue.Entry{Sink: "hook", State: queue.StatePending})
+		m := storetest.NewMemory()
+		putEntry(m, store.Entry{Sink: "hook", State: store.StatePending})
 		s := newService(t, parityConfig(), m, map[string]Sink{"hook": &fakeSink{}})
 		ctx := context.Background()
 		if st, err := s.Status(ctx); err != nil || st.Pending != 1 || st.ReadError != nil {
 			t.Fatalf("status = %+v, %v", st, err)
 		}
-		putEntry(m, queue.Entry{Sink: "hook", State: queue.StatePending}) // not seen while down
+		putEntry(m, store.Entry{Sink: "hook", State: store.StatePending}) // not seen while down
 		down := true
 		m.SetReadFault(func(op string) error {
 			if down {
-				return fmt.Errorf("%w (%w): connection refused", queue.ErrUnavailable, queue.ErrStorage)
+				return fmt.Errorf("%w (%w): connection refused", store.ErrUnavailable, store.ErrStorage)
 			}
 			return nil
 		})
 		t0 := time.Now()
 		for range 2 {
 			st, err := s.Status(ctx)
-			if !errors.Is(err, queue.ErrUnavailable) || st.Pending != 1 || st.Store != "memory" || st.Sinks == nil ||
+			if !errors.Is(err, store.ErrUnavailable) || st.Pending != 1 || st.Store != "memory" || st.Sinks == nil ||
 				st.ReadError == nil || !st.ReadError.At.Equal(t0) || !strings.Contains(st.ReadError.Message, "connection refused") {
 				t.Fatalf("status while unreadable = %+v, %v; want the last counts and read_error since %v", st, err, t0)
 			}
@@ -175,7 +175,7 @@ func TestStatusStoreUnreadable(t *testing.T) {
 // a value the service cannot run with is refused, not replaced by a default.
 func TestConfigTakenAsGiven(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		m := queuetest.NewMemory()
+		m := storetest.NewMemory()
 		failing := &fakeSink{script: func(Delivery) error { return TransientError(errBoom) }}
 		cfg := parityConfig()
 		cfg.MaxRetries = 0
@@ -184,7 +184,7 @@ func TestConfigTakenAsGiven(t *testing.T) {
 		defer stop()
 		e := enqueueReq(t, s, Request{Sink: "hook", Payload: []byte("x")})
 		synctest.Wait()
-		if g := mustGet(t, m, e.ID); g.State != queue.StateDead || g.Failures != 1 || g.DeadReason != ReasonMaxRetries {
+		if g := mustGet(t, m, e.ID); g.State != store.StateDead || g.Failures != 1 || g.DeadReason != ReasonMaxRetries {
 			t.Fatalf("with max_retries 0: %+v", g)
 		}
 	})
@@ -200,7 +200,7 @@ func TestConfigTakenAsGiven(t *testing.T) {
 	} {
 		cfg := parityConfig()
 		mod(&cfg)
-		if _, err := New(cfg, queuetest.NewMemory(), nil, Deps{}); err == nil || !strings.Contains(err.Error(), name) {
+		if _, err := New(cfg, storetest.NewMemory(), nil, Deps{}); err == nil || !strings.Contains(err.Error(), name) {
 			t.Errorf("%s: New = %v, want an error naming it", name, err)
 		}
 	}
@@ -209,8 +209,8 @@ func TestConfigTakenAsGiven(t *testing.T) {
 // A status read while schedd stops, after the store was closed, is no warning: a stop is
 // clean, and the status shows the counts read last.
 func TestStatusAfterStoreClosedIsQuiet(t *testing.T) {
-	m := queuetest.NewMemory()
-	putEntry(m, queue.Entry{Sink: "hook", State: queue.StatePending})
+	m := storetest.NewMemory()
+	putEntry(m, store.Entry{Sink: "hook", State: store.StatePending})
 	core, logs := observer.New(zap.DebugLevel)
 	s, err := New(parityConfig(), m, map[string]Sink{"hook": &fakeSink{}}, Deps{Log: zap.New(core)})
 	if err != nil {
@@ -221,7 +221,7 @@ func TestStatusAfterStoreClosedIsQuiet(t *testing.T) {
 		t.Fatalf("status = %+v, %v", st, err)
 	}
 	s.StoreClosing()
-	m.SetReadFault(func(string) error { return queue.ErrClosed })
+	m.SetReadFault(func(string) error { return store.ErrClosed })
 	if st, _ := s.Status(ctx); st.Pending != 1 || st.ReadError != nil {
 		t.Fatalf("status after close = %+v; want the last counts and no read_error", st)
 	}

@@ -10,7 +10,7 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/schedd/schedd/internal/queue"
+	"github.com/schedd/schedd/internal/store"
 )
 
 // scheduler is the runtime: it keeps every live entry armed at its due time in ONE timer
@@ -80,7 +80,7 @@ type entryMeta struct {
 	expires time.Time
 }
 
-func metaOf(e queue.Entry) entryMeta {
+func metaOf(e store.Entry) entryMeta {
 	return entryMeta{prio: e.Priority, sink: e.Sink, expires: e.ExpiresAt}
 }
 
@@ -121,7 +121,7 @@ func (r *scheduler) metaOfItem(it item) entryMeta {
 // now skips the timer heap: it goes to a worker at once, or is parked when its sink is not
 // ready (asked here, without holding mu), and a sink found ready sends what was parked for
 // it.
-func (r *scheduler) armEntry(e queue.Entry) {
+func (r *scheduler) armEntry(e store.Entry) {
 	now := time.Now()
 	if e.NextAttemptAt.After(now) {
 		r.mu.Lock()
@@ -335,12 +335,12 @@ func (r *scheduler) run(ctx context.Context, epoch int64) {
 	if r.s.hasFinished(ctx) {
 		armPurge()
 	}
-	// A store other hosts write (queue.Waker) is rescanned when it signals and on a poll
+	// A store other hosts write (store.Waker) is rescanned when it signals and on a poll
 	// timer; other stores get neither, so an idle runtime on SQLite arms no timer.
 	var storeWake <-chan struct{}
 	var pollC <-chan time.Time
 	if r.shared() {
-		w := r.s.store.(queue.Waker)
+		w := r.s.store.(store.Waker)
 		poll := time.NewTicker(w.RescanEvery())
 		defer poll.Stop()
 		storeWake, pollC = w.Wake(), poll.C
@@ -425,7 +425,7 @@ func (r *scheduler) run(ctx context.Context, epoch int64) {
 
 // shared reports whether other hosts write the store too (it is rescanned).
 func (r *scheduler) shared() bool {
-	w, ok := r.s.store.(queue.Waker)
+	w, ok := r.s.store.(store.Waker)
 	return ok && w.RescanEvery() > 0
 }
 
@@ -455,21 +455,21 @@ func (r *scheduler) scan(ctx context.Context, gen uint64, epoch int64, again boo
 	sinks := map[string]string{} // one copy of each sink name for all the entries
 	n := 0
 	each := r.s.eachLive
-	if w, ok := r.s.store.(queue.Waker); ok && again && r.shared() {
+	if w, ok := r.s.store.(store.Waker); ok && again && r.shared() {
 		before := time.Now().Add(rescanHorizon * w.RescanEvery())
-		each = func(ctx context.Context, f func([]queue.Ref)) error { return w.Near(ctx, before, livePage, f) }
+		each = func(ctx context.Context, f func([]store.Ref)) error { return w.Near(ctx, before, livePage, f) }
 	}
 	// Arm a page at a time: the refs of 100,000 entries are never held at once.
-	err := each(ctx, func(page []queue.Ref) {
+	err := each(ctx, func(page []store.Ref) {
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		now := time.Now()
 		for _, ref := range page {
 			due := now
 			switch {
-			case ref.State == queue.StateSending && ref.Epoch == epoch:
+			case ref.State == store.StateSending && ref.Epoch == epoch:
 				continue // in flight in this runtime
-			case ref.State == queue.StatePending:
+			case ref.State == store.StatePending:
 				due = now.Add(max(ref.NextAttemptAt.Sub(now), 0))
 			}
 			sink, ok := sinks[ref.Sink]
@@ -516,7 +516,7 @@ func (r *scheduler) work(ctx context.Context, epoch int64, it item, sink string,
 	}
 	e, err := r.s.store.Get(ctx, it.id)
 	switch {
-	case errors.Is(err, queue.ErrNotFound):
+	case errors.Is(err, store.ErrNotFound):
 	case err != nil:
 		if ctx.Err() == nil {
 			r.s.log.Error("reload delivery, retrying", zap.Int64("id", it.id), zap.Duration("retry_in", StoreRetry), zap.Error(err))
@@ -525,7 +525,7 @@ func (r *scheduler) work(ctx context.Context, epoch int64, it item, sink string,
 	case e.Interrupted(epoch) && r.shared():
 		// Held by another live host: the rescans of the shared store come back to it (when
 		// that host dies) rather than asking for it every RearmFloor.
-	case e.State == queue.StatePending || e.Interrupted(epoch):
+	case e.State == store.StatePending || e.Interrupted(epoch):
 		// Still pending: deferred, failed, or owned elsewhere. Never sooner than the floor.
 		m := metaOf(e)
 		res.rearm, res.delay, res.meta = true, max(RearmFloor, time.Until(e.NextAttemptAt)), &m
@@ -563,13 +563,13 @@ func (s *Service) retains() bool {
 func (s *Service) hasFinished(ctx context.Context) bool {
 	cfg := s.policy().cfg
 	for _, p := range []struct {
-		state queue.State
+		state store.State
 		keep  time.Duration
-	}{{queue.StateDelivered, cfg.DeliveredRetention}, {queue.StateDead, cfg.DeadRetention}} {
+	}{{store.StateDelivered, cfg.DeliveredRetention}, {store.StateDead, cfg.DeadRetention}} {
 		if p.keep <= 0 {
 			continue
 		}
-		es, err := s.store.List(ctx, queue.Filter{State: p.state, Limit: 1})
+		es, err := s.store.List(ctx, store.Filter{State: p.state, Limit: 1})
 		if err != nil || len(es) > 0 {
 			return true
 		}
@@ -581,13 +581,13 @@ func (s *Service) hasFinished(ctx context.Context) bool {
 func (r *scheduler) purge(ctx context.Context) {
 	cfg := r.s.policy().cfg
 	for _, p := range []struct {
-		state queue.State
+		state store.State
 		keep  time.Duration
-	}{{queue.StateDelivered, cfg.DeliveredRetention}, {queue.StateDead, cfg.DeadRetention}} {
+	}{{store.StateDelivered, cfg.DeliveredRetention}, {store.StateDead, cfg.DeadRetention}} {
 		if p.keep <= 0 {
 			continue
 		}
-		n, err := r.s.store.Purge(ctx, queue.PurgeFilter{State: p.state, OlderThan: time.Now().Add(-p.keep)})
+		n, err := r.s.store.Purge(ctx, store.PurgeFilter{State: p.state, OlderThan: time.Now().Add(-p.keep)})
 		if err != nil {
 			r.s.log.Error("purge deliveries", zap.String("state", string(p.state)), zap.Error(err))
 			continue

@@ -7,8 +7,8 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/schedd/schedd/internal/queue"
-	"github.com/schedd/schedd/internal/queue/queuetest"
+	"github.com/schedd/schedd/internal/store"
+	"github.com/schedd/schedd/internal/store/storetest"
 )
 
 // A backlog for a sink that is not ready (the gateway down) costs no store reads while it
@@ -16,9 +16,9 @@ import (
 // sent once the sink is ready, with nothing charged.
 func TestRuntimeNotReadyBacklogReadsNothing(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := queuetest.NewMemory()
+		ds := storetest.NewMemory()
 		gw := &readySink{fakeSink: &fakeSink{}}
-		s := newService(t, parityConfig(), store, map[string]Sink{"gateway": gw})
+		s := newService(t, parityConfig(), ds, map[string]Sink{"gateway": gw})
 		stop := start(t, s)
 		defer stop()
 		synctest.Wait()
@@ -28,22 +28,22 @@ func TestRuntimeNotReadyBacklogReadsNothing(t *testing.T) {
 		}
 		short := enqueueReq(t, s, Request{Sink: "gateway", Key: "short", Payload: []byte("x"), TTL: 90 * time.Second})
 		synctest.Wait()
-		gets := store.Calls("get")
+		gets := ds.Calls("get")
 		time.Sleep(time.Minute)
 		synctest.Wait()
-		if n := store.Calls("get") - gets; n != 0 {
+		if n := ds.Calls("get") - gets; n != 0 {
 			t.Fatalf("%d store reads in a minute of waiting for the sink", n)
 		}
 		time.Sleep(time.Minute)
 		synctest.Wait()
-		if g := mustGet(t, store, short.ID); g.State != queue.StateDead || g.DeadReason != ReasonExpired || g.Attempts != 0 {
+		if g := mustGet(t, ds, short.ID); g.State != store.StateDead || g.DeadReason != ReasonExpired || g.Attempts != 0 {
 			t.Fatalf("expired entry while the sink is not ready: %+v", g)
 		}
 		gw.set(true)
 		time.Sleep(time.Second)
 		synctest.Wait()
 		for _, id := range ids {
-			if g := mustGet(t, store, id); g.State != queue.StateDelivered || g.Failures != 0 || g.Attempts != 1 {
+			if g := mustGet(t, ds, id); g.State != store.StateDelivered || g.Failures != 0 || g.Attempts != 1 {
 				t.Fatalf("entry %d = %+v", id, g)
 			}
 		}
@@ -56,13 +56,13 @@ func TestRuntimeNotReadyBacklogReadsNothing(t *testing.T) {
 func TestRuntimeParkedCheckIsPerSink(t *testing.T) {
 	const n = 10000
 	gw := &readySink{fakeSink: &fakeSink{}}
-	s := newService(t, parityConfig(), queuetest.NewMemory(), map[string]Sink{"gateway": gw})
+	s := newService(t, parityConfig(), storetest.NewMemory(), map[string]Sink{"gateway": gw})
 	r := s.rt
 	r.open(1) // arms are accepted; the loop is not running, the checks are called here
 	defer r.close()
 	t0 := time.Now()
 	for i := range n {
-		r.armEntry(queue.Entry{ID: int64(i + 1), Sink: "gateway", NextAttemptAt: t0})
+		r.armEntry(store.Entry{ID: int64(i + 1), Sink: "gateway", NextAttemptAt: t0})
 	}
 	r.promote(t0.Add(RearmFloor)) // grows the maps a check uses, once
 	asked := len(gw.Checks())
@@ -90,9 +90,9 @@ func TestRuntimeParkedCheckIsPerSink(t *testing.T) {
 // waiting for the next check.
 func TestRuntimeEnqueueSendsParkedOnceReady(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := queuetest.NewMemory()
+		ds := storetest.NewMemory()
 		gw := &readySink{fakeSink: &fakeSink{}}
-		s := newService(t, parityConfig(), store, map[string]Sink{"gateway": gw})
+		s := newService(t, parityConfig(), ds, map[string]Sink{"gateway": gw})
 		stop := start(t, s)
 		defer stop()
 		synctest.Wait()
@@ -120,9 +120,9 @@ func TestRuntimeEnqueueSendsParkedOnceReady(t *testing.T) {
 // waiting for the sink, and are sent once it is ready.
 func TestRuntimeParkedExpiries(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := queuetest.NewMemory()
+		ds := storetest.NewMemory()
 		gw := &readySink{fakeSink: &fakeSink{}}
-		s := newService(t, parityConfig(), store, map[string]Sink{"gateway": gw})
+		s := newService(t, parityConfig(), ds, map[string]Sink{"gateway": gw})
 		stop := start(t, s)
 		defer stop()
 		synctest.Wait()
@@ -139,7 +139,7 @@ func TestRuntimeParkedExpiries(t *testing.T) {
 		time.Sleep(3 * time.Second)
 		synctest.Wait()
 		for _, id := range short {
-			if g := mustGet(t, store, id); g.State != queue.StateDead || g.DeadReason != ReasonExpired {
+			if g := mustGet(t, ds, id); g.State != store.StateDead || g.DeadReason != ReasonExpired {
 				t.Fatalf("entry %d past its TTL = %+v", id, g)
 			}
 		}
@@ -147,7 +147,7 @@ func TestRuntimeParkedExpiries(t *testing.T) {
 		time.Sleep(time.Second)
 		synctest.Wait()
 		for _, id := range long {
-			if g := mustGet(t, store, id); g.State != queue.StateDelivered || g.Attempts != 1 {
+			if g := mustGet(t, ds, id); g.State != store.StateDelivered || g.Attempts != 1 {
 				t.Fatalf("entry %d = %+v", id, g)
 			}
 		}

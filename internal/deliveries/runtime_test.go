@@ -12,17 +12,17 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/schedd/schedd/internal/queue"
-	"github.com/schedd/schedd/internal/queue/queuetest"
+	"github.com/schedd/schedd/internal/store"
+	"github.com/schedd/schedd/internal/store/storetest"
 )
 
 // R-DLV-05, P6: with jitter off, attempt k+1 of a failing entry starts exactly at
 // attempt k + schedule[min(k, 3)], and the entry is dead-lettered after max_retries failures.
 func TestRuntimeRetryScheduleExact(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := queuetest.NewMemory()
+		ds := storetest.NewMemory()
 		sink := &fakeSink{script: func(Delivery) error { return TransientError(errors.New("HTTP 503")) }}
-		s := runHook(t, store, sink)
+		s := runHook(t, ds, sink)
 		synctest.Wait()
 		t0 := time.Now()
 		e := enqueueReq(t, s, Request{Sink: "hook", Key: "k", Payload: []byte("x")})
@@ -42,8 +42,8 @@ func TestRuntimeRetryScheduleExact(t *testing.T) {
 				t.Errorf("attempt %d: key %q attempt %d", i+1, sd.key, sd.attempt)
 			}
 		}
-		g := mustGet(t, store, e.ID)
-		if g.State != queue.StateDead || g.DeadReason != ReasonMaxRetries || g.Failures != 5 || g.Attempts != 5 ||
+		g := mustGet(t, ds, e.ID)
+		if g.State != store.StateDead || g.DeadReason != ReasonMaxRetries || g.Failures != 5 || g.Attempts != 5 ||
 			g.LastError != "HTTP 503" {
 			t.Fatalf("final entry = %+v", g)
 		}
@@ -53,9 +53,9 @@ func TestRuntimeRetryScheduleExact(t *testing.T) {
 // A new entry is sent at the instant it is enqueued; a delivered one is never sent again.
 func TestRuntimeSendsAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := queuetest.NewMemory()
+		ds := storetest.NewMemory()
 		sink := &fakeSink{}
-		s := runHook(t, store, sink)
+		s := runHook(t, ds, sink)
 		time.Sleep(time.Minute)
 		t0 := time.Now()
 		e := enqueueReq(t, s, Request{Sink: "hook", Payload: []byte("x")})
@@ -63,7 +63,7 @@ func TestRuntimeSendsAtOnce(t *testing.T) {
 		if got := sink.Sends(); len(got) != 1 || !got[0].at.Equal(t0) || got[0].key != e.Key {
 			t.Fatalf("sends = %+v", got)
 		}
-		if g := mustGet(t, store, e.ID); g.State != queue.StateDelivered {
+		if g := mustGet(t, ds, e.ID); g.State != store.StateDelivered {
 			t.Fatalf("state = %s", g.State)
 		}
 		time.Sleep(time.Hour)
@@ -78,9 +78,9 @@ func TestRuntimeSendsAtOnce(t *testing.T) {
 // store write and nothing charged, and sent at the first check after the sink is ready.
 func TestRuntimeRearmFloorWhileNotReady(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := queuetest.NewMemory()
+		ds := storetest.NewMemory()
 		gw := &readySink{fakeSink: &fakeSink{}}
-		s := newService(t, parityConfig(), store, map[string]Sink{"gateway": gw})
+		s := newService(t, parityConfig(), ds, map[string]Sink{"gateway": gw})
 		stop := start(t, s)
 		defer stop()
 		synctest.Wait()
@@ -97,7 +97,7 @@ func TestRuntimeRearmFloorWhileNotReady(t *testing.T) {
 				t.Errorf("check %d at +%v", i, c.Sub(t0))
 			}
 		}
-		if n := store.Calls("mark_sending"); n != 0 {
+		if n := ds.Calls("mark_sending"); n != 0 {
 			t.Fatalf("%d claims while not ready", n)
 		}
 		gw.set(true)
@@ -107,7 +107,7 @@ func TestRuntimeRearmFloorWhileNotReady(t *testing.T) {
 		if len(sends) != 1 || sends[0].at.Sub(t0) != 4*time.Second {
 			t.Fatalf("sends = %+v, want one at +4s", sends)
 		}
-		if g := mustGet(t, store, e.ID); g.State != queue.StateDelivered || g.Failures != 0 || g.Attempts != 1 {
+		if g := mustGet(t, ds, e.ID); g.State != store.StateDelivered || g.Failures != 0 || g.Attempts != 1 {
 			t.Fatalf("entry = %+v", g)
 		}
 	})
@@ -117,13 +117,13 @@ func TestRuntimeRearmFloorWhileNotReady(t *testing.T) {
 // claim of one entry re-arms it after 1 s, so no entry is orphaned.
 func TestRuntimeStoreReadRetry(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := queuetest.NewMemory()
+		ds := storetest.NewMemory()
 		sink := &fakeSink{}
-		s := newService(t, parityConfig(), store, map[string]Sink{"hook": sink})
-		e, _, _ := store.Enqueue(context.Background(), queue.NewEntry{Sink: "hook", Key: "k", Payload: []byte("x")})
+		s := newService(t, parityConfig(), ds, map[string]Sink{"hook": sink})
+		e, _, _ := ds.Enqueue(context.Background(), store.NewEntry{Sink: "hook", Key: "k", Payload: []byte("x")})
 		var mu sync.Mutex
 		liveFails := 3 // the recovery scan and the first two runtime scans
-		store.SetReadFault(func(op string) error {
+		ds.SetReadFault(func(op string) error {
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
@@ -142,7 +142,7 @@ func TestRuntimeStoreReadRetry(t *testing.T) {
 		if len(sends) != 1 || sends[0].at.Sub(t0) != 2*time.Second {
 			t.Fatalf("sends = %+v, want one at +2s (scans at 0, 1, 2 s)", sends)
 		}
-		if got := store.Calls("live"); got != 4 {
+		if got := ds.Calls("live"); got != 4 {
 			t.Fatalf("%d scans, want 4 (recovery + 3 runtime)", got)
 		}
 		_ = e
@@ -150,7 +150,7 @@ func TestRuntimeStoreReadRetry(t *testing.T) {
 		// A failed claim of an armed entry (a due entry is claimed without a read): re-armed
 		// after 1 s.
 		claimFails := 2
-		store.SetWriteFault(func(op string) error {
+		ds.SetWriteFault(func(op string) error {
 			mu.Lock()
 			defer mu.Unlock()
 			if op == "mark_sending" && claimFails > 0 {
@@ -173,12 +173,12 @@ func TestRuntimeStoreReadRetry(t *testing.T) {
 // An id armed twice keeps the earlier time; a later arm does not delay it.
 func TestSchedulerEarlierArmWins(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := queuetest.NewMemory()
+		ds := storetest.NewMemory()
 		sink := &fakeSink{}
-		s := runHook(t, store, sink)
+		s := runHook(t, ds, sink)
 		synctest.Wait()
 		t0 := time.Now()
-		e := putEntry(store, queue.Entry{Sink: "hook", State: queue.StatePending, NextAttemptAt: t0.Add(10 * time.Second)})
+		e := putEntry(ds, store.Entry{Sink: "hook", State: store.StatePending, NextAttemptAt: t0.Add(10 * time.Second)})
 		s.rt.armEntry(e)
 		e.NextAttemptAt = t0.Add(5 * time.Second)
 		s.rt.armEntry(e) // earlier: wins
@@ -191,7 +191,7 @@ func TestSchedulerEarlierArmWins(t *testing.T) {
 		if len(sends) != 1 || sends[0].at.Sub(t0) != 10*time.Second {
 			t.Fatalf("sends = %+v, want one at +10s", sends)
 		}
-		if n := store.Calls("get"); n != 2 {
+		if n := ds.Calls("get"); n != 2 {
 			// +5 s: the claim is refused (not due in the store), then the attempt's read and
 			// the reload; +10 s: claimed without a read (delivered: no reload).
 			t.Fatalf("%d reads, want 2", n)
@@ -203,8 +203,8 @@ func TestSchedulerEarlierArmWins(t *testing.T) {
 // next one.
 func TestSchedulerGenerationFencing(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := queuetest.NewMemory()
-		s := newService(t, parityConfig(), store, map[string]Sink{"hook": &fakeSink{}})
+		ds := storetest.NewMemory()
+		s := newService(t, parityConfig(), ds, map[string]Sink{"hook": &fakeSink{}})
 		r := s.rt
 		stop := start(t, s)
 		synctest.Wait()
@@ -214,7 +214,7 @@ func TestSchedulerGenerationFencing(t *testing.T) {
 		stop()
 
 		// Stopped: arms are dropped.
-		r.armEntry(queue.Entry{ID: 99, NextAttemptAt: time.Now()})
+		r.armEntry(store.Entry{ID: 99, NextAttemptAt: time.Now()})
 		r.mu.Lock()
 		if r.active || r.timers.Len() != 0 {
 			t.Fatalf("stopped runtime armed an entry")
@@ -254,7 +254,7 @@ func TestSchedulerGenerationFencing(t *testing.T) {
 // Dispatch order is priority, then due time, then id (P30).
 func TestRuntimeDispatchOrder(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := queuetest.NewMemory()
+		ds := storetest.NewMemory()
 		release := make(chan struct{})
 		sink := &fakeSink{script: func(d Delivery) error {
 			if d.Key == "block" {
@@ -264,7 +264,7 @@ func TestRuntimeDispatchOrder(t *testing.T) {
 		}}
 		cfg := parityConfig()
 		cfg.Workers = 1
-		s := newService(t, cfg, store, map[string]Sink{"hook": sink})
+		s := newService(t, cfg, ds, map[string]Sink{"hook": sink})
 		stop := start(t, s)
 		defer stop()
 		synctest.Wait()
@@ -292,7 +292,7 @@ func TestRuntimeDispatchOrder(t *testing.T) {
 // P32: the number of concurrent sends never exceeds Workers.
 func TestRuntimeBoundedConcurrency_P32(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := queuetest.NewMemory()
+		ds := storetest.NewMemory()
 		var mu sync.Mutex
 		inflight, peak := 0, 0
 		sink := &fakeSink{script: func(Delivery) error {
@@ -308,7 +308,7 @@ func TestRuntimeBoundedConcurrency_P32(t *testing.T) {
 		}}
 		cfg := parityConfig()
 		cfg.Workers = 3
-		s := newService(t, cfg, store, map[string]Sink{"hook": sink})
+		s := newService(t, cfg, ds, map[string]Sink{"hook": sink})
 		stop := start(t, s)
 		defer stop()
 		synctest.Wait()
@@ -332,7 +332,7 @@ func TestRuntimeBoundedConcurrency_P32(t *testing.T) {
 // start sends it again with the same key.
 func TestRuntimeShutdownMidSend(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := queuetest.NewMemory()
+		ds := storetest.NewMemory()
 		sink := &fakeSink{script: func(d Delivery) error {
 			if d.Attempt == 1 {
 				time.Sleep(time.Hour) // the destination hangs
@@ -349,20 +349,20 @@ func TestRuntimeShutdownMidSend(t *testing.T) {
 			}
 			return sink.Send(ctx, d)
 		})
-		s := newService(t, parityConfig(), store, map[string]Sink{"hook": ctxSink})
+		s := newService(t, parityConfig(), ds, map[string]Sink{"hook": ctxSink})
 		stop := start(t, s)
 		synctest.Wait()
 		e := enqueueReq(t, s, Request{Sink: "hook", Key: "k"})
 		time.Sleep(time.Second)
 		stop()
-		g := mustGet(t, store, e.ID)
-		if g.State != queue.StatePending || g.Failures != 0 || g.Attempts != 1 {
+		g := mustGet(t, ds, e.ID)
+		if g.State != store.StatePending || g.Failures != 0 || g.Attempts != 1 {
 			t.Fatalf("after shutdown mid-send: %+v", g)
 		}
 		stop = start(t, s)
 		defer stop()
 		synctest.Wait()
-		if g := mustGet(t, store, e.ID); g.State != queue.StateDelivered || g.Attempts != 2 {
+		if g := mustGet(t, ds, e.ID); g.State != store.StateDelivered || g.Attempts != 2 {
 			t.Fatalf("after restart: %+v", g)
 		}
 		sum, _ := s.LastRecovery()
@@ -390,7 +390,7 @@ func TestRuntimeRetryAfterFloor(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				store := queuetest.NewMemory()
+				ds := storetest.NewMemory()
 				sink := &fakeSink{script: func(d Delivery) error {
 					if d.Attempt == 1 {
 						return &SendError{Class: Transient, Err: errors.New("HTTP 429"), RetryAfter: tc.retryAfter}
@@ -398,7 +398,7 @@ func TestRuntimeRetryAfterFloor(t *testing.T) {
 					return nil
 				}}
 				cfg := productionConfig() // jitter on: the floor holds whatever the jitter
-				s, err := New(cfg, store, map[string]Sink{"hook": sink}, Deps{Rand: func() float64 { return 0.999 }})
+				s, err := New(cfg, ds, map[string]Sink{"hook": sink}, Deps{Rand: func() float64 { return 0.999 }})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -408,7 +408,7 @@ func TestRuntimeRetryAfterFloor(t *testing.T) {
 				t0 := time.Now()
 				e := enqueueReq(t, s, Request{Sink: "hook", Key: "k"})
 				synctest.Wait()
-				if g := mustGet(t, store, e.ID); g.NextAttemptAt.Sub(t0) < min(tc.retryAfter, time.Hour) {
+				if g := mustGet(t, ds, e.ID); g.NextAttemptAt.Sub(t0) < min(tc.retryAfter, time.Hour) {
 					t.Fatalf("next_attempt_at = +%v, below the Retry-After floor", g.NextAttemptAt.Sub(t0))
 				}
 				time.Sleep(2 * time.Hour)
@@ -432,15 +432,15 @@ func TestRuntimeRetryAfterFloor(t *testing.T) {
 // P7: a permanent error dead-letters at once: one attempt, no failure charged.
 func TestRuntimePermanentErrorNoRetry(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := queuetest.NewMemory()
+		ds := storetest.NewMemory()
 		sink := &fakeSink{script: func(Delivery) error { return errors.New("Telegram: Bad Request: CHAT NOT FOUND") }}
-		s := runHook(t, store, sink)
+		s := runHook(t, ds, sink)
 		synctest.Wait()
 		e := enqueueReq(t, s, Request{Sink: "hook"})
 		time.Sleep(time.Hour)
 		synctest.Wait()
-		g := mustGet(t, store, e.ID)
-		if len(sink.Sends()) != 1 || g.State != queue.StateDead || g.Failures != 0 || g.Attempts != 1 ||
+		g := mustGet(t, ds, e.ID)
+		if len(sink.Sends()) != 1 || g.State != store.StateDead || g.Failures != 0 || g.Attempts != 1 ||
 			g.DeadReason != "permanent error (matches /(?i)chat not found/)" {
 			t.Fatalf("entry = %+v after %d sends", g, len(sink.Sends()))
 		}
@@ -451,14 +451,14 @@ func TestRuntimePermanentErrorNoRetry(t *testing.T) {
 // a retry and delivered once it is ready; nothing is lost.
 func TestRecoveryBeforeTransportReady(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := queuetest.NewMemory()
+		ds := storetest.NewMemory()
 		var ids []int64
 		for i := range 5 {
-			e, _, _ := store.Enqueue(context.Background(), queue.NewEntry{Sink: "gateway", Key: fmt.Sprint("k", i), Payload: []byte("x")})
+			e, _, _ := ds.Enqueue(context.Background(), store.NewEntry{Sink: "gateway", Key: fmt.Sprint("k", i), Payload: []byte("x")})
 			ids = append(ids, e.ID)
 		}
 		gw := &readySink{fakeSink: &fakeSink{}}
-		s := newService(t, parityConfig(), store, map[string]Sink{"gateway": gw})
+		s := newService(t, parityConfig(), ds, map[string]Sink{"gateway": gw})
 		t0 := time.Now()
 		stop := start(t, s)
 		defer stop()
@@ -472,7 +472,7 @@ func TestRecoveryBeforeTransportReady(t *testing.T) {
 		time.Sleep(time.Second)
 		synctest.Wait()
 		for _, id := range ids {
-			if g := mustGet(t, store, id); g.State != queue.StateDelivered || g.Failures != 0 {
+			if g := mustGet(t, ds, id); g.State != store.StateDelivered || g.Failures != 0 {
 				t.Fatalf("entry %d = %+v", id, g)
 			}
 		}
@@ -487,12 +487,12 @@ func TestRecoveryBeforeTransportReady(t *testing.T) {
 // R-DLV-03: an entry past its TTL is dead-lettered with a reason, not sent.
 func TestExpiredEntriesNotSent(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := queuetest.NewMemory()
+		ds := storetest.NewMemory()
 		sink := &fakeSink{}
 		cfg := parityConfig()
 		cfg.TTL = 12 * time.Hour
-		s := newService(t, cfg, store, map[string]Sink{"hook": sink})
-		old := putEntry(store, queue.Entry{Sink: "hook", State: queue.StatePending, Failures: 2,
+		s := newService(t, cfg, ds, map[string]Sink{"hook": sink})
+		old := putEntry(ds, store.Entry{Sink: "hook", State: store.StatePending, Failures: 2,
 			CreatedAt: time.Now().Add(-15 * time.Hour), ExpiresAt: time.Now().Add(-3 * time.Hour),
 			NextAttemptAt: time.Now().Add(-14 * time.Hour)})
 		stop := start(t, s)
@@ -503,8 +503,8 @@ func TestExpiredEntriesNotSent(t *testing.T) {
 			t.Fatalf("ttl not applied: %+v", fresh)
 		}
 		synctest.Wait()
-		g := mustGet(t, store, old.ID)
-		if g.State != queue.StateDead || g.DeadReason != ReasonExpired {
+		g := mustGet(t, ds, old.ID)
+		if g.State != store.StateDead || g.DeadReason != ReasonExpired {
 			t.Fatalf("old entry = %+v", g)
 		}
 		if sends := sink.Sends(); len(sends) != 1 || sends[0].key != "fresh" {
@@ -519,22 +519,22 @@ func TestExpiredEntriesNotSent(t *testing.T) {
 // The retention purge deletes delivered tombstones past DeliveredRetention.
 func TestRuntimePurgesTombstones(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := queuetest.NewMemory()
+		ds := storetest.NewMemory()
 		cfg := parityConfig()
 		cfg.DeliveredRetention = 2 * time.Hour
-		s := newService(t, cfg, store, map[string]Sink{"hook": &fakeSink{}})
+		s := newService(t, cfg, ds, map[string]Sink{"hook": &fakeSink{}})
 		stop := start(t, s)
 		defer stop()
 		synctest.Wait()
 		e := enqueueReq(t, s, Request{Sink: "hook", Key: "k"})
 		time.Sleep(2*time.Hour + time.Second)
 		synctest.Wait()
-		if _, err := store.Get(context.Background(), e.ID); err != nil {
+		if _, err := ds.Get(context.Background(), e.ID); err != nil {
 			t.Fatalf("purged early: %v", err)
 		}
 		time.Sleep(time.Hour)
 		synctest.Wait()
-		if _, err := store.Get(context.Background(), e.ID); !errors.Is(err, queue.ErrNotFound) {
+		if _, err := ds.Get(context.Background(), e.ID); !errors.Is(err, store.ErrNotFound) {
 			t.Fatalf("tombstone kept past retention: %v", err)
 		}
 	})
@@ -542,11 +542,11 @@ func TestRuntimePurgesTombstones(t *testing.T) {
 
 // purgeCounter counts the retention purges that reach the store.
 type purgeCounter struct {
-	*queuetest.Memory
+	*storetest.Memory
 	purges atomic.Int64
 }
 
-func (p *purgeCounter) Purge(ctx context.Context, f queue.PurgeFilter) (int, error) {
+func (p *purgeCounter) Purge(ctx context.Context, f store.PurgeFilter) (int, error) {
 	p.purges.Add(1)
 	return p.Memory.Purge(ctx, f)
 }
@@ -556,40 +556,40 @@ func (p *purgeCounter) Purge(ctx context.Context, f queue.PurgeFilter) (int, err
 // left, it is not armed again.
 func TestRuntimeIdleArmsNoTimer(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := &purgeCounter{Memory: queuetest.NewMemory()}
+		ds := &purgeCounter{Memory: storetest.NewMemory()}
 		cfg := parityConfig()
 		cfg.DeliveredRetention = 30 * time.Minute
-		s := newService(t, cfg, store, map[string]Sink{"hook": &fakeSink{}})
+		s := newService(t, cfg, ds, map[string]Sink{"hook": &fakeSink{}})
 		stop := start(t, s)
 		defer stop()
 		time.Sleep(10 * time.Hour)
 		synctest.Wait()
-		if n := store.purges.Load(); n != 0 {
+		if n := ds.purges.Load(); n != 0 {
 			t.Fatalf("an idle runtime purged %d times in 10 h", n)
 		}
 		e := enqueueReq(t, s, Request{Sink: "hook", Key: "k"})
 		synctest.Wait()
 		time.Sleep(time.Hour + time.Second)
 		synctest.Wait()
-		if _, err := store.Get(context.Background(), e.ID); !errors.Is(err, queue.ErrNotFound) {
+		if _, err := ds.Get(context.Background(), e.ID); !errors.Is(err, store.ErrNotFound) {
 			t.Fatalf("tombstone kept past retention: %v", err)
 		}
-		n := store.purges.Load()
+		n := ds.purges.Load()
 		if n == 0 {
 			t.Fatal("no purge after a delivery")
 		}
 		time.Sleep(10 * time.Hour)
 		synctest.Wait()
-		if m := store.purges.Load(); m != n {
+		if m := ds.purges.Load(); m != n {
 			t.Fatalf("the purge ran %d more times with nothing left to purge", m-n)
 		}
 	})
 }
 
-// sharedMemory is a store that other hosts write too (queue.Waker): entries put behind the
+// sharedMemory is a store that other hosts write too (store.Waker): entries put behind the
 // service's back are what another host enqueued.
 type sharedMemory struct {
-	*queuetest.Memory
+	*storetest.Memory
 	wake chan struct{}
 	// lives and nears count the entries Live and Near returned.
 	lives, nears atomic.Int64
@@ -598,7 +598,7 @@ type sharedMemory struct {
 func (m *sharedMemory) Wake() <-chan struct{}      { return m.wake }
 func (m *sharedMemory) RescanEvery() time.Duration { return 15 * time.Second }
 
-func (m *sharedMemory) Live(ctx context.Context, afterID int64, limit int) ([]queue.Ref, error) {
+func (m *sharedMemory) Live(ctx context.Context, afterID int64, limit int) ([]store.Ref, error) {
 	refs, err := m.Memory.Live(ctx, afterID, limit)
 	m.lives.Add(int64(len(refs)))
 	return refs, err
@@ -606,13 +606,13 @@ func (m *sharedMemory) Live(ctx context.Context, afterID int64, limit int) ([]qu
 
 // Near is what the Postgres store's indexes give: the pending entries due before before,
 // and the sending ones.
-func (m *sharedMemory) Near(ctx context.Context, before time.Time, page int, f func([]queue.Ref)) error {
+func (m *sharedMemory) Near(ctx context.Context, before time.Time, page int, f func([]store.Ref)) error {
 	refs, err := m.Memory.Live(ctx, 0, math.MaxInt32)
 	if err != nil {
 		return err
 	}
-	near := slices.DeleteFunc(refs, func(r queue.Ref) bool {
-		return r.State == queue.StatePending && !r.NextAttemptAt.Before(before)
+	near := slices.DeleteFunc(refs, func(r store.Ref) bool {
+		return r.State == store.StatePending && !r.NextAttemptAt.Before(before)
 	})
 	m.nears.Add(int64(len(near)))
 	for len(near) > 0 {
@@ -629,29 +629,29 @@ func (m *sharedMemory) Near(ctx context.Context, before time.Time, page int, f f
 // notification lost, is found by a rescan before it is due and sent at its due time.
 func TestRuntimeRescanReadsOnlyWhatIsNear(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := &sharedMemory{Memory: queuetest.NewMemory(), wake: make(chan struct{}, 1)}
+		ds := &sharedMemory{Memory: storetest.NewMemory(), wake: make(chan struct{}, 1)}
 		for range 500 {
-			putEntry(store.Memory, queue.Entry{Sink: "hook", State: queue.StatePending, NextAttemptAt: time.Now().Add(24 * time.Hour)})
+			putEntry(ds.Memory, store.Entry{Sink: "hook", State: store.StatePending, NextAttemptAt: time.Now().Add(24 * time.Hour)})
 		}
 		sink := &fakeSink{}
-		stop := start(t, newService(t, parityConfig(), store, map[string]Sink{"hook": sink}))
+		stop := start(t, newService(t, parityConfig(), ds, map[string]Sink{"hook": sink}))
 		defer stop()
 		synctest.Wait()
-		if n := store.lives.Load(); n != 500 {
+		if n := ds.lives.Load(); n != 500 {
 			t.Fatalf("the pass read %d live entries, want 500", n)
 		}
 		due := time.Now().Add(time.Hour)
-		putEntry(store.Memory, queue.Entry{Sink: "hook", State: queue.StatePending, NextAttemptAt: due})
+		putEntry(ds.Memory, store.Entry{Sink: "hook", State: store.StatePending, NextAttemptAt: due})
 		time.Sleep(2 * time.Hour)
 		synctest.Wait()
 		if s := sink.Sends(); len(s) != 1 || !s[0].at.Equal(due) {
 			t.Fatalf("sends %+v, want one at its due time, an hour after the start", s)
 		}
-		if n := store.lives.Load() - 500; n != 0 {
+		if n := ds.lives.Load() - 500; n != 0 {
 			t.Fatalf("the rescans read %d live entries: the whole backlog, every rescan", n)
 		}
 		// 480 rescans in two hours; the entry was near for two of them.
-		if n := store.nears.Load(); n > 3 {
+		if n := ds.nears.Load(); n > 3 {
 			t.Fatalf("the rescans read %d entries, want the one due within their horizon", n)
 		}
 	})
@@ -662,13 +662,13 @@ func TestRuntimeRescanReadsOnlyWhatIsNear(t *testing.T) {
 // timer.
 func TestRuntimeRescansSharedStore(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := &sharedMemory{Memory: queuetest.NewMemory(), wake: make(chan struct{}, 1)}
+		ds := &sharedMemory{Memory: storetest.NewMemory(), wake: make(chan struct{}, 1)}
 		sink := &fakeSink{}
-		stop := start(t, newService(t, parityConfig(), store, map[string]Sink{"hook": sink}))
+		stop := start(t, newService(t, parityConfig(), ds, map[string]Sink{"hook": sink}))
 		defer stop()
 		synctest.Wait()
 		began := time.Now()
-		putEntry(store.Memory, queue.Entry{Sink: "hook", State: queue.StatePending})
+		putEntry(ds.Memory, store.Entry{Sink: "hook", State: store.StatePending})
 		time.Sleep(15*time.Second - time.Millisecond)
 		synctest.Wait()
 		if n := len(sink.Sends()); n != 0 {
@@ -680,20 +680,20 @@ func TestRuntimeRescansSharedStore(t *testing.T) {
 			t.Fatalf("sends %+v, want one at the rescan 15 s after the start", s)
 		}
 		time.Sleep(5 * time.Second)
-		putEntry(store.Memory, queue.Entry{Sink: "hook", State: queue.StatePending})
+		putEntry(ds.Memory, store.Entry{Sink: "hook", State: store.StatePending})
 		woken := time.Now()
-		store.wake <- struct{}{}
+		ds.wake <- struct{}{}
 		synctest.Wait()
 		if s := sink.Sends(); len(s) != 2 || !s[1].at.Equal(woken) {
 			t.Fatalf("sends %+v, want the second at once when the store signals", s)
 		}
 
-		plain := queuetest.NewMemory()
+		plain := storetest.NewMemory()
 		other := &fakeSink{}
 		stopPlain := start(t, newService(t, parityConfig(), plain, map[string]Sink{"hook": other}))
 		defer stopPlain()
 		synctest.Wait()
-		putEntry(plain, queue.Entry{Sink: "hook", State: queue.StatePending})
+		putEntry(plain, store.Entry{Sink: "hook", State: store.StatePending})
 		time.Sleep(10 * time.Hour)
 		synctest.Wait()
 		if n := len(other.Sends()); n != 0 {

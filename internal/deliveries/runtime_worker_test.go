@@ -7,13 +7,13 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/schedd/schedd/internal/queue"
-	"github.com/schedd/schedd/internal/queue/queuetest"
+	"github.com/schedd/schedd/internal/store"
+	"github.com/schedd/schedd/internal/store/storetest"
 )
 
 // slowComplete is a store whose Complete takes a second (a commit waiting for its disk).
 type slowComplete struct {
-	queue.Store
+	store.Store
 }
 
 func (s slowComplete) Complete(ctx context.Context, id, epoch int64) error {
@@ -26,7 +26,7 @@ func (s slowComplete) Complete(ctx context.Context, id, epoch int64) error {
 // stop waits for the records: nothing sent stays sending.
 func TestRuntimeSendsWhileRecording(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		mem := queuetest.NewMemory()
+		mem := storetest.NewMemory()
 		sink := &fakeSink{}
 		cfg := parityConfig()
 		cfg.Workers = 1
@@ -50,7 +50,7 @@ func TestRuntimeSendsWhileRecording(t *testing.T) {
 			t.Fatalf("sends at %v, want %v", got, want)
 		}
 		for _, id := range ids {
-			if e := mustGet(t, mem, id); e.State != queue.StateDelivered {
+			if e := mustGet(t, mem, id); e.State != store.StateDelivered {
 				t.Fatalf("entry %d after stop: %s, want delivered", id, e.State)
 			}
 		}
@@ -62,20 +62,20 @@ func TestRuntimeSendsWhileRecording(t *testing.T) {
 // though armed as due) is read and handled as before.
 func TestRuntimeClaimsDueEntryWithoutRead(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		mem := queuetest.NewMemory()
+		mem := storetest.NewMemory()
 		sink := &fakeSink{}
 		s := runHook(t, mem, sink)
 		synctest.Wait()
 		e := enqueueReq(t, s, Request{Sink: "hook", Key: "k"})
 		synctest.Wait()
-		if g := mustGet(t, mem, e.ID); g.State != queue.StateDelivered || len(sink.Sends()) != 1 {
+		if g := mustGet(t, mem, e.ID); g.State != store.StateDelivered || len(sink.Sends()) != 1 {
 			t.Fatalf("after the enqueue: %s, %d sends", g.State, len(sink.Sends()))
 		}
 		if n := mem.Calls("get"); n != 1 { // mustGet's
 			t.Fatalf("%d reads of the entry, want none by the runtime", n-1)
 		}
 
-		later := putEntry(mem, queue.Entry{Sink: "hook", State: queue.StatePending, NextAttemptAt: time.Now().Add(time.Minute)})
+		later := putEntry(mem, store.Entry{Sink: "hook", State: store.StatePending, NextAttemptAt: time.Now().Add(time.Minute)})
 		armed := later
 		armed.NextAttemptAt = time.Now()
 		s.rt.armEntry(armed) // armed as due, not due in the store
@@ -85,7 +85,7 @@ func TestRuntimeClaimsDueEntryWithoutRead(t *testing.T) {
 		}
 		time.Sleep(time.Minute)
 		synctest.Wait()
-		if g := mustGet(t, mem, later.ID); g.State != queue.StateDelivered || len(sink.Sends()) != 2 {
+		if g := mustGet(t, mem, later.ID); g.State != store.StateDelivered || len(sink.Sends()) != 2 {
 			t.Fatalf("a minute later: %s, %d sends", g.State, len(sink.Sends()))
 		}
 	})

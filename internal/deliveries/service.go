@@ -17,7 +17,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/schedd/schedd/internal/api"
-	"github.com/schedd/schedd/internal/queue"
+	"github.com/schedd/schedd/internal/store"
 )
 
 // Errors of the service.
@@ -33,7 +33,7 @@ var (
 type Service struct {
 	cfg   Config // as started: Workers applies from here
 	pol   atomic.Pointer[policy]
-	store queue.Store
+	store store.Store
 	log   *zap.Logger
 	rand  func() float64
 	obs   Observer
@@ -45,7 +45,7 @@ type Service struct {
 	last     *api.RecoverySummary
 	enqueueE *api.StoreError
 	fullAt   int             // with enqueueE a full queue: its bound (max_entries)
-	counts   queue.Counts    // read last by Status
+	counts   store.Counts    // read last by Status
 	readE    *api.StoreError // Status cannot read the store since readE.At
 	closed   bool            // the store is being closed: schedd is stopping
 }
@@ -77,19 +77,19 @@ func newPolicy(cfg Config, sinks map[string]Sink) (*policy, error) {
 func (s *Service) policy() *policy { return s.pol.Load() }
 
 // New builds the service. sinks maps sink names (as entries name them) to sinks.
-func New(cfg Config, store queue.Store, sinks map[string]Sink, deps Deps) (*Service, error) {
+func New(cfg Config, ds store.Store, sinks map[string]Sink, deps Deps) (*Service, error) {
 	cfg, err := cfg.check()
 	if err != nil {
 		return nil, err
 	}
-	if store == nil {
+	if ds == nil {
 		return nil, errors.New("delivery service: no store")
 	}
 	pol, err := newPolicy(cfg, sinks)
 	if err != nil {
 		return nil, err
 	}
-	s := &Service{cfg: cfg, store: store, log: deps.Log, rand: deps.Rand, obs: deps.Observe}
+	s := &Service{cfg: cfg, store: ds, log: deps.Log, rand: deps.Rand, obs: deps.Observe}
 	s.pol.Store(pol)
 	if s.log == nil {
 		s.log = zap.NewNop()
@@ -213,15 +213,15 @@ type Request struct {
 
 // Enqueue stores a delivery durably and arms it. A key seen before returns the entry that
 // holds it with created=false (P11), armed if it is pending.
-func (s *Service) Enqueue(ctx context.Context, r Request) (queue.Entry, bool, error) {
+func (s *Service) Enqueue(ctx context.Context, r Request) (store.Entry, bool, error) {
 	n, err := s.policy().newEntry(r, time.Now())
 	if err != nil {
-		return queue.Entry{}, false, err
+		return store.Entry{}, false, err
 	}
 	e, created, err := s.store.Enqueue(ctx, n)
 	s.noteStore(err)
 	if err != nil {
-		return queue.Entry{}, false, err
+		return store.Entry{}, false, err
 	}
 	s.armStored(e, created)
 	return e, created, nil
@@ -230,11 +230,11 @@ func (s *Service) Enqueue(ctx context.Context, r Request) (queue.Entry, bool, er
 // armStored arms an entry an enqueue returned: one it created, and a pending one that held
 // the key already, which this process may never have armed (its enqueue's commit reply was
 // lost, or another host enqueued it); arming an armed entry again changes nothing.
-func (s *Service) armStored(e queue.Entry, created bool) {
+func (s *Service) armStored(e store.Entry, created bool) {
 	switch {
 	case created:
 		s.enqueued(e)
-	case e.State == queue.StatePending:
+	case e.State == store.StatePending:
 		s.rt.armEntry(e)
 	}
 }
@@ -243,10 +243,10 @@ func (s *Service) armStored(e queue.Entry, created bool) {
 // created (and the pending ones whose key it held already). Each request is checked and stored as Enqueue would (an unknown sink, say, keeps
 // out that entry only); the results are in the order of rs. An error is the whole batch's:
 // then nothing was stored.
-func (s *Service) EnqueueBatch(ctx context.Context, rs []Request) ([]queue.EnqueueResult, error) {
+func (s *Service) EnqueueBatch(ctx context.Context, rs []Request) ([]store.EnqueueResult, error) {
 	p, now := s.policy(), time.Now()
-	out := make([]queue.EnqueueResult, len(rs))
-	ns := make([]queue.NewEntry, 0, len(rs))
+	out := make([]store.EnqueueResult, len(rs))
+	ns := make([]store.NewEntry, 0, len(rs))
 	at := make([]int, 0, len(rs)) // the index in rs of each entry of ns
 	for i, r := range rs {
 		n, err := p.newEntry(r, now)
@@ -276,24 +276,24 @@ func (s *Service) EnqueueBatch(ctx context.Context, rs []Request) ([]queue.Enque
 }
 
 // newEntry checks r against the policy and makes the entry to store.
-func (p *policy) newEntry(r Request, now time.Time) (queue.NewEntry, error) {
+func (p *policy) newEntry(r Request, now time.Time) (store.NewEntry, error) {
 	if _, ok := p.sinks[r.Sink]; !ok {
-		return queue.NewEntry{}, fmt.Errorf("enqueue: %w: %q", ErrUnknownSink, r.Sink)
+		return store.NewEntry{}, fmt.Errorf("enqueue: %w: %q", ErrUnknownSink, r.Sink)
 	}
 	for k := range r.Headers {
 		if http.CanonicalHeaderKey(k) == IdempotencyHeader {
-			return queue.NewEntry{}, fmt.Errorf("enqueue: %w: the %s header is set from the key",
-				queue.ErrInvalid, IdempotencyHeader)
+			return store.NewEntry{}, fmt.Errorf("enqueue: %w: the %s header is set from the key",
+				store.ErrInvalid, IdempotencyHeader)
 		}
 	}
 	if p := api.KeyProblem(r.Key); p != "" {
-		return queue.NewEntry{}, fmt.Errorf("enqueue: %w: idempotency_key: %s", queue.ErrInvalid, p)
+		return store.NewEntry{}, fmt.Errorf("enqueue: %w: idempotency_key: %s", store.ErrInvalid, p)
 	}
 	key := r.Key
 	if key == "" {
 		key = newKey()
 	}
-	n := queue.NewEntry{Sink: r.Sink, Key: key, Headers: r.Headers, Payload: r.Payload, Priority: r.Priority}
+	n := store.NewEntry{Sink: r.Sink, Key: key, Headers: r.Headers, Payload: r.Payload, Priority: r.Priority}
 	ttl := r.TTL
 	if ttl <= 0 {
 		ttl = p.cfg.TTL
@@ -307,7 +307,7 @@ func (p *policy) newEntry(r Request, now time.Time) (queue.NewEntry, error) {
 // enqueued logs and arms an entry the store just created. The line is at debug level: the
 // producer has the entry's id from the reply, and the log says at info what schedd does
 // with it (sending, delivered, failed, dead), not every entry it was given.
-func (s *Service) enqueued(e queue.Entry) {
+func (s *Service) enqueued(e store.Entry) {
 	if ce := s.log.Check(zap.DebugLevel, "delivery enqueued"); ce != nil {
 		ce.Write(zap.Int64("id", e.ID), zap.String("sink", e.Sink), zap.String("idempotency_key", e.Key),
 			zap.Int("priority", e.Priority), zap.Int("payload_size", e.PayloadSize))
@@ -322,16 +322,16 @@ func (s *Service) noteStore(err error) {
 	switch {
 	case err == nil:
 		s.noteEnqueueError(nil)
-	case errors.Is(err, queue.ErrDiskFull), errors.Is(err, queue.ErrStorage), errors.Is(err, queue.ErrCorrupt),
-		errors.Is(err, queue.ErrQueueFull):
+	case errors.Is(err, store.ErrDiskFull), errors.Is(err, store.ErrStorage), errors.Is(err, store.ErrCorrupt),
+		errors.Is(err, store.ErrQueueFull):
 		s.noteEnqueueError(err)
 	}
 }
 
 // fullIn is err, or else the queue-full error of an entry of a batch, for the status.
-func fullIn(res []queue.EnqueueResult, err error) error {
+func fullIn(res []store.EnqueueResult, err error) error {
 	for _, r := range res {
-		if err == nil && errors.Is(r.Err, queue.ErrQueueFull) {
+		if err == nil && errors.Is(r.Err, store.ErrQueueFull) {
 			return r.Err
 		}
 	}
@@ -345,7 +345,7 @@ func (s *Service) noteEnqueueError(err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.fullAt = 0
-	if be, ok := errors.AsType[*queue.BoundError](err); ok && errors.Is(err, queue.ErrQueueFull) {
+	if be, ok := errors.AsType[*store.BoundError](err); ok && errors.Is(err, store.ErrQueueFull) {
 		s.fullAt = be.Limit
 	}
 	if err == nil {
@@ -371,20 +371,20 @@ func newKey() string {
 }
 
 // Get returns one entry with its payload.
-func (s *Service) Get(ctx context.Context, id int64) (queue.Entry, error) {
+func (s *Service) Get(ctx context.Context, id int64) (store.Entry, error) {
 	return s.store.Get(ctx, id)
 }
 
 // List returns entries (without payloads).
-func (s *Service) List(ctx context.Context, f queue.Filter) ([]queue.Entry, error) {
+func (s *Service) List(ctx context.Context, f store.Filter) ([]store.Entry, error) {
 	return s.store.List(ctx, f)
 }
 
 // Retry moves a dead letter back to pending, due now, and arms it.
-func (s *Service) Retry(ctx context.Context, id int64) (queue.Entry, error) {
+func (s *Service) Retry(ctx context.Context, id int64) (store.Entry, error) {
 	e, err := s.store.Retry(ctx, id)
 	if err != nil {
-		return queue.Entry{}, err
+		return store.Entry{}, err
 	}
 	s.entryLog(e).Info("delivery retried by operator")
 	s.rt.armEntry(e)
@@ -402,8 +402,8 @@ func (s *Service) Drop(ctx context.Context, id int64) error {
 
 // Purge deletes dead letters (or delivered tombstones) that finished more than olderThan ago:
 // all of them, or with limit above 0 at most limit (the oldest first).
-func (s *Service) Purge(ctx context.Context, state queue.State, olderThan time.Duration, limit int) (int, error) {
-	n, err := s.store.Purge(ctx, queue.PurgeFilter{State: state, OlderThan: time.Now().Add(-olderThan), Limit: limit})
+func (s *Service) Purge(ctx context.Context, state store.State, olderThan time.Duration, limit int) (int, error) {
+	n, err := s.store.Purge(ctx, store.PurgeFilter{State: state, OlderThan: time.Now().Add(-olderThan), Limit: limit})
 	if err != nil {
 		return 0, err
 	}

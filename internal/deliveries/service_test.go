@@ -14,16 +14,17 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
-	"github.com/schedd/schedd/internal/queue"
-	"github.com/schedd/schedd/internal/queue/queuetest"
+	"github.com/schedd/schedd/internal/store"
+	"github.com/schedd/schedd/internal/store/sqlite"
+	"github.com/schedd/schedd/internal/store/storetest"
 )
 
 // P11: the same idempotency key twice gives one entry and one send.
 func TestEnqueueIdempotent_P11(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := queuetest.NewMemory()
+		ds := storetest.NewMemory()
 		sink := &fakeSink{}
-		s := runHook(t, store, sink)
+		s := runHook(t, ds, sink)
 		synctest.Wait()
 		for _, tc := range []struct {
 			name    string
@@ -33,7 +34,7 @@ func TestEnqueueIdempotent_P11(t *testing.T) {
 		}{
 			{"first", "x", true, nil},
 			{"again, pending or delivered", "x", false, nil},
-			{"same key, other payload", "y", false, queue.ErrKeyMismatch},
+			{"same key, other payload", "y", false, store.ErrKeyMismatch},
 		} {
 			e, created, err := s.Enqueue(context.Background(), Request{Sink: "hook", Key: "order-42", Payload: []byte(tc.payload)})
 			if !errors.Is(err, tc.err) || created != tc.created || (err == nil && e.Key != "order-42") {
@@ -44,7 +45,7 @@ func TestEnqueueIdempotent_P11(t *testing.T) {
 		if n := len(sink.Sends()); n != 1 {
 			t.Fatalf("%d sends, want 1", n)
 		}
-		if l, _ := store.List(context.Background(), queue.Filter{}); len(l) != 1 {
+		if l, _ := ds.List(context.Background(), store.Filter{}); len(l) != 1 {
 			t.Fatalf("%d entries, want 1", len(l))
 		}
 	})
@@ -52,9 +53,9 @@ func TestEnqueueIdempotent_P11(t *testing.T) {
 
 func TestEnqueueValidation(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := queuetest.NewMemory()
-		store.MaxPayload = 8
-		s := newService(t, parityConfig(), store, map[string]Sink{"hook": &fakeSink{}})
+		ds := storetest.NewMemory()
+		ds.MaxPayload = 8
+		s := newService(t, parityConfig(), ds, map[string]Sink{"hook": &fakeSink{}})
 		ctx := context.Background()
 		for _, tc := range []struct {
 			name string
@@ -62,9 +63,9 @@ func TestEnqueueValidation(t *testing.T) {
 			err  error
 		}{
 			{"unknown sink", Request{Sink: "nope"}, ErrUnknownSink},
-			{"reserved header", Request{Sink: "hook", Headers: map[string]string{"idempotency-key": "x"}}, queue.ErrInvalid},
-			{"bad header", Request{Sink: "hook", Headers: map[string]string{"X": "a\nb"}}, queue.ErrInvalid},
-			{"payload bound", Request{Sink: "hook", Payload: []byte("123456789")}, queue.ErrPayloadTooLarge},
+			{"reserved header", Request{Sink: "hook", Headers: map[string]string{"idempotency-key": "x"}}, store.ErrInvalid},
+			{"bad header", Request{Sink: "hook", Headers: map[string]string{"X": "a\nb"}}, store.ErrInvalid},
+			{"payload bound", Request{Sink: "hook", Payload: []byte("123456789")}, store.ErrPayloadTooLarge},
 		} {
 			if _, _, err := s.Enqueue(ctx, tc.r); !errors.Is(err, tc.err) {
 				t.Errorf("%s: err = %v, want %v", tc.name, err, tc.err)
@@ -76,12 +77,12 @@ func TestEnqueueValidation(t *testing.T) {
 		}
 		badPattern := productionConfig()
 		badPattern.PermanentPatterns = []string{"("}
-		if _, err := New(badPattern, store, nil, Deps{}); err == nil {
+		if _, err := New(badPattern, ds, nil, Deps{}); err == nil {
 			t.Fatal("bad pattern accepted")
 		}
 		badJitter := productionConfig()
 		badJitter.Jitter = 2
-		if _, err := New(badJitter, store, nil, Deps{}); err == nil {
+		if _, err := New(badJitter, ds, nil, Deps{}); err == nil {
 			t.Fatal("jitter 2 accepted")
 		}
 	})
@@ -91,26 +92,26 @@ func TestEnqueueValidation(t *testing.T) {
 // entries keep being delivered; enqueue works again once space returns.
 func TestEnqueueDiskFullDeliveryGoesOn(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := queuetest.NewMemory()
-		stored, _, _ := store.Enqueue(context.Background(), queue.NewEntry{Sink: "hook", Key: "stored", Payload: []byte("x"),
+		ds := storetest.NewMemory()
+		stored, _, _ := ds.Enqueue(context.Background(), store.NewEntry{Sink: "hook", Key: "stored", Payload: []byte("x"),
 			NotBefore: time.Now().Add(time.Minute)})
 		full := true
-		store.SetWriteFault(func(op string) error {
+		ds.SetWriteFault(func(op string) error {
 			if op == "enqueue" && full {
-				return queue.ErrDiskFull
+				return store.ErrDiskFull
 			}
 			return nil
 		})
 		sink := &fakeSink{}
-		s := runHook(t, store, sink)
+		s := runHook(t, ds, sink)
 		synctest.Wait()
 		_, _, err := s.Enqueue(context.Background(), Request{Sink: "hook", Key: "new", Payload: []byte("y")})
-		if !errors.Is(err, queue.ErrDiskFull) {
+		if !errors.Is(err, store.ErrDiskFull) {
 			t.Fatalf("enqueue on a full disk: %v", err)
 		}
 		time.Sleep(time.Minute)
 		synctest.Wait()
-		if g := mustGet(t, store, stored.ID); g.State != queue.StateDelivered {
+		if g := mustGet(t, ds, stored.ID); g.State != store.StateDelivered {
 			t.Fatalf("stored entry not delivered while the disk is full: %+v", g)
 		}
 		full = false
@@ -127,36 +128,36 @@ func TestErrorClassesHandling_RDLV04(t *testing.T) {
 		name     string
 		err      error
 		sink     string
-		state    queue.State
+		state    store.State
 		failures int
 		reason   string
 	}{
-		{"success", nil, "hook", queue.StateDelivered, 0, ""},
-		{"http 404", &SendError{Class: Permanent, Err: errors.New("HTTP 404 Not Found"), Status: 404}, "hook", queue.StateDead, 0, "permanent error (status 404)"},
-		{"http 503", &SendError{Class: Transient, Err: errors.New("HTTP 503"), Status: 503}, "hook", queue.StatePending, 1, ""},
-		{"http 429", &SendError{Class: Transient, Err: errors.New("HTTP 429"), Status: 429, RetryAfter: time.Minute}, "hook", queue.StatePending, 1, ""},
-		{"network", TransientError(errors.New("dial tcp: connection refused")), "hook", queue.StatePending, 1, ""},
-		{"untyped", errors.New("read: connection reset by peer"), "hook", queue.StatePending, 1, ""},
-		{"upstream pattern", errors.New("400 Bad Request: chat_id is empty"), "hook", queue.StateDead, 0, "permanent error (matches"},
-		{"exec exit 75", &SendError{Class: Transient, Err: errors.New("exit status 75"), Status: 75}, "hook", queue.StatePending, 1, ""},
-		{"exec exit 1", &SendError{Class: Permanent, Err: errors.New("exit status 1"), Status: 1}, "hook", queue.StateDead, 0, "permanent error"},
-		{"adapter not ready", NotReadyError(nil), "hook", queue.StatePending, 0, ""},
-		{"sink not configured", nil, "removed", queue.StateDead, 0, ReasonUnknownSink},
+		{"success", nil, "hook", store.StateDelivered, 0, ""},
+		{"http 404", &SendError{Class: Permanent, Err: errors.New("HTTP 404 Not Found"), Status: 404}, "hook", store.StateDead, 0, "permanent error (status 404)"},
+		{"http 503", &SendError{Class: Transient, Err: errors.New("HTTP 503"), Status: 503}, "hook", store.StatePending, 1, ""},
+		{"http 429", &SendError{Class: Transient, Err: errors.New("HTTP 429"), Status: 429, RetryAfter: time.Minute}, "hook", store.StatePending, 1, ""},
+		{"network", TransientError(errors.New("dial tcp: connection refused")), "hook", store.StatePending, 1, ""},
+		{"untyped", errors.New("read: connection reset by peer"), "hook", store.StatePending, 1, ""},
+		{"upstream pattern", errors.New("400 Bad Request: chat_id is empty"), "hook", store.StateDead, 0, "permanent error (matches"},
+		{"exec exit 75", &SendError{Class: Transient, Err: errors.New("exit status 75"), Status: 75}, "hook", store.StatePending, 1, ""},
+		{"exec exit 1", &SendError{Class: Permanent, Err: errors.New("exit status 1"), Status: 1}, "hook", store.StateDead, 0, "permanent error"},
+		{"adapter not ready", NotReadyError(nil), "hook", store.StatePending, 0, ""},
+		{"sink not configured", nil, "removed", store.StateDead, 0, ReasonUnknownSink},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				store := queuetest.NewMemory()
-				e := putEntry(store, queue.Entry{Sink: tc.sink, State: queue.StatePending})
+				ds := storetest.NewMemory()
+				e := putEntry(ds, store.Entry{Sink: tc.sink, State: store.StatePending})
 				sink := &fakeSink{script: func(Delivery) error { return tc.err }}
-				s := newService(t, parityConfig(), store, map[string]Sink{"hook": sink})
+				s := newService(t, parityConfig(), ds, map[string]Sink{"hook": sink})
 				stop := start(t, s)
 				synctest.Wait()
 				stop()
-				g := mustGet(t, store, e.ID)
+				g := mustGet(t, ds, e.ID)
 				if g.State != tc.state || g.Failures != tc.failures || !strings.HasPrefix(g.DeadReason, tc.reason) {
 					t.Fatalf("entry = state %s failures %d reason %q", g.State, g.Failures, g.DeadReason)
 				}
-				if tc.err != nil && g.State != queue.StateDelivered && g.LastError == "" && tc.state == queue.StateDead {
+				if tc.err != nil && g.State != store.StateDelivered && g.LastError == "" && tc.state == store.StateDead {
 					t.Fatalf("dead letter lost its last error: %+v", g)
 				}
 			})
@@ -169,29 +170,29 @@ func TestErrorClassesHandling_RDLV04(t *testing.T) {
 // counts it as interrupted, and does not resend what was delivered.
 func TestCrashBetweenSendAndAck_RDLV01(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := queuetest.NewMemory()
+		ds := storetest.NewMemory()
 		sink := &fakeSink{}
-		s1 := newService(t, parityConfig(), store, map[string]Sink{"hook": sink})
+		s1 := newService(t, parityConfig(), ds, map[string]Sink{"hook": sink})
 		stop := start(t, s1)
 		synctest.Wait()
 		done := enqueueReq(t, s1, Request{Sink: "hook", Key: "done"})
 		synctest.Wait()
 		// The ack of the next send never lands: the process dies between send and ack.
-		store.SetWriteFault(func(op string) error {
+		ds.SetWriteFault(func(op string) error {
 			if op == "complete" || op == "release" {
-				return fmt.Errorf("%w: process killed", queue.ErrStorage)
+				return fmt.Errorf("%w: process killed", store.ErrStorage)
 			}
 			return nil
 		})
 		cut := enqueueReq(t, s1, Request{Sink: "hook", Key: "cut"})
 		synctest.Wait()
 		stop()
-		if g := mustGet(t, store, cut.ID); g.State != queue.StateSending {
+		if g := mustGet(t, ds, cut.ID); g.State != store.StateSending {
 			t.Fatalf("after the crash: %+v", g)
 		}
-		store.SetWriteFault(nil)
+		ds.SetWriteFault(nil)
 
-		s2 := newService(t, parityConfig(), store, map[string]Sink{"hook": sink})
+		s2 := newService(t, parityConfig(), ds, map[string]Sink{"hook": sink})
 		stop = start(t, s2)
 		defer stop()
 		synctest.Wait()
@@ -199,7 +200,7 @@ func TestCrashBetweenSendAndAck_RDLV01(t *testing.T) {
 		if sum.Interrupted != 1 || sum.Scanned != 1 || sum.Total() != 1 {
 			t.Fatalf("summary = %+v", sum)
 		}
-		if g := mustGet(t, store, cut.ID); g.State != queue.StateDelivered || g.Attempts != 2 {
+		if g := mustGet(t, ds, cut.ID); g.State != store.StateDelivered || g.Attempts != 2 {
 			t.Fatalf("interrupted entry = %+v", g)
 		}
 		var keys []string
@@ -218,14 +219,14 @@ func TestCrashBetweenSendAndAck_RDLV01(t *testing.T) {
 func TestCrashRecoverySQLite_RDLV01(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "deliveries.db")
-	st1, err := queue.Open(ctx, path, queue.Options{})
+	st1, err := sqlite.Open(ctx, path, sqlite.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ep, _ := st1.NewEpoch(ctx)
 	var ids []int64
 	for _, k := range []string{"sent-not-acked", "delivered", "pending"} {
-		e, _, err := st1.Enqueue(ctx, queue.NewEntry{Sink: "hook", Key: k, Payload: []byte(k)})
+		e, _, err := st1.Enqueue(ctx, store.NewEntry{Sink: "hook", Key: k, Payload: []byte(k)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -243,7 +244,7 @@ func TestCrashRecoverySQLite_RDLV01(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	st2, err := queue.Open(ctx, path, queue.Options{})
+	st2, err := sqlite.Open(ctx, path, sqlite.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -276,12 +277,12 @@ func TestCrashRecoverySQLite_RDLV01(t *testing.T) {
 		t.Fatalf("sends = %v", keys)
 	}
 	for _, id := range ids {
-		if g, _ := st2.Get(ctx, id); g.State != queue.StateDelivered {
+		if g, _ := st2.Get(ctx, id); g.State != store.StateDelivered {
 			t.Fatalf("entry %d = %+v", id, g)
 		}
 	}
 	st, err := s.Status(ctx)
-	if err != nil || st.Synchronous != queue.SyncFull || st.Store != "sqlite" || st.Delivered != 3 {
+	if err != nil || st.Synchronous != sqlite.SyncFull || st.Store != "sqlite" || st.Delivered != 3 {
 		t.Fatalf("status = %+v, %v", st, err)
 	}
 }
@@ -289,10 +290,10 @@ func TestCrashRecoverySQLite_RDLV01(t *testing.T) {
 // The status block has the field names docs/status.md documents.
 func TestStatusJSON(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := queuetest.NewMemory()
-		putEntry(store, queue.Entry{Sink: "gateway", State: queue.StatePending})
-		putEntry(store, queue.Entry{Sink: "hook", State: queue.StateDead, FinishedAt: time.Now()})
-		s := newService(t, parityConfig(), store, map[string]Sink{"gateway": &readySink{fakeSink: &fakeSink{}}})
+		ds := storetest.NewMemory()
+		putEntry(ds, store.Entry{Sink: "gateway", State: store.StatePending})
+		putEntry(ds, store.Entry{Sink: "hook", State: store.StateDead, FinishedAt: time.Now()})
+		s := newService(t, parityConfig(), ds, map[string]Sink{"gateway": &readySink{fakeSink: &fakeSink{}}})
 		st, err := s.Status(context.Background())
 		if err != nil {
 			t.Fatal(err)
@@ -333,7 +334,7 @@ func TestStatusJSON(t *testing.T) {
 // Operator surface: retry a dead letter (sent again), drop, purge.
 func TestOperatorRetryDropPurge(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := queuetest.NewMemory()
+		ds := storetest.NewMemory()
 		fail := true
 		sink := &fakeSink{script: func(Delivery) error {
 			if fail {
@@ -341,12 +342,12 @@ func TestOperatorRetryDropPurge(t *testing.T) {
 			}
 			return nil
 		}}
-		s := runHook(t, store, sink)
+		s := runHook(t, ds, sink)
 		synctest.Wait()
 		ctx := context.Background()
 		e := enqueueReq(t, s, Request{Sink: "hook", Key: "k"})
 		synctest.Wait()
-		if g := mustGet(t, store, e.ID); g.State != queue.StateDead {
+		if g := mustGet(t, ds, e.ID); g.State != store.StateDead {
 			t.Fatalf("not dead: %+v", g)
 		}
 		fail = false
@@ -354,24 +355,24 @@ func TestOperatorRetryDropPurge(t *testing.T) {
 			t.Fatal(err)
 		}
 		synctest.Wait()
-		if g := mustGet(t, store, e.ID); g.State != queue.StateDelivered || g.Attempts != 2 {
+		if g := mustGet(t, ds, e.ID); g.State != store.StateDelivered || g.Attempts != 2 {
 			t.Fatalf("after retry: %+v", g)
 		}
 		fail = true
 		d := enqueueReq(t, s, Request{Sink: "hook", Key: "d"})
 		synctest.Wait()
 		time.Sleep(2 * time.Hour)
-		if n, err := s.Purge(ctx, queue.StateDead, time.Hour, 0); err != nil || n != 1 {
+		if n, err := s.Purge(ctx, store.StateDead, time.Hour, 0); err != nil || n != 1 {
 			t.Fatalf("purge = %d, %v", n, err)
 		}
-		if _, err := s.Get(ctx, d.ID); !errors.Is(err, queue.ErrNotFound) {
+		if _, err := s.Get(ctx, d.ID); !errors.Is(err, store.ErrNotFound) {
 			t.Fatalf("purged entry: %v", err)
 		}
-		p := putEntry(store, queue.Entry{Sink: "hook", State: queue.StatePending, NextAttemptAt: time.Now().Add(time.Hour)})
+		p := putEntry(ds, store.Entry{Sink: "hook", State: store.StatePending, NextAttemptAt: time.Now().Add(time.Hour)})
 		if err := s.Drop(ctx, p.ID); err != nil {
 			t.Fatal(err)
 		}
-		if l, _ := s.List(ctx, queue.Filter{State: queue.StatePending}); len(l) != 0 {
+		if l, _ := s.List(ctx, store.Filter{State: store.StatePending}); len(l) != 0 {
 			t.Fatalf("pending after drop: %+v", l)
 		}
 	})
@@ -382,7 +383,7 @@ func TestOperatorRetryDropPurge(t *testing.T) {
 func TestTransitionLogs(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		core, logs := observer.New(zap.DebugLevel)
-		store := queuetest.NewMemory()
+		ds := storetest.NewMemory()
 		n := 0
 		sink := &fakeSink{script: func(Delivery) error {
 			n++
@@ -391,7 +392,7 @@ func TestTransitionLogs(t *testing.T) {
 			}
 			return nil
 		}}
-		s, err := New(parityConfig(), store, map[string]Sink{"hook": sink}, Deps{Log: zap.New(core)})
+		s, err := New(parityConfig(), ds, map[string]Sink{"hook": sink}, Deps{Log: zap.New(core)})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -15,19 +15,19 @@ import (
 
 	"github.com/schedd/schedd/internal/api"
 	"github.com/schedd/schedd/internal/deliveries"
-	"github.com/schedd/schedd/internal/queue"
+	"github.com/schedd/schedd/internal/store"
 )
 
 // Deliveries is what the delivery endpoints need of the delivery service
 // (deliveries.Service).
 type Deliveries interface {
-	Enqueue(ctx context.Context, r deliveries.Request) (queue.Entry, bool, error)
-	EnqueueBatch(ctx context.Context, rs []deliveries.Request) ([]queue.EnqueueResult, error)
-	Get(ctx context.Context, id int64) (queue.Entry, error)
-	List(ctx context.Context, f queue.Filter) ([]queue.Entry, error)
-	Retry(ctx context.Context, id int64) (queue.Entry, error)
+	Enqueue(ctx context.Context, r deliveries.Request) (store.Entry, bool, error)
+	EnqueueBatch(ctx context.Context, rs []deliveries.Request) ([]store.EnqueueResult, error)
+	Get(ctx context.Context, id int64) (store.Entry, error)
+	List(ctx context.Context, f store.Filter) ([]store.Entry, error)
+	Retry(ctx context.Context, id int64) (store.Entry, error)
 	Drop(ctx context.Context, id int64) error
-	Purge(ctx context.Context, state queue.State, olderThan time.Duration, limit int) (int, error)
+	Purge(ctx context.Context, state store.State, olderThan time.Duration, limit int) (int, error)
 	RecoverDryRun(ctx context.Context, progress func(scanned int)) (api.RecoveryReport, error)
 	Sinks() []string
 }
@@ -221,7 +221,7 @@ func badHeaderRune(r rune) bool { return (r < ' ' && r != '\t') || r == 0x7f }
 
 func (a *deliveriesAPI) list(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	f := queue.Filter{State: queue.State(q.Get("state")), Sink: q.Get("sink"), Limit: 100}
+	f := store.Filter{State: store.State(q.Get("state")), Sink: q.Get("sink"), Limit: 100}
 	if f.State != "" && !f.State.Valid() {
 		WriteError(w, http.StatusBadRequest, api.CodeBadRequest,
 			"state: want pending, sending, delivered or dead, got "+strconv.Quote(string(f.State)))
@@ -335,7 +335,7 @@ func (a *deliveriesAPI) purge(w http.ResponseWriter, r *http.Request) {
 			fmt.Sprintf("limit: want 0 (all) or a number from 1 to %d, got %d", api.MaxPurgeLimit, req.Limit))
 		return
 	}
-	n, err := a.svc.Purge(r.Context(), queue.State(req.State), older, req.Limit)
+	n, err := a.svc.Purge(r.Context(), store.State(req.State), older, req.Limit)
 	if err != nil {
 		a.writeError(w, err)
 		return
@@ -410,17 +410,17 @@ func (a *deliveriesAPI) enqueueError(err error, sink string) *api.Error {
 // errorReply maps a delivery error to its status, code and a message that says what
 // happened and whether anything was stored.
 func (a *deliveriesAPI) errorReply(err error) *api.Error {
-	var bound *queue.BoundError
-	var mismatch *queue.KeyMismatchError
+	var bound *store.BoundError
+	var mismatch *store.KeyMismatchError
 	switch {
-	case errors.As(err, &bound) && errors.Is(err, queue.ErrPayloadTooLarge):
+	case errors.As(err, &bound) && errors.Is(err, store.ErrPayloadTooLarge):
 		return &api.Error{Status: http.StatusRequestEntityTooLarge, Code: api.CodePayloadTooLarge,
 			Message: fmt.Sprintf("data: the payload of %d bytes is over deliveries.max_payload (%d bytes); nothing was stored", bound.Got, bound.Limit)}
-	case errors.Is(err, queue.ErrQueueFull):
+	case errors.Is(err, store.ErrQueueFull):
 		return &api.Error{Status: http.StatusServiceUnavailable, Code: api.CodeQueueFull,
 			Message: fmt.Sprintf("the delivery queue holds its limit of %d pending entries (deliveries.max_entries); nothing was stored; "+
 				"enqueue again once it has drained", a.lim.Entries)}
-	case errors.Is(err, queue.ErrDiskFull):
+	case errors.Is(err, store.ErrDiskFull):
 		return &api.Error{Status: 507, Code: api.CodeDiskFull,
 			Message: fmt.Sprintf("the disk of the delivery store %s is full: nothing was stored. Deliveries already stored are still sent; "+
 				"enqueue works again once space is freed", a.lim.Path)}
@@ -428,17 +428,17 @@ func (a *deliveriesAPI) errorReply(err error) *api.Error {
 		return &api.Error{Status: http.StatusConflict, Code: api.CodeConflict,
 			Message: fmt.Sprintf("idempotency_key: %q belongs to delivery %d, which has another sink or payload; nothing was stored",
 				mismatch.Key, mismatch.Existing.ID)}
-	case errors.Is(err, queue.ErrInvalid):
+	case errors.Is(err, store.ErrInvalid):
 		return &api.Error{Status: http.StatusBadRequest, Code: api.CodeBadRequest, Message: strings.TrimPrefix(err.Error(), "enqueue: ")}
-	case errors.Is(err, queue.ErrNotFound):
+	case errors.Is(err, store.ErrNotFound):
 		return &api.Error{Status: http.StatusNotFound, Code: api.CodeNotFound, Message: err.Error()}
-	case errors.Is(err, queue.ErrBusy):
+	case errors.Is(err, store.ErrBusy):
 		return &api.Error{Status: http.StatusConflict, Code: api.CodeConflict, Message: err.Error() + "; try again when the attempt is over"}
-	case errors.Is(err, queue.ErrWrongState):
+	case errors.Is(err, store.ErrWrongState):
 		return &api.Error{Status: http.StatusConflict, Code: api.CodeConflict, Message: err.Error()}
-	case errors.Is(err, queue.ErrClosed):
+	case errors.Is(err, store.ErrClosed):
 		return &api.Error{Status: http.StatusServiceUnavailable, Code: api.CodeUnavailable, Message: "schedd is stopping: nothing was stored"}
-	case errors.Is(err, queue.ErrOutcomeUnknown):
+	case errors.Is(err, store.ErrOutcomeUnknown):
 		code := api.CodeUnavailable
 		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 			code = api.CodeTimeout
@@ -449,10 +449,10 @@ func (a *deliveriesAPI) errorReply(err error) *api.Error {
 				"database is back (an entry is stored once per key)"}
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		return &api.Error{Status: http.StatusServiceUnavailable, Code: api.CodeTimeout, Message: err.Error()}
-	case errors.Is(err, queue.ErrUnavailable):
+	case errors.Is(err, store.ErrUnavailable):
 		return &api.Error{Status: http.StatusServiceUnavailable, Code: api.CodeUnavailable,
 			Message: "the delivery store's database cannot be reached: nothing was stored; enqueue again once it is back"}
-	case errors.Is(err, queue.ErrStorage), errors.Is(err, queue.ErrCorrupt):
+	case errors.Is(err, store.ErrStorage), errors.Is(err, store.ErrCorrupt):
 		return &api.Error{Status: http.StatusInternalServerError, Code: api.CodeStorage,
 			Message: fmt.Sprintf("the delivery store %s could not commit: nothing was stored (%v)", a.lim.Path, err)}
 	}
@@ -460,7 +460,7 @@ func (a *deliveriesAPI) errorReply(err error) *api.Error {
 }
 
 // DeliveryView is how the API shows e; withPayload adds the payload, as text when it is UTF-8.
-func DeliveryView(e queue.Entry, withPayload bool) api.Delivery {
+func DeliveryView(e store.Entry, withPayload bool) api.Delivery {
 	v := api.Delivery{
 		ID: e.ID, Sink: e.Sink, Key: e.Key, State: api.DeliveryState(e.State), Priority: e.Priority, PayloadSize: e.PayloadSize,
 		Attempts: e.Attempts, Failures: e.Failures, LastError: e.LastError, DeadReason: e.DeadReason,
@@ -473,7 +473,7 @@ func DeliveryView(e queue.Entry, withPayload bool) api.Delivery {
 	if len(e.Headers) > 0 {
 		v.HeaderNames = slices.Sorted(maps.Keys(e.Headers))
 	}
-	if withPayload && len(e.Payload) == e.PayloadSize && e.State != queue.StateDelivered {
+	if withPayload && len(e.Payload) == e.PayloadSize && e.State != store.StateDelivered {
 		if utf8.Valid(e.Payload) {
 			s := string(e.Payload)
 			v.Data = &s

@@ -19,7 +19,8 @@ import (
 	"github.com/schedd/schedd/internal/api"
 	"github.com/schedd/schedd/internal/client"
 	"github.com/schedd/schedd/internal/deliveries"
-	"github.com/schedd/schedd/internal/queue"
+	"github.com/schedd/schedd/internal/store"
+	"github.com/schedd/schedd/internal/store/sqlite"
 )
 
 // testPolicy is a valid delivery policy for the endpoints' tests, whose replies do not
@@ -32,7 +33,7 @@ func testPolicy() deliveries.Config {
 // serveEnqueue serves the delivery endpoints of a service on store, whose only sink
 // "hook" is never ready (nothing is sent: the store sees the enqueues alone), on a control
 // socket in a temp dir; with run, the service runs too. It returns the socket.
-func serveEnqueue(tb testing.TB, store queue.Store, maxBody int64, run bool) string {
+func serveEnqueue(tb testing.TB, store store.Store, maxBody int64, run bool) string {
 	tb.Helper()
 	dir, err := os.MkdirTemp("", "dlb")
 	if err != nil {
@@ -67,7 +68,7 @@ func TestEnqueueBatchOneCommit(t *testing.T) {
 	t.Cleanup(func() { goleak.VerifyNone(t) })
 	var full bool
 	var mu sync.Mutex
-	store, err := queue.Open(context.Background(), filepath.Join(t.TempDir(), "q.db"), queue.Options{
+	ds, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "q.db"), sqlite.Options{
 		MaxEntries: api.MaxBatch + 3,
 		FaultHook: func(op string) error {
 			mu.Lock()
@@ -81,8 +82,8 @@ func TestEnqueueBatchOneCommit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { store.Close() })
-	cl := client.New(serveEnqueue(t, store, DefaultMaxBody, false))
+	t.Cleanup(func() { ds.Close() })
+	cl := client.New(serveEnqueue(t, ds, DefaultMaxBody, false))
 	defer cl.Close()
 	batch := func(n int, prefix string) []api.DeliveryRequest {
 		rs := make([]api.DeliveryRequest, n)
@@ -92,12 +93,12 @@ func TestEnqueueBatchOneCommit(t *testing.T) {
 		return rs
 	}
 
-	before := store.Stats()
+	before := ds.Stats()
 	var rep api.BatchReply
 	if err := cl.Do(t.Context(), http.MethodPost, "/v1/deliveries", batch(api.MaxBatch, "a"), &rep); err != nil {
 		t.Fatal(err)
 	}
-	after := store.Stats()
+	after := ds.Stats()
 	if rep.Created != api.MaxBatch || after.Commits-before.Commits != 1 {
 		t.Fatalf("%d created in %d commits, want %d in one", rep.Created, after.Commits-before.Commits, api.MaxBatch)
 	}
@@ -118,7 +119,7 @@ func TestEnqueueBatchOneCommit(t *testing.T) {
 	if ae := apiError(t, err); ae.Status != 507 || ae.Code != api.CodeDiskFull || !strings.Contains(ae.Message, "nothing was stored") {
 		t.Fatalf("a batch on a full disk: %d %s %q", ae.Status, ae.Code, ae.Message)
 	}
-	if c, _ := store.Counts(t.Context()); c.Pending != api.MaxBatch+3 {
+	if c, _ := ds.Counts(t.Context()); c.Pending != api.MaxBatch+3 {
 		t.Fatalf("%d pending, want %d", c.Pending, api.MaxBatch+3)
 	}
 }

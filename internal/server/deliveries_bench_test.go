@@ -14,7 +14,7 @@ import (
 	"github.com/schedd/schedd/internal/api"
 	"github.com/schedd/schedd/internal/client"
 	"github.com/schedd/schedd/internal/deliveries"
-	"github.com/schedd/schedd/internal/queue"
+	"github.com/schedd/schedd/internal/store/sqlite"
 )
 
 // waitingSink is never ready: entries wait, so the benchmark measures the enqueue path.
@@ -29,12 +29,12 @@ func (waitingSink) Ready() bool                                     { return fal
 func BenchmarkEnqueueAPI(b *testing.B) {
 	for _, clients := range []int{1, 16} {
 		b.Run(fmt.Sprint("clients=", clients), func(b *testing.B) {
-			store, err := queue.Open(context.Background(), filepath.Join(b.TempDir(), "q.db"), queue.Options{})
+			ds, err := sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "q.db"), sqlite.Options{})
 			if err != nil {
 				b.Fatal(err)
 			}
-			b.Cleanup(func() { store.Close() })
-			hc := client.New(serveEnqueue(b, store, DefaultMaxBody, true)).HTTP
+			b.Cleanup(func() { ds.Close() })
+			hc := client.New(serveEnqueue(b, ds, DefaultMaxBody, true)).HTTP
 			payload := string(bytes.Repeat([]byte{'x'}, 256))
 			var n atomic.Int64
 			b.SetParallelism(clients)

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/schedd/schedd/internal/api"
-	"github.com/schedd/schedd/internal/queue"
+	"github.com/schedd/schedd/internal/store"
 )
 
 // Every store failure has its status and says that nothing was stored; a full disk is 507.
@@ -21,14 +21,14 @@ func TestDeliveryErrorReplies(t *testing.T) {
 		code   string
 		msg    string
 	}{
-		{fmt.Errorf("enqueue: %w: no space", queue.ErrDiskFull), 507, api.CodeDiskFull,
+		{fmt.Errorf("enqueue: %w: no space", store.ErrDiskFull), 507, api.CodeDiskFull,
 			"the disk of the delivery store /var/lib/schedd/schedd.db is full: nothing was stored. Deliveries already stored are still sent"},
-		{fmt.Errorf("enqueue: %w: disk I/O error", queue.ErrStorage), 500, api.CodeStorage, "could not commit: nothing was stored"},
-		{fmt.Errorf("enqueue: %w (%w): dial tcp: connection refused", queue.ErrUnavailable, queue.ErrStorage), 503, api.CodeUnavailable,
+		{fmt.Errorf("enqueue: %w: disk I/O error", store.ErrStorage), 500, api.CodeStorage, "could not commit: nothing was stored"},
+		{fmt.Errorf("enqueue: %w (%w): dial tcp: connection refused", store.ErrUnavailable, store.ErrStorage), 503, api.CodeUnavailable,
 			"database cannot be reached: nothing was stored"},
-		{fmt.Errorf("enqueue: %w", queue.ErrClosed), 503, api.CodeUnavailable, "schedd is stopping"},
-		{fmt.Errorf("enqueue: %w", &queue.BoundError{Err: queue.ErrQueueFull, Limit: 1000, Got: 1001}), 503, api.CodeQueueFull, "limit of 1000"},
-		{fmt.Errorf("drop delivery 3: %w", queue.ErrBusy), 409, api.CodeConflict, "try again"},
+		{fmt.Errorf("enqueue: %w", store.ErrClosed), 503, api.CodeUnavailable, "schedd is stopping"},
+		{fmt.Errorf("enqueue: %w", &store.BoundError{Err: store.ErrQueueFull, Limit: 1000, Got: 1001}), 503, api.CodeQueueFull, "limit of 1000"},
+		{fmt.Errorf("drop delivery 3: %w", store.ErrBusy), 409, api.CodeConflict, "try again"},
 		{context.DeadlineExceeded, 503, api.CodeTimeout, "deadline"},
 	} {
 		w := httptest.NewRecorder()

@@ -16,9 +16,9 @@ import (
 	"github.com/schedd/schedd/internal/deliveries"
 	"github.com/schedd/schedd/internal/heartbeat"
 	"github.com/schedd/schedd/internal/platform"
-	"github.com/schedd/schedd/internal/queue"
-	"github.com/schedd/schedd/internal/queue/queuetest"
 	"github.com/schedd/schedd/internal/server/servertest"
+	"github.com/schedd/schedd/internal/store"
+	"github.com/schedd/schedd/internal/store/storetest"
 )
 
 // The fuzz targets of the control API's request bodies (R-INPUT-16) serve each input in
@@ -33,7 +33,7 @@ import (
 // sendable fails t unless e could be sent by every sink: its key and its header values
 // are what a header carries, and its payload, when the body gave it as text, holds no
 // U+FFFD that the body did not (a replacement by the JSON decoder).
-func sendable(t *testing.T, e queue.Entry, body []byte) {
+func sendable(t *testing.T, e store.Entry, body []byte) {
 	t.Helper()
 	if p := api.KeyProblem(e.Key); p != "" || e.Key == "" {
 		t.Fatalf("stored key %q: %s", e.Key, p)
@@ -82,13 +82,13 @@ func FuzzDeliveryEnqueue_RINPUT16(f *testing.F) {
 	} {
 		f.Add([]byte(s))
 	}
-	svc, err := deliveries.New(testPolicy(), queuetest.NewMemory(), map[string]deliveries.Sink{"hook": waitingSink{}},
+	svc, err := deliveries.New(testPolicy(), storetest.NewMemory(), map[string]deliveries.Sink{"hook": waitingSink{}},
 		deliveries.Deps{Log: zap.NewNop()})
 	if err != nil {
 		f.Fatal(err)
 	}
 	srv := New(Options{Backend: statusNone{}, MaxBody: 64 << 10})
-	srv.AddDeliveries(svc, DeliveryLimits{Path: "q.db", MaxBody: 64 << 10, Entries: queue.DefaultMaxEntries})
+	srv.AddDeliveries(svc, DeliveryLimits{Path: "q.db", MaxBody: 64 << 10, Entries: store.DefaultMaxEntries})
 	f.Fuzz(func(t *testing.T, body []byte) {
 		code, out := servertest.Serve(t, srv, http.MethodPost, "/v1/deliveries", body)
 		var ids []int64

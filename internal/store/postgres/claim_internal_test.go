@@ -1,0 +1,98 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/schedd/schedd/internal/store"
+	"github.com/schedd/schedd/internal/store/postgres/pgtest"
+)
+
+// One run of the workers' group claims, completes and explains each request as the calls
+// one by one would: the same id claimed twice goes to the first, a completion by another
+// epoch is refused, an unknown id is not found; and a batch that fails makes none of its
+// changes.
+func TestOpsGroupOneBatch(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, pgtest.DSN(t), Options{HostID: "host-a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var ids []int64
+	for i := range 4 {
+		e, _, err := s.Enqueue(ctx, store.NewEntry{Sink: "hook", Key: fmt.Sprint("k", i), Payload: []byte("p")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, e.ID)
+	}
+	ep, _ := s.NewEpoch(ctx)
+	if _, err := s.MarkSending(ctx, ids[0], ep, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.MarkSending(ctx, ids[1], ep, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.opsGroup(ctx, []opReq{
+		{kind: opComplete, id: ids[0], epoch: ep},
+		{kind: opClaim, id: ids[2], epoch: ep, lease: time.Minute},
+		{kind: opClaim, id: ids[2], epoch: ep, lease: time.Minute}, // the same id again
+		{kind: opComplete, id: ids[1], epoch: ep + 100},            // not its owner
+		{kind: opClaim, id: 999999, epoch: ep, lease: time.Minute},
+		{kind: opGet, id: ids[3]},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res[0].err != nil {
+		t.Fatalf("complete: %v", res[0].err)
+	}
+	if res[1].err != nil || res[1].e.ID != ids[2] || res[1].e.State != store.StateSending || string(res[1].e.Payload) != "p" {
+		t.Fatalf("claim = %+v", res[1])
+	}
+	if !errors.Is(res[2].err, store.ErrNotClaimable) {
+		t.Fatalf("second claim of the same id: %v", res[2].err)
+	}
+	if !errors.Is(res[3].err, store.ErrNotOwner) {
+		t.Fatalf("completion by another epoch: %v", res[3].err)
+	}
+	if !errors.Is(res[4].err, store.ErrNotFound) {
+		t.Fatalf("claim of an unknown id: %v", res[4].err)
+	}
+	if res[5].err != nil || res[5].e.ID != ids[3] {
+		t.Fatalf("get = %+v", res[5])
+	}
+	for id, want := range map[int64]store.State{ids[0]: store.StateDelivered, ids[1]: store.StateSending, ids[2]: store.StateSending} {
+		if e, err := s.Get(ctx, id); err != nil || e.State != want {
+			t.Fatalf("entry %d: %+v %v, want %s", id, e.State, err, want)
+		}
+	}
+
+	// A batch whose second statement fails: the completion in it is not made either.
+	if _, err := s.MarkSending(ctx, ids[3], ep, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	// An entry whose attempts are at the integer's largest: claiming it overflows them, and
+	// the claim's statement fails.
+	e, _, err := s.Enqueue(ctx, store.NewEntry{Sink: "hook", Key: "overflow", Payload: []byte("p")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.pool.Exec(ctx, "UPDATE schedd_deliveries SET attempts = 2147483647 WHERE id = $1", e.ID); err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.opsGroup(ctx, []opReq{
+		{kind: opComplete, id: ids[3], epoch: ep},
+		{kind: opClaim, id: e.ID, epoch: ep, lease: time.Minute},
+	})
+	if err == nil {
+		t.Fatal("the batch with a failing claim succeeded")
+	}
+	if e, err := s.Get(ctx, ids[3]); err != nil || e.State != store.StateSending {
+		t.Fatalf("entry %d after the failed batch: %+v %v, want still sending", ids[3], e.State, err)
+	}
+}

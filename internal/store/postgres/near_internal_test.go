@@ -1,0 +1,77 @@
+package postgres
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/schedd/schedd/internal/store/postgres/pgtest"
+)
+
+// The runtime's rescan (Near) and the status counts read from indexes: with 50,000 entries
+// pending, due over a day, and a few being sent, none of their queries scans the table, and
+// Near's do not scan the index of every live entry.
+func TestNearUsesIndexes(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, pgtest.DSN(t), Options{HostID: "near"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	<-s.Opened()
+	if err := s.ready(); err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.pool.Exec(ctx, `INSERT INTO schedd_deliveries
+		(sink, idem_key, payload, payload_size, payload_hash, state, next_attempt_at, created_at, updated_at, owner_epoch, lease_until)
+		SELECT 'hook', 'near-' || g, '\x00', 1, '\x00', CASE WHEN g % 10000 = 0 THEN 'sending' ELSE 'pending' END,
+			1000000 + g * 1728, 0, 0, 1, 0 FROM generate_series(1, 50000) g`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.pool.Exec(ctx, "VACUUM ANALYZE schedd_deliveries"); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := s.pool.Query(ctx, "EXPLAIN "+countsSQL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var plan []string
+	for rows.Next() {
+		var line string
+		if err := rows.Scan(&line); err != nil {
+			t.Fatal(err)
+		}
+		plan = append(plan, line)
+	}
+	if p := strings.Join(plan, "\n"); rows.Err() != nil || strings.Contains(p, "Seq Scan") {
+		t.Errorf("plan of the counts:\n%s\nwant no scan of the table (%v)", p, rows.Err())
+	}
+	for _, q := range []struct {
+		sql, index string
+		args       []any
+	}{
+		{nearPendingSQL, "schedd_deliveries_next", []any{int64(1000000 + 100*1728), int64(-1 << 63), int64(0), 10000}},
+		{nearSendingSQL, "schedd_deliveries_sending", []any{int64(0), 10000}},
+	} {
+		rows, err := s.pool.Query(ctx, "EXPLAIN "+q.sql, q.args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var plan []string
+		for rows.Next() {
+			var line string
+			if err := rows.Scan(&line); err != nil {
+				t.Fatal(err)
+			}
+			plan = append(plan, line)
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		p := strings.Join(plan, "\n")
+		if !strings.Contains(p, q.index) || strings.Contains(p, "Seq Scan") || strings.Contains(p, "schedd_deliveries_live") {
+			t.Errorf("plan of\n%s\nis\n%s\nwant a scan of %s", q.sql, p, q.index)
+		}
+	}
+}

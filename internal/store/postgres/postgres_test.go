@@ -1,0 +1,51 @@
+package postgres_test
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/schedd/schedd/internal/store"
+	"github.com/schedd/schedd/internal/store/postgres"
+	"github.com/schedd/schedd/internal/store/postgres/pgtest"
+	"github.com/schedd/schedd/internal/store/storetest"
+)
+
+func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+
+func open(t *testing.T, dsn string, o postgres.Options) *postgres.Store {
+	t.Helper()
+	if o.HostID == "" {
+		o.HostID = "host-a"
+	}
+	s, err := postgres.Open(context.Background(), dsn, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return s
+}
+
+func TestPostgresConformance(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, b storetest.Bounds) store.Store {
+		return open(t, pgtest.DSN(t), postgres.Options{MaxEntries: b.MaxEntries, MaxPayload: b.MaxPayload})
+	})
+}
+
+// A transaction a vanished host left open ends after one lease on the server, releasing
+// its locks for the other hosts.
+func TestIdleTransactionTimeout(t *testing.T) {
+	s := open(t, pgtest.DSN(t), postgres.Options{HostLease: 1500 * time.Millisecond})
+	var v string
+	if err := s.Pool().QueryRow(context.Background(), "SHOW idle_in_transaction_session_timeout").Scan(&v); err != nil {
+		t.Fatal(err)
+	}
+	if v != "1500ms" {
+		t.Fatalf("idle_in_transaction_session_timeout = %q, want 1500ms", v)
+	}
+}

@@ -1,0 +1,111 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// migrations are the schema steps in order; step i brings schedd_schema_version from i to
+// i+1. Never edit a released step: append a new one.
+var migrations = []string{
+	// 1: the deliveries and the epochs of the hosts that claim them.
+	`CREATE TABLE schedd_epochs (
+		epoch       BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+		host_id     TEXT NOT NULL,
+		started_at  BIGINT NOT NULL,
+		alive_until BIGINT NOT NULL
+	);
+	CREATE TABLE schedd_deliveries (
+		id              BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+		sink            TEXT NOT NULL,
+		idem_key        TEXT NOT NULL UNIQUE,
+		headers         TEXT NOT NULL DEFAULT '{}',
+		payload         BYTEA NOT NULL,
+		payload_size    INTEGER NOT NULL,
+		payload_hash    BYTEA NOT NULL,
+		priority        INTEGER NOT NULL DEFAULT 0,
+		state           TEXT NOT NULL,
+		attempts        INTEGER NOT NULL DEFAULT 0,
+		failures        INTEGER NOT NULL DEFAULT 0,
+		next_attempt_at BIGINT NOT NULL,
+		last_attempt_at BIGINT,
+		last_error      TEXT,
+		dead_reason     TEXT,
+		created_at      BIGINT NOT NULL,
+		updated_at      BIGINT NOT NULL,
+		finished_at     BIGINT,
+		expires_at      BIGINT,
+		owner_epoch     BIGINT,
+		lease_until     BIGINT,
+		quarantined     BOOLEAN NOT NULL DEFAULT false
+	);
+	CREATE INDEX schedd_deliveries_due ON schedd_deliveries(priority, next_attempt_at, id) WHERE state = 'pending';
+	CREATE INDEX schedd_deliveries_live ON schedd_deliveries(id) WHERE state IN ('pending', 'sending');
+	CREATE INDEX schedd_deliveries_finished ON schedd_deliveries(state, finished_at) WHERE state IN ('delivered', 'dead');`,
+	// 2: the runtime's periodic rescan reads what is due soon and what is being sent, not
+	// every live entry. An insert still touches as many indexes: the due index, led by
+	// priority, could not serve a range on next_attempt_at alone, and gives way to one that
+	// can; the sending rows, at most the workers of every host, get an index of their own.
+	`DROP INDEX schedd_deliveries_due;
+	CREATE INDEX schedd_deliveries_next ON schedd_deliveries(next_attempt_at, id) WHERE state = 'pending';
+	CREATE INDEX schedd_deliveries_sending ON schedd_deliveries(id) WHERE state = 'sending';`,
+}
+
+// SchemaVersion is the schema this build writes.
+var SchemaVersion = len(migrations)
+
+// deliveries is the delivery store's schema.
+var deliveries = Schema{VersionTable: "schedd_schema_version", Steps: migrations}
+
+// Schema is one component's tables in the database: its steps in order, step i bringing
+// the version kept in VersionTable from i to i+1. Each component (the deliveries, cron) has
+// its own version table, so each migrates its own tables.
+type Schema struct {
+	VersionTable string
+	Steps        []string
+}
+
+// migrateLock is the pg_advisory_xact_lock key that serialises migrations ("schedd" in
+// ASCII).
+const migrateLock = 0x736368656464
+
+// Migrate brings sc to its last step in one transaction that first takes an advisory lock:
+// two hosts starting at once run it one after the other, and the second finds the work
+// done. A failed step rolls everything back. It returns the version now in place.
+func Migrate(ctx context.Context, pool *pgxpool.Pool, sc Schema) (int, error) {
+	table := pgx.Identifier{sc.VersionTable}.Sanitize()
+	var v int
+	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", int64(migrateLock)); err != nil {
+			return fmt.Errorf("lock for migration: %w", err)
+		}
+		if _, err := tx.Exec(ctx, "CREATE TABLE IF NOT EXISTS "+table+" (version INTEGER NOT NULL)"); err != nil {
+			return fmt.Errorf("create schema version table %s: %w", sc.VersionTable, err)
+		}
+		if err := tx.QueryRow(ctx, "SELECT COALESCE(MAX(version), 0) FROM "+table).Scan(&v); err != nil {
+			return fmt.Errorf("read schema version from %s: %w", sc.VersionTable, err)
+		}
+		if v > len(sc.Steps) {
+			return fmt.Errorf("schema version %d in %s is newer than this schedd supports (%d)", v, sc.VersionTable, len(sc.Steps))
+		}
+		if v == len(sc.Steps) {
+			return nil
+		}
+		for ; v < len(sc.Steps); v++ {
+			if _, err := tx.Exec(ctx, sc.Steps[v]); err != nil {
+				return fmt.Errorf("migration %d of %s: %w", v+1, sc.VersionTable, err)
+			}
+		}
+		if _, err := tx.Exec(ctx, "DELETE FROM "+table); err != nil {
+			return fmt.Errorf("set schema version: %w", err)
+		}
+		if _, err := tx.Exec(ctx, "INSERT INTO "+table+" (version) VALUES ($1)", v); err != nil {
+			return fmt.Errorf("set schema version: %w", err)
+		}
+		return nil
+	})
+	return v, err
+}
