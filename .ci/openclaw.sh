@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs Node 26 and the OpenClaw gateway from npm into a cache directory and prints that
 # directory. Used by .ci/run and by the tests that run the real gateway
-# (cmd/schedd/openclaw_e2e_test.go); a second run finds the finished install and returns.
+# (internal/e2e/openclaw_e2e_test.go); a second run finds the finished install and returns.
 #
 #   SCHEDD_OPENCLAW_DIR   where to install (default ~/.cache/schedd/openclaw-VERSION)
 #   OPENCLAW_VERSION      default 2026.9.6 (the version OPENCLAW facts were read from)

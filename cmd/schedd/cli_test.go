@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"os"
 	"runtime"
 	"strings"
 	"testing"
@@ -44,4 +45,22 @@ func TestHelpNamesSocketDefault(t *testing.T) {
 			t.Errorf("schedd --help does not say %q:\n%s", w, out.String())
 		}
 	}
+}
+
+// cli runs a schedd command in process and returns its exit code and output.
+func cli(args ...string) (int, string, string) {
+	var stdout, stderr bytes.Buffer
+	code := Main(args, &stdout, &stderr)
+	return code, stdout.String(), stderr.String()
+}
+
+// shortDir is a temp dir with a path short enough for unix sockets.
+func shortDir(t *testing.T) string {
+	t.Helper()
+	d, err := os.MkdirTemp("", "sd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(d) })
+	return d
 }

@@ -15,7 +15,7 @@ import (
 var docPath = regexp.MustCompile(`(?:^|[^A-Za-z0-9_.-])((?:internal|cmd)/[A-Za-z0-9_./-]*[A-Za-z0-9_])`)
 
 // internalPackages lists the package directories under internal/ of the repository at root,
-// as slash paths ("internal/queue/pgstore"): every directory that holds a .go file, except
+// as slash paths ("internal/store/postgres"): every directory that holds a .go file, except
 // the ones the go command ignores (testdata, and names starting with "." or "_").
 func internalPackages(t *testing.T, root string) []string {
 	t.Helper()

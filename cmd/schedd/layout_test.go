@@ -270,3 +270,46 @@ func TestNoInit(t *testing.T) {
 		}
 	}
 }
+
+// TestLayoutEndToEnd: the end-to-end runs of the built command live in internal/e2e, which
+// holds tests only; cmd/schedd holds the CLI and its unit tests, so none of its tests
+// brings the fake gateway or a PostgreSQL cluster, which only a running daemon needs.
+func TestLayoutEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go list")
+	}
+	out, err := exec.Command("go", "list", "-json", modulePath+"cmd/schedd", modulePath+"internal/e2e").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	dec := json.NewDecoder(strings.NewReader(string(out)))
+	seen := 0
+	for {
+		var p struct {
+			ImportPath           string
+			GoFiles, TestGoFiles []string
+			TestImports          []string
+		}
+		if err := dec.Decode(&p); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		seen++
+		switch strings.TrimPrefix(p.ImportPath, modulePath) {
+		case "internal/e2e":
+			if len(p.GoFiles) > 0 || len(p.TestGoFiles) < 10 {
+				t.Errorf("internal/e2e: %d non-test files, %d test files: it holds the end-to-end tests and nothing else", len(p.GoFiles), len(p.TestGoFiles))
+			}
+		case "cmd/schedd":
+			for _, imp := range p.TestImports {
+				if ours, _ := strings.CutPrefix(imp, modulePath); ours == "internal/testgateway" || strings.HasSuffix(ours, "/pgtest") {
+					t.Errorf("a test of cmd/schedd imports %s: a test that runs the daemon belongs in internal/e2e", ours)
+				}
+			}
+		}
+	}
+	if seen != 2 {
+		t.Fatalf("go list described %d packages, want 2", seen)
+	}
+}

@@ -1,6 +1,6 @@
 //go:build unix
 
-package main
+package e2e
 
 import (
 	"bufio"
@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/schedd/schedd/internal/api"
+	"github.com/schedd/schedd/internal/testgateway"
 )
 
 // shellGateway runs script as the gateway (sh -c), so that the test decides exactly what
@@ -25,6 +26,9 @@ func shellGateway(t *testing.T, script string) *testDaemon {
 	d.waitFor("ready", func(g api.Gateway) bool { return g.State == api.GatewayReady })
 	return d
 }
+
+// logTime is the time of a line of `schedd logs`: local, to the millisecond.
+const logTime = "2006-01-02T15:04:05.000Z07:00"
 
 // logLine matches one line of `schedd logs`: TIME PID STREAM TEXT.
 func logLine(t *testing.T, line string, pid int, stream, text string) {
@@ -79,13 +83,9 @@ type follower struct {
 
 func startFollower(t *testing.T, d *testDaemon, args ...string) *follower {
 	t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := &follower{cmd: exec.Command(exe, append([]string{"logs", "-f", "--socket", d.socket}, args...)...),
+	f := &follower{cmd: exec.Command(scheddBin, append([]string{"logs", "-f", "--socket", d.socket}, args...)...),
 		lines: make(chan string, 100), stderr: &syncBuffer{}}
-	f.cmd.Env = append(os.Environ(), daemonEnv+"=1")
+	f.cmd.Env = append(os.Environ(), "GORACE="+testgateway.GoRace)
 	f.cmd.Stderr = f.stderr
 	out, err := f.cmd.StdoutPipe()
 	if err != nil {

@@ -1,6 +1,6 @@
 //go:build linux
 
-package main
+package e2e
 
 import (
 	"context"
@@ -268,10 +268,7 @@ func TestE2ESocketsFromOwnManager_RSOCK03(t *testing.T) {
 	d := newDaemon(t, daemonOpts{args: []string{"--config", cfg}, gateway: []string{"sockets", "sockets-file=" + info, "fds-file=" + fds},
 		env: []string{"LISTEN_FDS=2", "LISTEN_FDNAMES=other:api"}})
 	// schedd's own LISTEN_PID must be its pid: start it through the same exec shim.
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
+	exe := scheddBin
 	d.cmd = &exec.Cmd{Path: exe, Args: append([]string{exe, "__schedd-listen-exec", exe}, d.cmd.Args...),
 		Env: d.cmd.Env, Stdout: d.out, Stderr: d.out, ExtraFiles: []*os.File{other, passed}}
 	startCmd(t, d)

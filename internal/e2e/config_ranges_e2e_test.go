@@ -1,6 +1,6 @@
 //go:build unix
 
-package main
+package e2e
 
 import (
 	"bufio"
@@ -193,23 +193,19 @@ func TestE2EEveryNumberAtItsMaximum_RINPUT02(t *testing.T) {
 	})
 }
 
-// schedd runs the test binary as `schedd args...` and returns its exit code and output.
+// schedd runs `schedd args...` and returns its exit code and output.
 func schedd(t *testing.T, args ...string) (int, string) {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("end-to-end test")
 	}
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
 	// A run that should have been refused but starts is stopped by this deadline.
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, exe, args...)
+	cmd := exec.CommandContext(ctx, scheddBin, args...)
 	cmd.Env = append(slices.DeleteFunc(os.Environ(), func(kv string) bool {
 		return strings.HasPrefix(kv, testgateway.Env+"=") || strings.HasPrefix(kv, "NOTIFY_SOCKET=")
-	}), daemonEnv+"=1", "GORACE="+testgateway.GoRace)
+	}), "GORACE="+testgateway.GoRace)
 	out, err := cmd.CombinedOutput()
 	return exitCode(err), string(out)
 }

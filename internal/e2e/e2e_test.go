@@ -1,6 +1,6 @@
 //go:build unix
 
-package main
+package e2e
 
 import (
 	"bytes"
@@ -25,10 +25,8 @@ import (
 	"github.com/schedd/schedd/internal/testgateway"
 )
 
-// These tests run the real daemon: the test binary re-executed as `schedd run`
-// (daemonEnv), supervising the test binary re-executed as the fake gateway.
-
-func maybeRunFakeGateway() { testgateway.MaybeRun() }
+// These tests run the real daemon: the schedd that TestMain built, as `schedd run`,
+// supervising this test binary re-executed as the fake gateway.
 
 // daemon is one schedd process under test.
 type testDaemon struct {
@@ -137,10 +135,7 @@ func newDaemon(t *testing.T, o daemonOpts) *testDaemon {
 	if dir == "" {
 		dir = shortDir(t)
 	}
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
+	exe := scheddBin
 	d := &testDaemon{t: t, dir: dir, socket: filepath.Join(dir, "schedd.sock"), out: &syncBuffer{}, done: make(chan struct{})}
 	args := append([]string{"run", "--state-dir", dir, "--socket", d.socket, "--service-manager", "none"}, o.args...)
 	if o.gateway != nil {
@@ -150,7 +145,7 @@ func newDaemon(t *testing.T, o daemonOpts) *testDaemon {
 	if o.wrap != nil {
 		d.cmd = exec.Command(o.wrap[0], append(append(o.wrap[1:], exe), args...)...)
 	}
-	env := []string{daemonEnv + "=1", "GORACE=" + testgateway.GoRace}
+	env := []string{"GORACE=" + testgateway.GoRace}
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, testgateway.Env+"=") && !strings.HasPrefix(kv, "NOTIFY_SOCKET=") &&
 			!strings.HasPrefix(kv, "WATCHDOG_") && !strings.HasPrefix(kv, "SCHEDD_SOCKET=") {
@@ -229,10 +224,17 @@ func (d *testDaemon) wait(limit time.Duration) int {
 	}
 }
 
-// cli runs a schedd client command in process and returns its exit code and output.
+// cli runs a schedd client command, as a user would, and returns its exit code and output.
 func cli(args ...string) (int, string, string) {
 	var stdout, stderr bytes.Buffer
-	code := Main(args, &stdout, &stderr)
+	cmd := exec.Command(scheddBin, args...)
+	cmd.Env = append(os.Environ(), "GORACE="+testgateway.GoRace)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	code := exitCode(err)
+	if code == -1 && err != nil { // it did not run, or a signal ended it
+		stderr.WriteString(err.Error())
+	}
 	return code, stdout.String(), stderr.String()
 }
 

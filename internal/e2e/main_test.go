@@ -1,0 +1,77 @@
+//go:build unix
+
+package e2e
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/schedd/schedd/internal/store/postgres/pgtest"
+	"github.com/schedd/schedd/internal/testgateway"
+	"go.uber.org/goleak"
+)
+
+// scheddBin is the schedd command under test, built once by TestMain (empty with -short,
+// where every test that would run it skips).
+var scheddBin string
+
+// The exit codes of `schedd` (docs/service.md, "Exit codes"), as a script sees them.
+const (
+	exitFailure = 1
+	exitUsage   = 2
+	exitLocked  = 73 // another schedd holds the state dir
+	exitStore   = 73 // a store in the state dir is damaged, or missing where it was
+	exitConfig  = 78
+)
+
+// TestMain is the fake gateway when testgateway.Env says so (the daemons under test run
+// this binary as their gateway); otherwise it builds schedd, runs the tests, stops the
+// PostgreSQL cluster of the fleet tests and looks for leaked goroutines.
+func TestMain(m *testing.M) {
+	testgateway.MaybeRun()
+	flag.Parse()
+	dir := ""
+	if !testing.Short() {
+		var err error
+		if dir, err = buildSchedd(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		scheddBin = filepath.Join(dir, "schedd")
+	}
+	code := pgtest.Main(m)
+	if dir != "" {
+		os.RemoveAll(dir)
+	}
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// buildSchedd builds ./cmd/schedd into a new temporary directory, with the race detector
+// when the tests run with it, so the daemons are checked as the tests are.
+func buildSchedd() (string, error) {
+	dir, err := os.MkdirTemp("", "schedd-e2e")
+	if err != nil {
+		return "", err
+	}
+	args := []string{"build", "-o", filepath.Join(dir, "schedd")}
+	if raceEnabled {
+		args = append(args, "-race")
+	}
+	cmd := exec.Command("go", append(args, "./cmd/schedd")...)
+	cmd.Dir = filepath.Join("..", "..")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		os.RemoveAll(dir)
+		return "", fmt.Errorf("go build ./cmd/schedd: %v\n%s", err, out)
+	}
+	return dir, nil
+}
