@@ -39,10 +39,14 @@ func (s Socket) UnixPath() (string, bool) {
 	return strings.CutPrefix(s.Listen, "unix:")
 }
 
+// socketsGOOS is the system gateway.sockets is checked for: where schedd runs, or another
+// in a test.
+var socketsGOOS = runtime.GOOS
+
 // sockets checks gateway.sockets and restart.overlap, which shares them.
 func (k *checker) sockets() {
 	g := &k.c.Gateway
-	if len(g.Sockets) > 0 && runtime.GOOS == "windows" {
+	if len(g.Sockets) > 0 && socketsGOOS == "windows" {
 		k.errf("gateway.sockets", "is not supported on Windows (a gateway cannot inherit listening sockets there); remove the key")
 	}
 	names := map[string]bool{}

@@ -46,3 +46,15 @@ func TestSocketsChecks_RSOCK02(t *testing.T) {
 		t.Fatalf("a good file was refused: %s", got)
 	}
 }
+
+// On Windows gateway.sockets is refused as a whole, naming the key (R-SOCK-02): a gateway
+// cannot inherit listening sockets there.
+func TestSocketsRefusedOnWindows_RSOCK02(t *testing.T) {
+	was := socketsGOOS
+	socketsGOOS = "windows"
+	t.Cleanup(func() { socketsGOOS = was })
+	got := parseErr(t, "gateway:\n  command: [gw]\n  sockets: [{name: a, listen: '127.0.0.1:1'}]\n")
+	if !strings.Contains(got, "gateway.sockets: is not supported on Windows") {
+		t.Fatalf("got %q, want gateway.sockets refused on Windows", got)
+	}
+}
