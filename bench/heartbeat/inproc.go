@@ -52,7 +52,7 @@ func inprocMode(args []string) error {
 	log := zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(ec), zapcore.Lock(zapcore.AddSync(logf)), level)).Named("heartbeat")
 
 	cfg := heartbeat.Config{Defaults: heartbeat.AgentConfig{Every: l.every,
-		Target: &heartbeat.Target{Exec: &heartbeat.ExecTarget{Command: []string{"noop"}}}}}
+		Target: &heartbeat.Target{Exec: &heartbeat.ExecTarget{Command: []string{"noop"}, Timeout: 30 * time.Second}}}}
 	for i := range l.agents {
 		cfg.Agents = append(cfg.Agents, heartbeat.AgentConfig{ID: fmt.Sprintf("a%05d", i)})
 	}

@@ -196,6 +196,26 @@ func TestDefaultsOnlyForAbsentKeys(t *testing.T) {
 	}
 }
 
+// TestHeartbeatTargetDefaults: a heartbeat target's method and timeout are defaulted here,
+// and only here (the heartbeat package refuses a target without them).
+func TestHeartbeatTargetDefaults(t *testing.T) {
+	c := mustParse(t, cmd+`heartbeat:
+  defaults: {target: {http: {url: "http://127.0.0.1:1/wake"}}}
+  agents:
+    - {id: a, target: {exec: {command: [pulse]}}}
+    - {id: b, target: {openclaw: {url: "http://127.0.0.1:18789/hooks/wake", token: "s3cret"}}}
+`)
+	if tg := c.Heartbeat.Defaults.Target.HTTP; tg.Method != "POST" || tg.Timeout.D() != 10*time.Second {
+		t.Errorf("http target = method %q timeout %v, want POST 10s", tg.Method, tg.Timeout)
+	}
+	if tg := c.Heartbeat.Agents[0].Target.Exec; tg.Timeout.D() != 30*time.Second {
+		t.Errorf("exec target timeout = %v, want 30s", tg.Timeout)
+	}
+	if tg := c.Heartbeat.Agents[1].Target.OpenClaw; tg.Timeout.D() != 10*time.Second {
+		t.Errorf("openclaw target timeout = %v, want 10s", tg.Timeout)
+	}
+}
+
 // TestKindDefaults: defaults inside optional sections depend on the kind chosen.
 func TestKindDefaults(t *testing.T) {
 	c := mustParse(t, full)

@@ -87,7 +87,7 @@ func BenchmarkHTTPPulse(b *testing.B) {
 	defer srv.Close()
 	client := newHTTPClient()
 	defer client.CloseIdleConnections()
-	target := newHTTPPulser(&HTTPTarget{URL: srv.URL}, client, DefaultHTTPTimeout)
+	target := newHTTPPulser(&HTTPTarget{URL: srv.URL, Method: testMethod, Timeout: testTimeout}, client)
 	p := samplePulse()
 	b.ReportAllocs()
 	for b.Loop() {

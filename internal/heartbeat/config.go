@@ -11,12 +11,6 @@ import (
 // DefaultAgentID is the agent that runs when Config.Agents is empty.
 const DefaultAgentID = "main"
 
-// Target timeouts when the config leaves them at zero.
-const (
-	DefaultHTTPTimeout = 10 * time.Second
-	DefaultExecTimeout = 30 * time.Second
-)
-
 // Config is the heartbeat section, in plain types that mirror internal/config's
 // Heartbeat one to one (Duration fields as time.Duration).
 type Config struct {
@@ -58,15 +52,15 @@ type Target struct {
 // HTTPTarget POSTs the pulse as JSON.
 type HTTPTarget struct {
 	URL     string
-	Method  string // default POST
+	Method  string // required; the config's default is POST
 	Headers map[string]string
-	Timeout time.Duration // default DefaultHTTPTimeout
+	Timeout time.Duration // required, > 0; the config sets its default
 }
 
 // ExecTarget runs a command with the pulse on stdin and in the environment.
 type ExecTarget struct {
 	Command []string
-	Timeout time.Duration // default DefaultExecTimeout
+	Timeout time.Duration // required, > 0; the config sets its default
 }
 
 // ErrConfig is wrapped by every *ConfigError.
@@ -195,20 +189,28 @@ func checkTarget(field string, t *Target) []error {
 		errs = append(errs, &ConfigError{field, "needs http, exec or openclaw"})
 	case t.HTTP != nil:
 		errs = append(errs, checkURL(field+".http.url", t.HTTP.URL)...)
-		if t.HTTP.Timeout < 0 {
-			errs = append(errs, &ConfigError{field + ".http.timeout", "must not be negative"})
+		if strings.TrimSpace(t.HTTP.Method) == "" {
+			errs = append(errs, &ConfigError{field + ".http.method", "is required"})
 		}
+		errs = append(errs, checkTimeout(field+".http.timeout", t.HTTP.Timeout)...)
 	case t.Exec != nil:
 		if len(t.Exec.Command) == 0 || t.Exec.Command[0] == "" {
 			errs = append(errs, &ConfigError{field + ".exec.command", "is required"})
 		}
-		if t.Exec.Timeout < 0 {
-			errs = append(errs, &ConfigError{field + ".exec.timeout", "must not be negative"})
-		}
+		errs = append(errs, checkTimeout(field+".exec.timeout", t.Exec.Timeout)...)
 	case t.OpenClaw != nil:
 		errs = append(errs, checkOpenClaw(field+".openclaw", t.OpenClaw)...)
 	}
 	return errs
+}
+
+// checkTimeout refuses a target timeout that is not positive: the config gives every target
+// its default, so a zero here was never meant as "the default".
+func checkTimeout(field string, d time.Duration) []error {
+	if d <= 0 {
+		return []error{&ConfigError{field, "must be positive"}}
+	}
+	return nil
 }
 
 func checkURL(field, raw string) []error {
@@ -225,10 +227,7 @@ func checkOpenClaw(field string, o *OpenClawTarget) []error {
 	if o.Token == "" {
 		errs = append(errs, &ConfigError{field + ".token", "is required (the gateway's hooks.token)"})
 	}
-	if o.Timeout < 0 {
-		errs = append(errs, &ConfigError{field + ".timeout", "must not be negative"})
-	}
-	return errs
+	return append(errs, checkTimeout(field+".timeout", o.Timeout)...)
 }
 
 // Validate reports structural mistakes in c: missing or duplicate agent ids, a target

@@ -88,6 +88,12 @@ func TestValidate(t *testing.T) {
 			"heartbeat.agents[0].target.openclaw.token"},
 		{"openclaw negative timeout", Config{Defaults: AgentConfig{Target: &Target{OpenClaw: &OpenClawTarget{URL: "http://x", Token: "t", Timeout: -1}}}},
 			"heartbeat.defaults.target.openclaw.timeout"},
+		// The config gives every target its method and timeout: a zero is refused, not defaulted.
+		{"zero exec timeout", Config{Defaults: AgentConfig{Target: &Target{Exec: &ExecTarget{Command: []string{"x"}}}}}, "heartbeat.defaults.target.exec.timeout"},
+		{"zero http timeout", Config{Defaults: AgentConfig{Target: &Target{HTTP: &HTTPTarget{URL: "http://x", Method: "POST"}}}}, "heartbeat.defaults.target.http.timeout"},
+		{"no http method", Config{Defaults: AgentConfig{Target: &Target{HTTP: &HTTPTarget{URL: "http://x", Timeout: time.Second}}}}, "heartbeat.defaults.target.http.method"},
+		{"zero openclaw timeout", Config{Defaults: AgentConfig{Target: &Target{OpenClaw: &OpenClawTarget{URL: "http://x/hooks/wake", Token: "t"}}}},
+			"heartbeat.defaults.target.openclaw.timeout"},
 	} {
 		err := tc.cfg.Validate()
 		if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), tc.field+":") {
@@ -104,7 +110,7 @@ func TestNewNeedsRunFuncForExec(t *testing.T) {
 		t.Fatalf("New without RunFunc: %v", err)
 	}
 	cfg := baseConfig()
-	cfg.Defaults.Target = &Target{HTTP: &HTTPTarget{URL: "http://127.0.0.1:1/wake"}}
+	cfg.Defaults.Target = &Target{HTTP: &HTTPTarget{URL: "http://127.0.0.1:1/wake", Method: testMethod, Timeout: testTimeout}}
 	if _, err := New(cfg, Deps{}); err != nil {
 		t.Fatalf("http target needs no RunFunc: %v", err)
 	}

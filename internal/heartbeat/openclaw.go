@@ -12,9 +12,9 @@ import (
 
 // OpenClawTarget wakes an OpenClaw agent's heartbeat through the gateway's /hooks/wake.
 type OpenClawTarget struct {
-	URL     string // e.g. http://127.0.0.1:18789/hooks/wake
-	Token   string // the gateway's hooks.token: a secret
-	Timeout time.Duration
+	URL     string        // e.g. http://127.0.0.1:18789/hooks/wake
+	Token   string        // the gateway's hooks.token: a secret
+	Timeout time.Duration // required, > 0; the config sets its default
 }
 
 // SkipRateLimited is the skip reason while an OpenClaw gateway's Retry-After runs.

@@ -75,7 +75,7 @@ func TestOpenClawTargetReplyClasses(t *testing.T) {
 	defer srv.Close()
 	client := newHTTPClient()
 	defer client.CloseIdleConnections()
-	pl, err := newPulser(&Target{OpenClaw: &OpenClawTarget{URL: srv.URL + "/hooks/wake", Token: testToken}}, client, nil, nil)
+	pl, err := newPulser(&Target{OpenClaw: &OpenClawTarget{URL: srv.URL + "/hooks/wake", Token: testToken, Timeout: testTimeout}}, client, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,7 +210,7 @@ func (g *gatewayTransport) count() int {
 
 func openclawConfig() Config {
 	return Config{Seed: testSeed, Defaults: AgentConfig{Every: "1m",
-		Target: &Target{OpenClaw: &OpenClawTarget{URL: "http://gateway.test/hooks/wake", Token: testToken}}}}
+		Target: &Target{OpenClaw: &OpenClawTarget{URL: "http://gateway.test/hooks/wake", Token: testToken, Timeout: testTimeout}}}}
 }
 
 // openclawService runs the service against gw in a bubble and returns the harness.

@@ -151,7 +151,9 @@ func slot(seed, id string, every time.Duration) time.Duration {
 
 const testSeed = "test-seed"
 
-func execTarget() *Target { return &Target{Exec: &ExecTarget{Command: []string{"pulse"}}} }
+func execTarget() *Target {
+	return &Target{Exec: &ExecTarget{Command: []string{"pulse"}, Timeout: testTimeout}}
+}
 
 // baseConfig runs one agent, "main", every minute, with an exec target.
 func baseConfig(agents ...AgentConfig) Config {

@@ -161,12 +161,9 @@ type httpPulser struct {
 	client  *http.Client
 }
 
-func newHTTPPulser(t *HTTPTarget, client *http.Client, fallback time.Duration) *httpPulser {
+func newHTTPPulser(t *HTTPTarget, client *http.Client) *httpPulser {
 	method := strings.ToUpper(strings.TrimSpace(t.Method))
-	if method == "" {
-		method = http.MethodPost
-	}
-	return &httpPulser{url: t.URL, method: method, headers: t.Headers, limit: nonZero(t.Timeout, fallback), client: client}
+	return &httpPulser{url: t.URL, method: method, headers: t.Headers, limit: t.Timeout, client: client}
 }
 
 // pulse sends p as JSON. 2xx ran (unless the reply says busy or failed); 429 and 503 are
@@ -294,13 +291,6 @@ const (
 	reasonStopped = "stopped"
 )
 
-func nonZero(d, fallback time.Duration) time.Duration {
-	if d > 0 {
-		return d
-	}
-	return fallback
-}
-
 // errNoRunFunc is returned by New when an exec target is configured without a RunFunc.
 var errNoRunFunc = errors.New("exec target configured but Deps.Run is nil")
 
@@ -333,15 +323,15 @@ func targetKey(t *Target) string {
 func newPulser(t *Target, client *http.Client, run outbound.RunFunc, environ []string) (pulser, error) {
 	switch {
 	case t.HTTP != nil:
-		return newHTTPPulser(t.HTTP, client, DefaultHTTPTimeout), nil
+		return newHTTPPulser(t.HTTP, client), nil
 	case t.Exec != nil:
 		if run == nil {
 			return nil, errNoRunFunc
 		}
-		return &execPulser{argv: t.Exec.Command, environ: environ, limit: nonZero(t.Exec.Timeout, DefaultExecTimeout), run: run}, nil
+		return &execPulser{argv: t.Exec.Command, environ: environ, limit: t.Exec.Timeout, run: run}, nil
 	case t.OpenClaw != nil:
 		o := t.OpenClaw
-		return &openclawPulser{url: o.URL, token: o.Token, limit: nonZero(o.Timeout, DefaultHTTPTimeout), client: client}, nil
+		return &openclawPulser{url: o.URL, token: o.Token, limit: o.Timeout, client: client}, nil
 	}
 	return nil, errors.New("target names no kind")
 }

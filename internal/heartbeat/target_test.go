@@ -27,12 +27,27 @@ func samplePulse() Pulse {
 	}
 }
 
-// newTestHTTPPulser builds the pulser over a client like the service's own.
+// testTimeout is the targets' timeout in these tests, where the config's default is not
+// applied; testMethod the method.
+const (
+	testTimeout = 10 * time.Second
+	testMethod  = http.MethodPost
+)
+
+// newTestHTTPPulser builds the pulser over a client like the service's own, with
+// testMethod and testTimeout where target leaves them unset.
 func newTestHTTPPulser(t *testing.T, target *HTTPTarget) *httpPulser {
 	t.Helper()
 	client := newHTTPClient()
 	t.Cleanup(client.CloseIdleConnections)
-	return newHTTPPulser(target, client, DefaultHTTPTimeout)
+	tg := *target
+	if tg.Method == "" {
+		tg.Method = testMethod
+	}
+	if tg.Timeout == 0 {
+		tg.Timeout = testTimeout
+	}
+	return newHTTPPulser(&tg, client)
 }
 
 func TestHTTPTarget(t *testing.T) {
@@ -59,9 +74,6 @@ func TestHTTPTarget(t *testing.T) {
 	}))
 	defer srv.Close()
 	target := newTestHTTPPulser(t, &HTTPTarget{URL: srv.URL + "/hooks/wake", Headers: map[string]string{"Authorization": "Bearer s3cret"}})
-	if target.limit != DefaultHTTPTimeout || target.method != http.MethodPost {
-		t.Fatalf("defaults: %+v", target)
-	}
 	long := strings.Repeat("é", 150)
 	for _, tc := range []struct {
 		name    string
@@ -216,7 +228,7 @@ func TestExecTargetClassifies(t *testing.T) {
 			gotArgv, gotEnv, gotStdin = argv, env, stdin
 			return tc.code, []byte(tc.stdout), tc.err
 		}
-		target, err := newPulser(&Target{Exec: &ExecTarget{Command: []string{"notify", "--now"}}}, nil, runner(run), nil)
+		target, err := newPulser(&Target{Exec: &ExecTarget{Command: []string{"notify", "--now"}, Timeout: testTimeout}}, nil, runner(run), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -238,7 +250,7 @@ func TestExecTargetClassifies(t *testing.T) {
 // TestExecTargetRealProcess pulses the test binary itself: it checks that the SCHEDD_*
 // environment matches the pulse on stdin and answers with an event and an exit code.
 func TestExecTargetRealProcess(t *testing.T) {
-	target, err := newPulser(&Target{Exec: &ExecTarget{Command: []string{"0", `{"status":"sent","preview":"hi"}`}}}, nil, helperRun("target"), nil)
+	target, err := newPulser(&Target{Exec: &ExecTarget{Command: []string{"0", `{"status":"sent","preview":"hi"}`}, Timeout: testTimeout}}, nil, helperRun("target"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -279,7 +291,7 @@ func TestServiceHTTPTargetEndToEnd(t *testing.T) {
 	defer srv.Close()
 	client := &http.Client{Transport: &http.Transport{}}
 	defer client.CloseIdleConnections()
-	cfg := Config{Seed: testSeed, Defaults: AgentConfig{Every: "1h", Target: &Target{HTTP: &HTTPTarget{URL: srv.URL}}}}
+	cfg := Config{Seed: testSeed, Defaults: AgentConfig{Every: "1h", Target: &Target{HTTP: &HTTPTarget{URL: srv.URL, Method: testMethod, Timeout: testTimeout}}}}
 	svc, err := New(cfg, Deps{HTTPClient: client})
 	if err != nil {
 		t.Fatal(err)
@@ -354,7 +366,7 @@ func TestServiceHTTPBursts(t *testing.T) {
 	}
 	srv.Start()
 	defer srv.Close()
-	cfg := Config{Seed: testSeed, Defaults: AgentConfig{Every: "1h", Target: &Target{HTTP: &HTTPTarget{URL: srv.URL}}}}
+	cfg := Config{Seed: testSeed, Defaults: AgentConfig{Every: "1h", Target: &Target{HTTP: &HTTPTarget{URL: srv.URL, Method: testMethod, Timeout: testTimeout}}}}
 	for i := range agents {
 		cfg.Agents = append(cfg.Agents, AgentConfig{ID: fmt.Sprintf("a%d", i)})
 	}

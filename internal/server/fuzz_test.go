@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"go.uber.org/zap"
@@ -133,7 +134,7 @@ func FuzzHeartbeatWake_RINPUT16(f *testing.F) {
 	}
 	no := false
 	svc, err := heartbeat.New(heartbeat.Config{
-		Defaults: heartbeat.AgentConfig{Every: "1h", Target: &heartbeat.Target{Exec: &heartbeat.ExecTarget{Command: []string{"target"}}}},
+		Defaults: heartbeat.AgentConfig{Every: "1h", Target: &heartbeat.Target{Exec: &heartbeat.ExecTarget{Command: []string{"target"}, Timeout: 30 * time.Second}}},
 		Agents:   []heartbeat.AgentConfig{{ID: "main"}, {ID: "off", Enabled: &no}},
 	}, heartbeat.Deps{Run: func(context.Context, platform.RunSpec) (platform.RunResult, error) { return platform.RunResult{}, nil }})
 	if err != nil {

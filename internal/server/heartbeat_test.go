@@ -80,7 +80,7 @@ func TestHeartbeatAPI(t *testing.T) {
 	t.Cleanup(func() { goleak.VerifyNone(t) }) // runs after the service has stopped
 	yes, no := true, false
 	pulses := &pulseLog{got: make(chan struct{}, 16)}
-	target := &heartbeat.Target{Exec: &heartbeat.ExecTarget{Command: []string{"target"}}}
+	target := &heartbeat.Target{Exec: &heartbeat.ExecTarget{Command: []string{"target"}, Timeout: 30 * time.Second}}
 	svc, err := heartbeat.New(heartbeat.Config{
 		Defaults: heartbeat.AgentConfig{Every: "1h", Target: target},
 		Agents: []heartbeat.AgentConfig{
