@@ -69,7 +69,7 @@ const (
 // NewFleet checks the jobs and builds the fleet's cron; it reaches the database only in Run.
 func NewFleet(cfg FleetConfig) (*Fleet, error) {
 	if cfg.Lease <= 0 {
-		cfg.Lease = store.DefaultHostLease
+		return nil, fmt.Errorf("cron: the fleet's lease %v must be positive (the hosts' lease from the Postgres store)", cfg.Lease)
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = zap.NewNop()

@@ -3,6 +3,7 @@ package cron
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -256,4 +257,13 @@ func TestFleetServerRestart(t *testing.T) {
 	waitFor(t, "runs after the restart", func() bool { return log.runs() >= before+3 })
 	a.stop()
 	log.check(t)
+}
+
+// TestNewFleetNeedsALease: the lease comes from the store's config; a zero is a mistake of
+// the caller, not a request for some default.
+func TestNewFleetNeedsALease(t *testing.T) {
+	_, err := NewFleet(FleetConfig{Config: configured(Config{Host: "h"})})
+	if err == nil || !strings.Contains(err.Error(), "lease") {
+		t.Fatalf("NewFleet without a lease: %v, want an error naming the lease", err)
+	}
 }
