@@ -72,20 +72,7 @@ type DeliveryQuery struct {
 }
 
 func (q DeliveryQuery) values() url.Values {
-	v := url.Values{}
-	if q.State != "" {
-		v.Set("state", string(q.State))
-	}
-	if q.Sink != "" {
-		v.Set("sink", q.Sink)
-	}
-	if q.Limit > 0 {
-		v.Set("limit", strconv.Itoa(q.Limit))
-	}
-	if q.Cursor > 0 {
-		v.Set("cursor", strconv.FormatInt(q.Cursor, 10))
-	}
-	return v
+	return pageValues(map[string]string{"state": string(q.State), "sink": q.Sink}, q.Limit, "cursor", q.Cursor)
 }
 
 // Deliveries lists stored deliveries, a page at a time: GET /v1/deliveries.
@@ -211,20 +198,7 @@ type TaskQuery struct {
 }
 
 func (q TaskQuery) values() url.Values {
-	v := url.Values{}
-	if q.Job != "" {
-		v.Set("job", q.Job)
-	}
-	if q.State != "" {
-		v.Set("state", string(q.State))
-	}
-	if q.Limit > 0 {
-		v.Set("limit", strconv.Itoa(q.Limit))
-	}
-	if q.Before > 0 {
-		v.Set("before", strconv.FormatInt(q.Before, 10))
-	}
-	return v
+	return pageValues(map[string]string{"job": q.Job, "state": string(q.State)}, q.Limit, "before", q.Before)
 }
 
 // Tasks lists cron tasks, newest first, a page at a time: GET /v1/tasks.
@@ -285,6 +259,24 @@ func deliveryPath(id int64) string { return "/v1/deliveries/" + strconv.FormatIn
 func taskPath(id int64) string { return "/v1/tasks/" + strconv.FormatInt(id, 10) }
 
 func cronPath(name string) string { return "/v1/cron/" + url.PathEscape(name) }
+
+// pageValues is the query of one page of a list: the filters that are set, the page's size
+// when it is positive, and where the page starts (after, under its key) when it is positive.
+func pageValues(filters map[string]string, limit int, afterKey string, after int64) url.Values {
+	v := url.Values{}
+	for key, value := range filters {
+		if value != "" {
+			v.Set(key, value)
+		}
+	}
+	if limit > 0 {
+		v.Set("limit", strconv.Itoa(limit))
+	}
+	if after > 0 {
+		v.Set(afterKey, strconv.FormatInt(after, 10))
+	}
+	return v
+}
 
 // withQuery appends v to path, if there is any.
 func withQuery(path string, v url.Values) string {

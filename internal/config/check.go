@@ -373,9 +373,7 @@ func (k *checker) probe(path string, p *Probe, role probeRole) {
 	case roleIdle:
 		allowed = []string{ProbeNotify, ProbeHTTP, ProbeExec, ProbeOpenClaw}
 	}
-	k.kinds(path, "probe kind", set(ProbeNotify, p.Notify != nil, ProbeHTTP, p.HTTP != nil,
-		ProbeTCP, p.TCP != nil, ProbeExec, p.Exec != nil, ProbeNone, p.None != nil,
-		ProbeOpenClaw, p.OpenClaw != nil), allowed)
+	k.kinds(path, "probe kind", setKinds(*p), allowed)
 
 	k.positive(path+".timeout", p.Timeout)
 	periodic := role == roleLiveness && (p.HTTP != nil || p.Exec != nil)
@@ -537,7 +535,7 @@ func (k *checker) agent(path string, a *HeartbeatAgent) {
 	}
 	if t := a.Target; t != nil {
 		p := path + ".target"
-		if s := set("http", t.HTTP != nil, "exec", t.Exec != nil, "openclaw", t.OpenClaw != nil); len(s) != 1 {
+		if s := setKinds(*t); len(s) != 1 {
 			k.kinds(p, "target kind", s, targetKind)
 		}
 		if t.HTTP != nil {
@@ -584,7 +582,7 @@ func (k *checker) deliveries() {
 	if s := d.Store.Postgres; s != nil {
 		k.postgres(s)
 	}
-	if kinds := set("sqlite", d.Store.SQLite != nil, "postgres", d.Store.Postgres != nil); len(kinds) > 1 {
+	if kinds := setKinds(d.Store); len(kinds) > 1 {
 		k.kinds("deliveries.store", "store kind", kinds, []string{"sqlite", "postgres"})
 	}
 	k.atLeast("deliveries.max_retries", d.MaxRetries, 0)
@@ -615,7 +613,7 @@ func (k *checker) deliveries() {
 		s := d.Sinks[name]
 		p := "deliveries.sinks." + name
 		k.name(p, "sink name", name)
-		if kinds := set("http", s.HTTP != nil, "exec", s.Exec != nil, "gateway", s.Gateway != nil, "openclaw", s.OpenClaw != nil); len(kinds) != 1 {
+		if kinds := setKinds(s); len(kinds) != 1 {
 			k.kinds(p, "sink kind", kinds, []string{"http", "exec", "gateway", "openclaw"})
 		}
 		if s.OpenClaw != nil {

@@ -172,25 +172,10 @@ type Probe struct {
 	Failures int `yaml:"failures"`
 }
 
-// Kind reports the probe's kind: "notify", "http", "tcp", "exec", "none", or "" when none is
-// set. When several are set (an invalid probe) it reports the first in that order.
-func (p Probe) Kind() string {
-	switch {
-	case p.Notify != nil:
-		return ProbeNotify
-	case p.HTTP != nil:
-		return ProbeHTTP
-	case p.TCP != nil:
-		return ProbeTCP
-	case p.Exec != nil:
-		return ProbeExec
-	case p.None != nil:
-		return ProbeNone
-	case p.OpenClaw != nil:
-		return ProbeOpenClaw
-	}
-	return ""
-}
+// Kind reports the probe's kind: "notify", "http", "tcp", "exec", "none", "openclaw", or ""
+// when none is set. When several are set (an invalid probe) it reports the first in that
+// order.
+func (p Probe) Kind() string { return unionKind(p) }
 
 // OpenClawProbe asks an OpenClaw gateway whether it is idle with
 // `<command> gateway call gateway.restart.preflight --json` (safe: true = idle). Each call
@@ -359,17 +344,7 @@ type Target struct {
 }
 
 // Kind reports "http", "exec", "openclaw" or "" (unset).
-func (t Target) Kind() string {
-	switch {
-	case t.HTTP != nil:
-		return "http"
-	case t.Exec != nil:
-		return "exec"
-	case t.OpenClaw != nil:
-		return "openclaw"
-	}
-	return ""
-}
+func (t Target) Kind() string { return unionKind(t) }
 
 // HTTPTarget is an HTTP request.
 type HTTPTarget struct {
@@ -429,15 +404,7 @@ type Store struct {
 }
 
 // Kind reports "sqlite", "postgres" or "" (unset).
-func (s Store) Kind() string {
-	switch {
-	case s.SQLite != nil:
-		return "sqlite"
-	case s.Postgres != nil:
-		return "postgres"
-	}
-	return ""
-}
+func (s Store) Kind() string { return unionKind(s) }
 
 // SQLiteStore is the embedded store.
 type SQLiteStore struct {
@@ -471,19 +438,7 @@ type Sink struct {
 }
 
 // Kind reports "http", "exec", "gateway", "openclaw" or "" (unset).
-func (s Sink) Kind() string {
-	switch {
-	case s.HTTP != nil:
-		return "http"
-	case s.Exec != nil:
-		return "exec"
-	case s.Gateway != nil:
-		return "gateway"
-	case s.OpenClaw != nil:
-		return "openclaw"
-	}
-	return ""
-}
+func (s Sink) Kind() string { return unionKind(s) }
 
 // HTTPSink sends the payload as the request body.
 type HTTPSink struct {

@@ -82,19 +82,7 @@ type CronAction struct {
 }
 
 // Kind reports "heartbeat_wake", "exec", "http", "deliver" or "" (unset).
-func (a CronAction) Kind() string {
-	switch {
-	case a.HeartbeatWake != nil:
-		return "heartbeat_wake"
-	case a.Exec != nil:
-		return "exec"
-	case a.HTTP != nil:
-		return "http"
-	case a.Deliver != nil:
-		return "deliver"
-	}
-	return ""
-}
+func (a CronAction) Kind() string { return unionKind(a) }
 
 // HeartbeatWakeAction asks the heartbeat dispatcher for a wake (coalesced like any wake).
 type HeartbeatWakeAction struct {
@@ -310,9 +298,7 @@ func (k *checker) errAtText(path, text string, off int, format string, args ...a
 }
 
 func (k *checker) cronAction(p string, a *CronAction) {
-	kinds := set("heartbeat_wake", a.HeartbeatWake != nil, "exec", a.Exec != nil, "http", a.HTTP != nil,
-		"deliver", a.Deliver != nil)
-	if len(kinds) != 1 {
+	if kinds := setKinds(*a); len(kinds) != 1 {
 		k.kinds(p, "action", kinds, cronActionKinds)
 	}
 	if w := a.HeartbeatWake; w != nil {
