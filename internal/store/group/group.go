@@ -74,6 +74,13 @@ func (g *Group[T, R]) Do(ctx context.Context, item T) (R, error) {
 	return c.res, c.err
 }
 
+// Waiting is how many callers wait for a run.
+func (g *Group[T, R]) Waiting() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.pending)
+}
+
 // lead runs c's item with the pending ones (the caller counts in running), then hands the
 // rest, if any, to the first of their callers, or gives its place up.
 func (g *Group[T, R]) lead(c *call[T, R]) {

@@ -9,13 +9,6 @@ import (
 	"testing/synctest"
 )
 
-// waiting is how many callers wait.
-func (g *Group[T, R]) waiting() int {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return len(g.pending)
-}
-
 // A caller alone runs at once, by itself; callers that come while the runs allowed are
 // going wait and then run together, each getting its own result; and an error of a run
 // reaches every caller in it.
@@ -55,7 +48,7 @@ func TestGroupRunsWaitingCallersTogether(t *testing.T) {
 			}()
 		}
 		synctest.Wait()
-		if n := g.waiting(); n != 4 {
+		if n := g.Waiting(); n != 4 {
 			t.Fatalf("%d callers wait, want 4", n)
 		}
 		close(release)
@@ -83,7 +76,7 @@ func TestGroupRunsWaitingCallersTogether(t *testing.T) {
 			go func() { _, err := g.Do(context.Background(), v); errs <- err }()
 		}
 		synctest.Wait()
-		if n := g.waiting(); n != 2 {
+		if n := g.Waiting(); n != 2 {
 			t.Fatalf("%d callers wait, want 2", n)
 		}
 		close(release)
@@ -147,7 +140,7 @@ func TestGroupCanceledWaiterDoesNotRun(t *testing.T) {
 		errc := make(chan error, 1)
 		go func() { _, err := g.Do(ctx, 2); errc <- err }()
 		synctest.Wait()
-		if n := g.waiting(); n != 1 {
+		if n := g.Waiting(); n != 1 {
 			t.Fatalf("%d callers wait, want 1", n)
 		}
 		cancel()
@@ -192,7 +185,7 @@ func TestGroupRunOutlivesOneCaller(t *testing.T) {
 		bctx, cancelB := context.WithCancel(context.Background())
 		go func() { v, err := g.Do(bctx, "b"); b <- res{v, err} }()
 		synctest.Wait()
-		if n := g.waiting(); n != 2 {
+		if n := g.Waiting(); n != 2 {
 			t.Fatalf("%d callers wait, want 2", n)
 		}
 		hold <- struct{}{} // the first run ends; "a" leads "a" and "b"

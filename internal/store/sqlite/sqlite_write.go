@@ -18,11 +18,7 @@ import (
 type writeOp struct {
 	name string
 	run  func(tx wtx, b *batch) error
-	done chan error // the result; or errLead, telling the waiting caller to lead
 }
-
-// errLead, sent to a waiting operation's caller, hands it the leadership of the writer.
-var errLead = errors.New("lead the writer")
 
 // Names of the enqueue operations (as the FaultHook sees them).
 const (
@@ -46,70 +42,37 @@ type batch struct {
 }
 
 // submit runs an operation in the next group commit and returns its own result, which
-// comes only after the transaction carrying it committed (or failed). Once submitted, the
+// comes only after the transaction carrying it committed (or failed). An operation whose
+// ctx ends while it waits for a batch is taken back (never run); once its batch runs, the
 // result is awaited even if ctx ends, so the answer is always the truth about the store.
 //
-// Group commit without a writer goroutine: a caller that finds no batch running leads,
-// that is, it runs the batch of everything waiting (its own operation first) on its own
-// goroutine, so a lone caller pays no hand-off to another goroutine. Callers that come
-// while a batch runs (while its fsync is in flight) queue up; when the batch is over the
-// leader hands the leadership to the first of them, whose batch takes them all. So N
-// callers waiting on one commit share the next one.
+// The group commit (package group) has no writer goroutine: a caller that finds no batch
+// running runs the batch on its own goroutine, so a lone caller pays no hand-off to
+// another goroutine. Callers that come while a batch runs (while its fsync is in flight)
+// queue up; when the batch is over the first of them runs the next one for them all.
 func (s *SQLite) submit(ctx context.Context, name string, run func(tx wtx, b *batch) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	op := &writeOp{name: name, run: run, done: make(chan error, 1)}
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
 		return store.ErrClosed
 	}
-	s.queue = append(s.queue, op)
-	lead := !s.leading
-	s.leading = true
+	s.inflight.Add(1)
 	s.mu.Unlock()
-	if lead {
-		s.lead()
+	defer s.inflight.Done()
+	res, err := s.writer.Do(ctx, &writeOp{name: name, run: run})
+	if err != nil {
+		return err
 	}
-	for {
-		err := <-op.done
-		if err != errLead {
-			return err
-		}
-		s.lead()
-	}
+	return res
 }
 
-// lead runs one batch of the waiting operations, then passes the leadership on to the
-// first operation still waiting, or gives it up when none is.
-func (s *SQLite) lead() {
-	s.mu.Lock()
-	n := min(len(s.queue), s.opts.MaxBatch)
-	ops := append(s.batch[:0], s.queue[:n]...)
-	rest := copy(s.queue, s.queue[n:])
-	clear(s.queue[rest:])
-	s.queue = s.queue[:rest]
-	s.mu.Unlock()
-	if len(ops) > 0 {
-		s.runBatch(ops)
-	}
-	clear(ops)
-	s.batch = ops[:0]
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if len(s.queue) > 0 {
-		s.queue[0].done <- errLead // it waits on its done, which is empty
-		return
-	}
-	s.leading = false
-	if s.closeWait != nil {
-		close(s.closeWait)
-		s.closeWait = nil
-	}
-}
-
-func (s *SQLite) runBatch(ops []*writeOp) {
+// runBatch runs ops in one transaction and returns each one's result: its own, or the
+// storage error that failed the transaction. Operations already accepted run to
+// completion whatever their callers' contexts: they wait for the answer.
+func (s *SQLite) runBatch(ops []*writeOp) []error {
 	var results []error
 	var err error
 	began := time.Now()
@@ -151,13 +114,11 @@ func (s *SQLite) runBatch(ops []*writeOp) {
 		}
 		s.log.Error("delivery store commit failed", zap.Int("ops", len(ops)), zap.Error(err))
 	}
-	for i, op := range ops {
-		op.done <- results[i]
-	}
+	return results
 }
 
 // runOp runs op; a panic in it fails the batch (rolled back) instead of the caller that
-// happens to lead, which would leave the writer without a leader.
+// runs the batch, which would leave the callers waiting for it without an answer.
 func runOp(op *writeOp, tx wtx, b *batch) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -167,7 +128,7 @@ func runOp(op *writeOp, tx wtx, b *batch) (err error) {
 	return op.run(tx, b)
 }
 
-// closeSpare closes the statements prepared past maxStmts; the leader calls it on the raw
+// closeSpare closes the statements prepared past maxStmts; the batch calls it on the raw
 // connection.
 func (s *SQLite) closeSpare() {
 	for _, st := range s.spare {
