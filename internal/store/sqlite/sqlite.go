@@ -11,7 +11,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"database/sql/driver"
 	"errors"
 	"fmt"
 	"os"
@@ -106,10 +105,9 @@ type SQLite struct {
 	inflight sync.WaitGroup // the operations submitted and not answered yet
 
 	// owned by the batch running
-	live   int // pending + sending entries after the last commit
-	stmts  map[string]driver.Stmt
-	spare  []driver.Stmt // prepared past maxStmts, closed after their batch
-	argBuf []driver.NamedValue
+	live  int                  // pending + sending entries after the last commit
+	stmts map[string]*sql.Stmt // prepared on wconn
+	spare []*sql.Stmt          // prepared past maxStmts, closed after their batch
 
 	getStmt *sql.Stmt // on the read pool
 
@@ -262,9 +260,8 @@ func (s *SQLite) open(ctx context.Context, rec storeid.Record) error {
 		"SELECT count(*) FROM deliveries WHERE state IN ('pending', 'sending')").Scan(&s.live); err != nil {
 		return s.openError(err)
 	}
-	// The writer keeps wconn for its own, and runs its statements on the driver's
-	// connection (sqlite_conn.go).
-	s.stmts = map[string]driver.Stmt{}
+	// The writer keeps wconn for its own (wtx).
+	s.stmts = map[string]*sql.Stmt{}
 	s.rdb, err = sql.Open("sqlite", s.dsn("_pragma=query_only(1)"))
 	if err != nil {
 		return fmt.Errorf("open store %s: %w", s.path, err)
@@ -389,14 +386,8 @@ func (s *SQLite) Close() error {
 func (s *SQLite) closeDBs() error {
 	var errs []error
 	if s.wconn != nil {
-		if len(s.stmts) > 0 {
-			errs = append(errs, s.wconn.Raw(func(any) error {
-				var errs []error
-				for _, st := range s.stmts {
-					errs = append(errs, st.Close())
-				}
-				return errors.Join(errs...)
-			}))
+		for _, st := range s.stmts {
+			errs = append(errs, st.Close())
 		}
 		errs = append(errs, s.wconn.Close())
 	}

@@ -73,28 +73,16 @@ func (s *SQLite) submit(ctx context.Context, name string, run func(tx wtx, b *ba
 // storage error that failed the transaction. Operations already accepted run to
 // completion whatever their callers' contexts: they wait for the answer.
 func (s *SQLite) runBatch(ops []*writeOp) []error {
-	var results []error
-	var err error
 	began := time.Now()
-	rerr := s.wconn.Raw(func(dc any) error {
-		c, ok := dc.(rawConn)
-		if !ok {
-			return fmt.Errorf("driver connection %T cannot prepare statements", dc)
-		}
-		results, err = s.tryBatch(c, ops, false)
-		if errors.Is(err, store.ErrDiskFull) && s.res.enterFull() {
-			s.log.Warn("delivery store disk full: enqueues are refused until space returns; stored deliveries go on in the space reserve",
-				zap.String("path", s.path), zap.Error(err))
-			// Run the batch again at once: its enqueues are refused now, and the rest (the
-			// transitions of stored entries) fits in the space the reserve gave back.
-			results, err = s.tryBatch(c, ops, true)
-		}
-		s.closeSpare()
-		return nil
-	})
-	if rerr != nil {
-		results, err = make([]error, len(ops)), storageError(rerr)
+	results, err := s.tryBatch(ops, false)
+	if errors.Is(err, store.ErrDiskFull) && s.res.enterFull() {
+		s.log.Warn("delivery store disk full: enqueues are refused until space returns; stored deliveries go on in the space reserve",
+			zap.String("path", s.path), zap.Error(err))
+		// Run the batch again at once: its enqueues are refused now, and the rest (the
+		// transitions of stored entries) fits in the space the reserve gave back.
+		results, err = s.tryBatch(ops, true)
 	}
+	s.closeSpare()
 	s.statsMu.Lock()
 	if err != nil {
 		s.stats.Failed++
@@ -128,8 +116,7 @@ func runOp(op *writeOp, tx wtx, b *batch) (err error) {
 	return op.run(tx, b)
 }
 
-// closeSpare closes the statements prepared past maxStmts; the batch calls it on the raw
-// connection.
+// closeSpare closes the statements prepared past maxStmts, once their batch is over.
 func (s *SQLite) closeSpare() {
 	for _, st := range s.spare {
 		_ = st.Close()
@@ -138,18 +125,75 @@ func (s *SQLite) closeSpare() {
 	s.spare = s.spare[:0]
 }
 
+// wtx runs the writer's statements in its transaction, on the connection the writer keeps
+// for itself (wconn): the transaction is BEGIN IMMEDIATE ... COMMIT on that connection, and
+// each statement stays prepared on it for the life of the store.
+type wtx struct{ s *SQLite }
+
+// maxStmts bounds the prepared statements (the writer's queries are a fixed set).
+const maxStmts = 64
+
+// stmt returns the prepared statement for q, preparing it on first use.
+func (w wtx) stmt(ctx context.Context, q string) (*sql.Stmt, error) {
+	if st, ok := w.s.stmts[q]; ok {
+		return st, nil
+	}
+	st, err := w.s.wconn.PrepareContext(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	if len(w.s.stmts) < maxStmts {
+		w.s.stmts[q] = st
+	} else {
+		w.s.spare = append(w.s.spare, st) // closed after the batch
+	}
+	return st, nil
+}
+
+func (w wtx) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
+	st, err := w.stmt(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	return st.ExecContext(ctx, args...)
+}
+
+// row is the first row of a query, as *sql.Row; or the error that kept it from running.
+type row interface{ Scan(dest ...any) error }
+
+type errRow struct{ err error }
+
+func (r errRow) Scan(...any) error { return r.err }
+
+func (w wtx) QueryRowContext(ctx context.Context, q string, args ...any) row {
+	st, err := w.stmt(ctx, q)
+	if err != nil {
+		return errRow{err}
+	}
+	return st.QueryRowContext(ctx, args...)
+}
+
+func (w wtx) Exec(q string, args ...any) (sql.Result, error) {
+	return w.ExecContext(context.Background(), q, args...)
+}
+
+func (w wtx) QueryRow(q string, args ...any) row {
+	return w.QueryRowContext(context.Background(), q, args...)
+}
+
 // errRefusedFull is the answer to an enqueue while the disk is full.
 var errRefusedFull = fmt.Errorf("%w: no space left for new entries (those already stored are still delivered)", store.ErrDiskFull)
 
-// tryBatch runs ops in one transaction on c and commits it. It returns each operation's own
-// result and, when the transaction failed, the storage error that failed all of them (then
-// nothing of the batch was stored). With refuseEnqueues every enqueue is refused unrun.
-func (s *SQLite) tryBatch(c rawConn, ops []*writeOp, refuseEnqueues bool) ([]error, error) {
+// tryBatch runs ops in one transaction on the writer's connection and commits it. It
+// returns each operation's own result and, when the transaction failed, the storage error
+// that failed all of them (then nothing of the batch was stored). With refuseEnqueues
+// every enqueue is refused unrun.
+func (s *SQLite) tryBatch(ops []*writeOp, refuseEnqueues bool) ([]error, error) {
 	// Operations already accepted run to completion: their callers wait for the answer.
 	ctx := context.Background()
 	results := make([]error, len(ops))
 	b := &batch{live: s.live}
-	tx := wtx{c: c, s: s}
+	tx := wtx{s}
 	if _, err := tx.Exec("BEGIN IMMEDIATE"); err != nil {
 		return results, storageError(err)
 	}
