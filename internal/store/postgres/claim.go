@@ -146,7 +146,7 @@ func (s *Store) op(ctx context.Context, r opReq) (store.Entry, error) {
 	if r.kind == opGet {
 		g = s.reads
 	}
-	res, err := g.do(ctx, r)
+	res, err := g.Do(ctx, r)
 	if err == nil {
 		err = res.err
 	}

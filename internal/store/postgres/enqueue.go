@@ -204,7 +204,7 @@ type enqueueJob struct {
 // concurrent callers (Store.inserts) in one statement; it settles the reservation.
 func (s *Store) insertGrouped(ctx context.Context, rows []newRow, todo []int, out []store.EnqueueResult) ([]int, error) {
 	j := &enqueueJob{rows: rows, todo: todo, out: out}
-	_, err := s.inserts.do(ctx, j)
+	_, err := s.inserts.Do(ctx, j)
 	made := 0
 	if err == nil {
 		for _, i := range todo {

@@ -31,6 +31,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/schedd/schedd/internal/store"
+	"github.com/schedd/schedd/internal/store/group"
 )
 
 // Defaults of Options.
@@ -91,9 +92,9 @@ type Store struct {
 
 	// inserts groups the enqueues of concurrent callers into shared statements, ops their
 	// claims and completions, reads their Gets (claim.go).
-	inserts *group[*enqueueJob, struct{}]
-	ops     *group[opReq, opRes]
-	reads   *group[opReq, opRes]
+	inserts *group.Group[*enqueueJob, struct{}]
+	ops     *group.Group[opReq, opRes]
+	reads   *group.Group[opReq, opRes]
 	notify  notifyGate
 }
 
@@ -158,9 +159,9 @@ func Open(ctx context.Context, dsn string, o Options) (*Store, error) {
 	// One statement (or batch) of each group at a time: the callers that come meanwhile
 	// go together into the next, which on a machine whose CPU is the bound did better (in
 	// bench/deliveries/run-postgres.sh) than two or more at once, each with fewer entries.
-	s.inserts = &group[*enqueueJob, struct{}]{maxRunning: 1, maxItems: 32, run: s.insertJobs}
-	s.ops = &group[opReq, opRes]{maxRunning: 1, maxItems: 128, run: s.opsGroup}
-	s.reads = &group[opReq, opRes]{maxRunning: 1, maxItems: 128, run: s.opsGroup}
+	s.inserts = &group.Group[*enqueueJob, struct{}]{MaxRunning: 1, MaxItems: 32, Run: s.insertJobs}
+	s.ops = &group.Group[opReq, opRes]{MaxRunning: 1, MaxItems: 128, Run: s.opsGroup}
+	s.reads = &group.Group[opReq, opRes]{MaxRunning: 1, MaxItems: 128, Run: s.opsGroup}
 	err = s.open(ctx, bg)
 	if err == nil {
 		return s, nil

@@ -11,7 +11,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"database/sql/driver"
 	"errors"
 	"fmt"
 	"os"
@@ -25,6 +24,7 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/schedd/schedd/internal/store"
+	"github.com/schedd/schedd/internal/store/group"
 	"github.com/schedd/schedd/internal/store/storeid"
 )
 
@@ -98,20 +98,16 @@ type SQLite struct {
 	info  store.Info
 	res   reserve
 
-	// Group commit: operations wait in queue; the caller that finds no leader becomes the
-	// leader and runs batches (see submit).
-	mu        sync.Mutex // guards closed, queue, leading and closeWait
-	closed    bool
-	queue     []*writeOp
-	leading   bool
-	closeWait chan struct{} // closed by the last leader once Close was called
+	// Group commit: one batch of operations at a time in one transaction (see submit).
+	writer   group.Group[*writeOp, error]
+	mu       sync.Mutex // guards closed
+	closed   bool
+	inflight sync.WaitGroup // the operations submitted and not answered yet
 
-	// owned by the leader
-	live   int // pending + sending entries after the last commit
-	stmts  map[string]driver.Stmt
-	spare  []driver.Stmt // prepared past maxStmts, closed after their batch
-	argBuf []driver.NamedValue
-	batch  []*writeOp
+	// owned by the batch running
+	live  int                  // pending + sending entries after the last commit
+	stmts map[string]*sql.Stmt // prepared on wconn
+	spare []*sql.Stmt          // prepared past maxStmts, closed after their batch
 
 	getStmt *sql.Stmt // on the read pool
 
@@ -139,6 +135,8 @@ func Open(ctx context.Context, path string, opts Options) (*SQLite, error) {
 	}
 	opts = withDefaults(opts)
 	s := &SQLite{path: path, opts: opts, log: opts.Log, now: opts.Now}
+	s.writer.MaxRunning, s.writer.MaxItems = 1, opts.MaxBatch
+	s.writer.Run = func(_ context.Context, ops []*writeOp) ([]error, error) { return s.runBatch(ops), nil }
 	// Before anything is created: a database that is missing or empty where a store was is
 	// not opened as a new one.
 	rec, err := storeid.Inspect(path)
@@ -262,9 +260,8 @@ func (s *SQLite) open(ctx context.Context, rec storeid.Record) error {
 		"SELECT count(*) FROM deliveries WHERE state IN ('pending', 'sending')").Scan(&s.live); err != nil {
 		return s.openError(err)
 	}
-	// The writer keeps wconn for its own, and runs its statements on the driver's
-	// connection (sqlite_conn.go).
-	s.stmts = map[string]driver.Stmt{}
+	// The writer keeps wconn for its own (wtx).
+	s.stmts = map[string]*sql.Stmt{}
 	s.rdb, err = sql.Open("sqlite", s.dsn("_pragma=query_only(1)"))
 	if err != nil {
 		return fmt.Errorf("open store %s: %w", s.path, err)
@@ -378,15 +375,8 @@ func (s *SQLite) Close() error {
 		return nil
 	}
 	s.closed = true
-	var wait chan struct{}
-	if s.leading {
-		wait = make(chan struct{})
-		s.closeWait = wait
-	}
 	s.mu.Unlock()
-	if wait != nil {
-		<-wait
-	}
+	s.inflight.Wait()
 	st := s.Stats()
 	s.log.Info("delivery store closed", zap.String("path", s.path), zap.Int64("ops", st.Ops),
 		zap.Int64("commits", st.Commits), zap.Int64("failed_commits", st.Failed))
@@ -396,14 +386,8 @@ func (s *SQLite) Close() error {
 func (s *SQLite) closeDBs() error {
 	var errs []error
 	if s.wconn != nil {
-		if len(s.stmts) > 0 {
-			errs = append(errs, s.wconn.Raw(func(any) error {
-				var errs []error
-				for _, st := range s.stmts {
-					errs = append(errs, st.Close())
-				}
-				return errors.Join(errs...)
-			}))
+		for _, st := range s.stmts {
+			errs = append(errs, st.Close())
 		}
 		errs = append(errs, s.wconn.Close())
 	}

@@ -455,8 +455,4 @@ func TestQueueFullWithinBatch(t *testing.T) {
 }
 
 // waiting is how many operations wait for the next batch.
-func waiting(s *SQLite) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.queue)
-}
+func waiting(s *SQLite) int { return s.writer.Waiting() }

@@ -18,11 +18,7 @@ import (
 type writeOp struct {
 	name string
 	run  func(tx wtx, b *batch) error
-	done chan error // the result; or errLead, telling the waiting caller to lead
 }
-
-// errLead, sent to a waiting operation's caller, hands it the leadership of the writer.
-var errLead = errors.New("lead the writer")
 
 // Names of the enqueue operations (as the FaultHook sees them).
 const (
@@ -46,92 +42,47 @@ type batch struct {
 }
 
 // submit runs an operation in the next group commit and returns its own result, which
-// comes only after the transaction carrying it committed (or failed). Once submitted, the
+// comes only after the transaction carrying it committed (or failed). An operation whose
+// ctx ends while it waits for a batch is taken back (never run); once its batch runs, the
 // result is awaited even if ctx ends, so the answer is always the truth about the store.
 //
-// Group commit without a writer goroutine: a caller that finds no batch running leads,
-// that is, it runs the batch of everything waiting (its own operation first) on its own
-// goroutine, so a lone caller pays no hand-off to another goroutine. Callers that come
-// while a batch runs (while its fsync is in flight) queue up; when the batch is over the
-// leader hands the leadership to the first of them, whose batch takes them all. So N
-// callers waiting on one commit share the next one.
+// The group commit (package group) has no writer goroutine: a caller that finds no batch
+// running runs the batch on its own goroutine, so a lone caller pays no hand-off to
+// another goroutine. Callers that come while a batch runs (while its fsync is in flight)
+// queue up; when the batch is over the first of them runs the next one for them all.
 func (s *SQLite) submit(ctx context.Context, name string, run func(tx wtx, b *batch) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	op := &writeOp{name: name, run: run, done: make(chan error, 1)}
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
 		return store.ErrClosed
 	}
-	s.queue = append(s.queue, op)
-	lead := !s.leading
-	s.leading = true
+	s.inflight.Add(1)
 	s.mu.Unlock()
-	if lead {
-		s.lead()
+	defer s.inflight.Done()
+	res, err := s.writer.Do(ctx, &writeOp{name: name, run: run})
+	if err != nil {
+		return err
 	}
-	for {
-		err := <-op.done
-		if err != errLead {
-			return err
-		}
-		s.lead()
-	}
+	return res
 }
 
-// lead runs one batch of the waiting operations, then passes the leadership on to the
-// first operation still waiting, or gives it up when none is.
-func (s *SQLite) lead() {
-	s.mu.Lock()
-	n := min(len(s.queue), s.opts.MaxBatch)
-	ops := append(s.batch[:0], s.queue[:n]...)
-	rest := copy(s.queue, s.queue[n:])
-	clear(s.queue[rest:])
-	s.queue = s.queue[:rest]
-	s.mu.Unlock()
-	if len(ops) > 0 {
-		s.runBatch(ops)
-	}
-	clear(ops)
-	s.batch = ops[:0]
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if len(s.queue) > 0 {
-		s.queue[0].done <- errLead // it waits on its done, which is empty
-		return
-	}
-	s.leading = false
-	if s.closeWait != nil {
-		close(s.closeWait)
-		s.closeWait = nil
-	}
-}
-
-func (s *SQLite) runBatch(ops []*writeOp) {
-	var results []error
-	var err error
+// runBatch runs ops in one transaction and returns each one's result: its own, or the
+// storage error that failed the transaction. Operations already accepted run to
+// completion whatever their callers' contexts: they wait for the answer.
+func (s *SQLite) runBatch(ops []*writeOp) []error {
 	began := time.Now()
-	rerr := s.wconn.Raw(func(dc any) error {
-		c, ok := dc.(rawConn)
-		if !ok {
-			return fmt.Errorf("driver connection %T cannot prepare statements", dc)
-		}
-		results, err = s.tryBatch(c, ops, false)
-		if errors.Is(err, store.ErrDiskFull) && s.res.enterFull() {
-			s.log.Warn("delivery store disk full: enqueues are refused until space returns; stored deliveries go on in the space reserve",
-				zap.String("path", s.path), zap.Error(err))
-			// Run the batch again at once: its enqueues are refused now, and the rest (the
-			// transitions of stored entries) fits in the space the reserve gave back.
-			results, err = s.tryBatch(c, ops, true)
-		}
-		s.closeSpare()
-		return nil
-	})
-	if rerr != nil {
-		results, err = make([]error, len(ops)), storageError(rerr)
+	results, err := s.tryBatch(ops, false)
+	if errors.Is(err, store.ErrDiskFull) && s.res.enterFull() {
+		s.log.Warn("delivery store disk full: enqueues are refused until space returns; stored deliveries go on in the space reserve",
+			zap.String("path", s.path), zap.Error(err))
+		// Run the batch again at once: its enqueues are refused now, and the rest (the
+		// transitions of stored entries) fits in the space the reserve gave back.
+		results, err = s.tryBatch(ops, true)
 	}
+	s.closeSpare()
 	s.statsMu.Lock()
 	if err != nil {
 		s.stats.Failed++
@@ -151,13 +102,11 @@ func (s *SQLite) runBatch(ops []*writeOp) {
 		}
 		s.log.Error("delivery store commit failed", zap.Int("ops", len(ops)), zap.Error(err))
 	}
-	for i, op := range ops {
-		op.done <- results[i]
-	}
+	return results
 }
 
 // runOp runs op; a panic in it fails the batch (rolled back) instead of the caller that
-// happens to lead, which would leave the writer without a leader.
+// runs the batch, which would leave the callers waiting for it without an answer.
 func runOp(op *writeOp, tx wtx, b *batch) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -167,8 +116,7 @@ func runOp(op *writeOp, tx wtx, b *batch) (err error) {
 	return op.run(tx, b)
 }
 
-// closeSpare closes the statements prepared past maxStmts; the leader calls it on the raw
-// connection.
+// closeSpare closes the statements prepared past maxStmts, once their batch is over.
 func (s *SQLite) closeSpare() {
 	for _, st := range s.spare {
 		_ = st.Close()
@@ -177,18 +125,75 @@ func (s *SQLite) closeSpare() {
 	s.spare = s.spare[:0]
 }
 
+// wtx runs the writer's statements in its transaction, on the connection the writer keeps
+// for itself (wconn): the transaction is BEGIN IMMEDIATE ... COMMIT on that connection, and
+// each statement stays prepared on it for the life of the store.
+type wtx struct{ s *SQLite }
+
+// maxStmts bounds the prepared statements (the writer's queries are a fixed set).
+const maxStmts = 64
+
+// stmt returns the prepared statement for q, preparing it on first use.
+func (w wtx) stmt(ctx context.Context, q string) (*sql.Stmt, error) {
+	if st, ok := w.s.stmts[q]; ok {
+		return st, nil
+	}
+	st, err := w.s.wconn.PrepareContext(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	if len(w.s.stmts) < maxStmts {
+		w.s.stmts[q] = st
+	} else {
+		w.s.spare = append(w.s.spare, st) // closed after the batch
+	}
+	return st, nil
+}
+
+func (w wtx) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
+	st, err := w.stmt(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	return st.ExecContext(ctx, args...)
+}
+
+// row is the first row of a query, as *sql.Row; or the error that kept it from running.
+type row interface{ Scan(dest ...any) error }
+
+type errRow struct{ err error }
+
+func (r errRow) Scan(...any) error { return r.err }
+
+func (w wtx) QueryRowContext(ctx context.Context, q string, args ...any) row {
+	st, err := w.stmt(ctx, q)
+	if err != nil {
+		return errRow{err}
+	}
+	return st.QueryRowContext(ctx, args...)
+}
+
+func (w wtx) Exec(q string, args ...any) (sql.Result, error) {
+	return w.ExecContext(context.Background(), q, args...)
+}
+
+func (w wtx) QueryRow(q string, args ...any) row {
+	return w.QueryRowContext(context.Background(), q, args...)
+}
+
 // errRefusedFull is the answer to an enqueue while the disk is full.
 var errRefusedFull = fmt.Errorf("%w: no space left for new entries (those already stored are still delivered)", store.ErrDiskFull)
 
-// tryBatch runs ops in one transaction on c and commits it. It returns each operation's own
-// result and, when the transaction failed, the storage error that failed all of them (then
-// nothing of the batch was stored). With refuseEnqueues every enqueue is refused unrun.
-func (s *SQLite) tryBatch(c rawConn, ops []*writeOp, refuseEnqueues bool) ([]error, error) {
+// tryBatch runs ops in one transaction on the writer's connection and commits it. It
+// returns each operation's own result and, when the transaction failed, the storage error
+// that failed all of them (then nothing of the batch was stored). With refuseEnqueues
+// every enqueue is refused unrun.
+func (s *SQLite) tryBatch(ops []*writeOp, refuseEnqueues bool) ([]error, error) {
 	// Operations already accepted run to completion: their callers wait for the answer.
 	ctx := context.Background()
 	results := make([]error, len(ops))
 	b := &batch{live: s.live}
-	tx := wtx{c: c, s: s}
+	tx := wtx{s}
 	if _, err := tx.Exec("BEGIN IMMEDIATE"); err != nil {
 		return results, storageError(err)
 	}

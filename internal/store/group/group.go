@@ -1,4 +1,10 @@
-package postgres
+// Package group is the group commit both store drivers share: the operations of
+// concurrent callers run together, so a burst of callers pays one round trip and one
+// commit per run instead of one per operation, while a caller alone runs at once, on its
+// own goroutine, as without a group. There is no goroutine of its own: the caller that
+// finds room runs, and the first run to end hands the waiting operations to one of their
+// callers.
+package group
 
 import (
 	"context"
@@ -6,17 +12,16 @@ import (
 	"sync/atomic"
 )
 
-// group runs the operations of concurrent callers together: a caller that finds fewer than
-// maxRunning runs going runs its operation at once, with those pending (up to maxItems);
+// Group runs the operations of concurrent callers together: a caller that finds fewer than
+// MaxRunning runs going runs its operation at once, with those pending (up to MaxItems);
 // otherwise it waits, and the first run to end hands the pending ones to one of their
-// callers. So one caller alone runs at once, as without a group, and a burst of callers
-// shares statements and commits: a round trip and a commit per run, not per operation.
-type group[T, R any] struct {
-	maxRunning, maxItems int
-	// run performs items as one operation; it returns one result per item, or the error of
+// callers. Its fields are set before the first Do and not changed after.
+type Group[T, R any] struct {
+	MaxRunning, MaxItems int
+	// Run performs items as one operation; it returns one result per item, or the error of
 	// them all. Its context ends only once every caller's has: a caller that gives up does
 	// not fail the others.
-	run func(ctx context.Context, items []T) ([]R, error)
+	Run func(ctx context.Context, items []T) ([]R, error)
 
 	mu      sync.Mutex
 	running int
@@ -33,13 +38,13 @@ type call[T, R any] struct {
 	wake chan bool
 }
 
-// do runs item, alone or with others, and returns its result. A caller whose ctx ends while
+// Do runs item, alone or with others, and returns its result. A caller whose ctx ends while
 // its item still waits takes it back and returns ctx's error; once its item runs it waits
 // for the outcome, so that an error always means nothing was done for it.
-func (g *group[T, R]) do(ctx context.Context, item T) (R, error) {
+func (g *Group[T, R]) Do(ctx context.Context, item T) (R, error) {
 	c := &call[T, R]{ctx: ctx, item: item, wake: make(chan bool, 1)}
 	g.mu.Lock()
-	if g.running < g.maxRunning {
+	if g.running < g.MaxRunning {
 		g.running++
 		g.mu.Unlock()
 		g.lead(c)
@@ -69,14 +74,23 @@ func (g *group[T, R]) do(ctx context.Context, item T) (R, error) {
 	return c.res, c.err
 }
 
+// Waiting is how many callers wait for a run.
+func (g *Group[T, R]) Waiting() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.pending)
+}
+
 // lead runs c's item with the pending ones (the caller counts in running), then hands the
 // rest, if any, to the first of their callers, or gives its place up.
-func (g *group[T, R]) lead(c *call[T, R]) {
+func (g *Group[T, R]) lead(c *call[T, R]) {
 	g.mu.Lock()
-	n := min(len(g.pending), g.maxItems-1)
+	n := min(len(g.pending), g.MaxItems-1)
 	batch := make([]*call[T, R], 0, n+1)
 	batch = append(append(batch, c), g.pending[:n]...)
-	g.pending = append(g.pending[:0], g.pending[n:]...)
+	rest := copy(g.pending, g.pending[n:])
+	clear(g.pending[rest:]) // no finished call stays reachable from the queue
+	g.pending = g.pending[:rest]
 	g.mu.Unlock()
 
 	items := make([]T, len(batch))
@@ -92,7 +106,7 @@ func (g *group[T, R]) lead(c *call[T, R]) {
 			}
 		})
 	}
-	res, err := g.run(ctx, items)
+	res, err := g.Run(ctx, items)
 	for _, stop := range stops {
 		stop()
 	}
@@ -111,7 +125,9 @@ func (g *group[T, R]) lead(c *call[T, R]) {
 	g.mu.Lock()
 	if len(g.pending) > 0 {
 		next := g.pending[0]
-		g.pending = g.pending[1:]
+		rest := copy(g.pending, g.pending[1:])
+		g.pending[rest] = nil
+		g.pending = g.pending[:rest]
 		g.mu.Unlock()
 		next.wake <- true // it runs in this place
 		return
