@@ -5,6 +5,7 @@
 #   bash bench/run.sh            # full run: A (60 s idle, 20 kills) and B (20 restarts each)
 #   bash bench/run.sh --quick    # smoke run: 10 s idle, 5 kills, 5 restarts
 #   bash bench/run.sh --part a   # only part A (schedd alone); --part b for the comparison
+#   BENCH_OTHERS= SCHEDD=/path/to/schedd bash bench/run.sh   # another build, no other supervisor
 #
 # Every process the script starts is killed on exit; raw figures are kept in
 # bench/results/<UTC time>/ and a summary table is printed at the end.
@@ -466,7 +467,7 @@ run_job() {
 # Driver.
 
 usage() {
-	sed -n '2,10p' "$SELF" | sed 's/^# \{0,1\}//'
+	sed -n '2,11p' "$SELF" | sed 's/^# \{0,1\}//'
 	exit "${1:-0}"
 }
 
@@ -679,6 +680,9 @@ main() {
 	# backoff reset of schedd's bench config, runsv's 1 s minimum between starts and PM2's
 	# 1 s min_uptime, so every kill is of a "long-healthy" child.
 	GAP=${BENCH_GAP:-1.5}
+	# OTHERS: the supervisors part B compares schedd with; empty: schedd and the floor alone
+	# (nothing installed), to compare two builds of schedd.
+	OTHERS=${BENCH_OTHERS-runit supervisord pm2}
 	[[ -x $SCHEDD ]] || die "$SCHEDD not found: run 'make build' first (or 'make bench')"
 	command -v gcc >/dev/null || die "gcc not found: the bench child is a C program"
 
@@ -704,8 +708,8 @@ main() {
 	local jobs=()
 	[[ $PARTS == *a* ]] && jobs+=(a)
 	if [[ $PARTS == *b* ]]; then
-		install_others
-		jobs+=(floor schedd runit supervisord pm2)
+		[[ -n $OTHERS ]] && install_others
+		jobs+=(floor schedd $OTHERS)
 	fi
 	local j
 	for j in "${jobs[@]}"; do
