@@ -161,16 +161,14 @@ func (s *Store) Near(ctx context.Context, before time.Time, page int, f func([]s
 	}
 }
 
-// countsSQL counts the entries per state from the partial indexes (the live, sending and
-// finished ones) rather than reading every row: the oldest live entry is the first one
-// enqueued that is still live. Only a dead letter is quarantined.
-const countsSQL = `SELECT
-	(SELECT count(*) FROM schedd_deliveries WHERE state IN ('pending', 'sending')),
-	(SELECT count(*) FROM schedd_deliveries WHERE state = 'sending'),
-	(SELECT count(*) FROM schedd_deliveries WHERE state IN ('delivered', 'dead') AND state = 'delivered'),
-	(SELECT count(*) FROM schedd_deliveries WHERE state IN ('delivered', 'dead') AND state = 'dead'),
-	(SELECT count(*) FROM schedd_deliveries WHERE state IN ('delivered', 'dead') AND state = 'dead' AND quarantined),
-	(SELECT created_at FROM schedd_deliveries WHERE state IN ('pending', 'sending') ORDER BY id LIMIT 1)`
+// countsSQL sums the counts the store keeps in its slots as it writes (the table
+// schedd_delivery_counts and its triggers, schema step 3): a few rows whatever the size of
+// the queue. The oldest live entry is the first one enqueued that is still live, the first
+// entry of the live index.
+const countsSQL = `SELECT COALESCE(sum(pending), 0), COALESCE(sum(sending), 0), COALESCE(sum(delivered), 0),
+	COALESCE(sum(dead), 0), COALESCE(sum(quarantined), 0),
+	(SELECT created_at FROM schedd_deliveries WHERE state IN ('pending', 'sending') ORDER BY id LIMIT 1)
+	FROM schedd_delivery_counts`
 
 // Counts returns the number of entries per state and the oldest pending one.
 // Before the database was first reached they are zero (Info says the store is not open).
@@ -180,9 +178,7 @@ func (s *Store) Counts(ctx context.Context) (store.Counts, error) {
 		return c, nil
 	}
 	var oldest *int64
-	var live int
-	err := s.pool.QueryRow(ctx, countsSQL).Scan(&live, &c.Sending, &c.Delivered, &c.Dead, &c.Quarantined, &oldest)
-	c.Pending = live - c.Sending
+	err := s.pool.QueryRow(ctx, countsSQL).Scan(&c.Pending, &c.Sending, &c.Delivered, &c.Dead, &c.Quarantined, &oldest)
 	if err != nil {
 		return store.Counts{}, fmt.Errorf("counts: %w", s.fail(err))
 	}

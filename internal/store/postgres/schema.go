@@ -52,6 +52,72 @@ var migrations = []string{
 	`DROP INDEX schedd_deliveries_due;
 	CREATE INDEX schedd_deliveries_next ON schedd_deliveries(next_attempt_at, id) WHERE state = 'pending';
 	CREATE INDEX schedd_deliveries_sending ON schedd_deliveries(id) WHERE state = 'sending';`,
+	// 3: status reads the counts the store keeps as it writes, not an index entry per
+	// entry. Several hosts write at once, so the counts are spread over slots, rows that
+	// Counts sums: a statement's triggers (one per statement, over its transition tables,
+	// not one per row) add what it changed to a slot no other transaction holds, taken
+	// with SKIP LOCKED, or to a new slot when every one is held, so no writer ever waits
+	// on another's counts (and no lock order can deadlock). The triggers run in the
+	// writer's transaction: the counts commit or roll back with the rows. TRUNCATE zeroes
+	// them. Upgrading fills the first slot from the rows once (one scan of the table);
+	// creating the triggers first locks writers out until the migration commits, so no
+	// write falls between the scan and the triggers.
+	`CREATE TABLE schedd_delivery_counts (
+		slot        BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+		pending     BIGINT NOT NULL DEFAULT 0,
+		sending     BIGINT NOT NULL DEFAULT 0,
+		delivered   BIGINT NOT NULL DEFAULT 0,
+		dead        BIGINT NOT NULL DEFAULT 0,
+		quarantined BIGINT NOT NULL DEFAULT 0
+	);
+	CREATE FUNCTION schedd_count_deliveries() RETURNS trigger LANGUAGE plpgsql AS $$
+	DECLARE
+		p BIGINT := 0; s BIGINT := 0; dl BIGINT := 0; dd BIGINT := 0; q BIGINT := 0;
+	BEGIN
+		IF TG_OP = 'TRUNCATE' THEN
+			UPDATE schedd_delivery_counts SET pending = 0, sending = 0, delivered = 0, dead = 0, quarantined = 0;
+			RETURN NULL;
+		END IF;
+		IF TG_OP <> 'DELETE' THEN
+			SELECT count(*) FILTER (WHERE state = 'pending'), count(*) FILTER (WHERE state = 'sending'),
+				count(*) FILTER (WHERE state = 'delivered'), count(*) FILTER (WHERE state = 'dead'),
+				count(*) FILTER (WHERE state = 'dead' AND quarantined)
+			INTO p, s, dl, dd, q FROM schedd_counted_new;
+		END IF;
+		IF TG_OP <> 'INSERT' THEN
+			SELECT p - count(*) FILTER (WHERE state = 'pending'), s - count(*) FILTER (WHERE state = 'sending'),
+				dl - count(*) FILTER (WHERE state = 'delivered'), dd - count(*) FILTER (WHERE state = 'dead'),
+				q - count(*) FILTER (WHERE state = 'dead' AND quarantined)
+			INTO p, s, dl, dd, q FROM schedd_counted_old;
+		END IF;
+		IF p = 0 AND s = 0 AND dl = 0 AND dd = 0 AND q = 0 THEN
+			RETURN NULL;
+		END IF;
+		UPDATE schedd_delivery_counts SET pending = pending + p, sending = sending + s,
+			delivered = delivered + dl, dead = dead + dd, quarantined = quarantined + q
+		WHERE slot = (SELECT slot FROM schedd_delivery_counts ORDER BY random() LIMIT 1 FOR UPDATE SKIP LOCKED);
+		IF NOT FOUND THEN
+			INSERT INTO schedd_delivery_counts (pending, sending, delivered, dead, quarantined) VALUES (p, s, dl, dd, q);
+		END IF;
+		RETURN NULL;
+	END $$;
+	CREATE TRIGGER schedd_deliveries_count_insert AFTER INSERT ON schedd_deliveries
+		REFERENCING NEW TABLE AS schedd_counted_new
+		FOR EACH STATEMENT EXECUTE FUNCTION schedd_count_deliveries();
+	CREATE TRIGGER schedd_deliveries_count_update AFTER UPDATE ON schedd_deliveries
+		REFERENCING OLD TABLE AS schedd_counted_old NEW TABLE AS schedd_counted_new
+		FOR EACH STATEMENT EXECUTE FUNCTION schedd_count_deliveries();
+	CREATE TRIGGER schedd_deliveries_count_delete AFTER DELETE ON schedd_deliveries
+		REFERENCING OLD TABLE AS schedd_counted_old
+		FOR EACH STATEMENT EXECUTE FUNCTION schedd_count_deliveries();
+	CREATE TRIGGER schedd_deliveries_count_truncate AFTER TRUNCATE ON schedd_deliveries
+		FOR EACH STATEMENT EXECUTE FUNCTION schedd_count_deliveries();
+	INSERT INTO schedd_delivery_counts (pending, sending, delivered, dead, quarantined)
+		SELECT count(*) FILTER (WHERE state = 'pending'), count(*) FILTER (WHERE state = 'sending'),
+			count(*) FILTER (WHERE state = 'delivered'), count(*) FILTER (WHERE state = 'dead'),
+			count(*) FILTER (WHERE state = 'dead' AND quarantined)
+		FROM schedd_deliveries;
+	INSERT INTO schedd_delivery_counts (pending) SELECT 0 FROM generate_series(2, 16);`,
 }
 
 // SchemaVersion is the schema this build writes.

@@ -73,6 +73,34 @@ var deliveriesSchema = schema{name: "delivery store", metaFrom: 1, steps: []stri
 	`DROP INDEX deliveries_live;
 	CREATE INDEX deliveries_live ON deliveries(id, state) WHERE state IN ('pending', 'sending');
 	CREATE INDEX deliveries_sending ON deliveries(id) WHERE state = 'sending';`,
+	// 4: status reads the counts the store keeps as it writes, not an index entry per
+	// entry: delivery_counts holds the number of rows per (state, quarantined), kept by
+	// triggers on every insert, change of state or mark, and delete, in the writer's own
+	// transaction, so the counts cannot drift from the rows whatever statement changes
+	// them. Upgrading fills the table from the rows once (one scan of the table, at the
+	// first start of this version); the columns and their affinities are those of
+	// deliveries, so a damaged value is keyed as the rows hold it.
+	`CREATE TABLE delivery_counts (
+		state       TEXT NOT NULL,
+		quarantined INTEGER NOT NULL,
+		n           INTEGER NOT NULL,
+		PRIMARY KEY (state, quarantined)
+	) WITHOUT ROWID;
+	INSERT INTO delivery_counts (state, quarantined, n)
+		SELECT state, quarantined, count(*) FROM deliveries GROUP BY state, quarantined;
+	CREATE TRIGGER deliveries_count_insert AFTER INSERT ON deliveries BEGIN
+		INSERT INTO delivery_counts (state, quarantined, n) VALUES (new.state, new.quarantined, 1)
+			ON CONFLICT (state, quarantined) DO UPDATE SET n = n + 1;
+	END;
+	CREATE TRIGGER deliveries_count_update AFTER UPDATE OF state, quarantined ON deliveries
+		WHEN old.state IS NOT new.state OR old.quarantined IS NOT new.quarantined BEGIN
+		UPDATE delivery_counts SET n = n - 1 WHERE state = old.state AND quarantined = old.quarantined;
+		INSERT INTO delivery_counts (state, quarantined, n) VALUES (new.state, new.quarantined, 1)
+			ON CONFLICT (state, quarantined) DO UPDATE SET n = n + 1;
+	END;
+	CREATE TRIGGER deliveries_count_delete AFTER DELETE ON deliveries BEGIN
+		UPDATE delivery_counts SET n = n - 1 WHERE state = old.state AND quarantined = old.quarantined;
+	END;`,
 }}
 
 // tasksSchema is cron's task store, cron.db (store.TaskStore says what its tables keep).

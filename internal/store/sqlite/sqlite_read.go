@@ -336,26 +336,45 @@ func (s *SQLite) Live(ctx context.Context, afterID int64, limit int) ([]store.Re
 	return out, nil
 }
 
-// countsSQL counts the entries per state, each from a partial index (the live, sending,
-// finished and dead ones), never reading the table's rows: the cost of a status is the
-// number of index entries, not the size of the payloads. A quarantined row is dead (a
-// retry clears the mark), so it is counted among the dead letters alone.
-const countsSQL = `SELECT
-	(SELECT count(*) FROM deliveries WHERE state IN ('pending', 'sending')),
-	(SELECT count(*) FROM deliveries WHERE state = 'sending'),
-	(SELECT count(*) FROM deliveries WHERE state IN ('delivered', 'dead') AND state = 'delivered'),
-	(SELECT count(*) FROM deliveries WHERE state = 'dead'),
-	(SELECT count(*) FROM deliveries WHERE state = 'dead' AND quarantined = 1)`
+// countsSQL reads the counts the store keeps per (state, quarantined) as it writes (the
+// table delivery_counts and its triggers, schema step 4): a few rows whatever the size of
+// the queue. A quarantined row is dead (a retry clears the mark), so it is counted among
+// the dead letters and, apart, among the quarantined.
+const countsSQL = `SELECT state, quarantined, n FROM delivery_counts`
 
 // Counts returns the entries per state and the creation time of the oldest live one.
 func (s *SQLite) Counts(ctx context.Context) (store.Counts, error) {
 	var c store.Counts
-	var live int
-	err := s.rdb.QueryRowContext(ctx, countsSQL).Scan(&live, &c.Sending, &c.Delivered, &c.Dead, &c.Quarantined)
+	rows, err := s.rdb.QueryContext(ctx, countsSQL)
 	if err != nil {
 		return c, fmt.Errorf("count deliveries: %w", err)
 	}
-	c.Pending = live - c.Sending
+	defer rows.Close()
+	for rows.Next() {
+		var state, quarantined any
+		var n int
+		if err := rows.Scan(&state, &quarantined, &n); err != nil {
+			return store.Counts{}, fmt.Errorf("count deliveries: %w", err)
+		}
+		st, _ := state.(string)
+		switch store.State(st) {
+		case store.StatePending:
+			c.Pending += n
+		case store.StateSending:
+			c.Sending += n
+		case store.StateDelivered:
+			c.Delivered += n
+		case store.StateDead:
+			c.Dead += n
+			if q, ok := quarantined.(int64); ok && q == 1 {
+				c.Quarantined += n
+			}
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return store.Counts{}, fmt.Errorf("count deliveries: %w", err)
+	}
+	rows.Close()
 	var oldest sql.NullInt64
 	err = s.rdb.QueryRowContext(ctx,
 		"SELECT created_at FROM deliveries WHERE state IN ('pending', 'sending') ORDER BY id LIMIT 1").Scan(&oldest)

@@ -43,10 +43,13 @@ func Run(t *testing.T, newStore Factory) {
 		{"ClaimIfDue", testClaimIfDue, defaults},
 		{"ListAndLive", testList, defaults},
 		{"Counts", testCounts, defaults},
+		{"CountsFollowRows", testCountsFollowRows, Bounds{MaxEntries: 40, MaxPayload: 16}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newStore(t, tc.b)
 			tc.fn(t, s)
+			// Whatever the case did, the counts are those of the rows it left.
+			CheckCounts(t, s)
 		})
 	}
 }

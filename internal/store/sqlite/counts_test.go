@@ -1,0 +1,171 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"path/filepath"
+	"testing"
+
+	"github.com/schedd/schedd/internal/store"
+	"github.com/schedd/schedd/internal/store/storetest"
+)
+
+// side opens a second connection to the store's file, as a hand editing it would: the
+// tests damage rows and read the truth through it, not through the store.
+func side(t *testing.T, path string) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("sqlite", path+"?_pragma=busy_timeout(5000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// keptCounts compares delivery_counts with a GROUP BY over the rows: every
+// (state, quarantined) the rows hold is kept with its number, none is negative, and
+// a key with no row left is kept at zero if at all.
+func keptCounts(db *sql.DB) error {
+	read := func(q string) (map[string]int, error) {
+		rows, err := db.Query(q)
+		if err != nil {
+			return nil, err
+		}
+		defer rows.Close()
+		m := map[string]int{}
+		for rows.Next() {
+			var state, quarantined any
+			var n int
+			if err := rows.Scan(&state, &quarantined, &n); err != nil {
+				return nil, err
+			}
+			if n < 0 {
+				return nil, fmt.Errorf("count of %v/%v is %d", state, quarantined, n)
+			}
+			if n > 0 {
+				m[fmt.Sprintf("%T %v/%T %v", state, state, quarantined, quarantined)] = n
+			}
+		}
+		return m, rows.Err()
+	}
+	kept, err := read("SELECT state, quarantined, n FROM delivery_counts")
+	if err != nil {
+		return err
+	}
+	rows, err := read("SELECT state, quarantined, count(*) FROM deliveries GROUP BY state, quarantined")
+	if err != nil {
+		return err
+	}
+	if !maps.Equal(kept, rows) {
+		return fmt.Errorf("kept counts %v, the rows %v", kept, rows)
+	}
+	return nil
+}
+
+// The counts the triggers keep equal a GROUP BY over the rows after every step of random
+// operations, quarantines of damaged rows among them, and Counts equals what List reads.
+func TestCountsKeptByTriggers(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "q.db")
+	s := openTest(t, path, Options{MaxEntries: 40})
+	db := side(t, path)
+	rng := rand.New(rand.NewPCG(7, 7))
+	var quarantined int
+	storetest.Churn(t, s, 7, 600, func(op string) {
+		if rng.IntN(8) == 0 {
+			// A row damaged by hand, which the next read quarantines: its headers, or its
+			// state (then counted under the damaged state until then).
+			// A dead letter among them: its quarantine changes the mark alone.
+			var id int64
+			state := []string{"pending", "sending", "dead"}[rng.IntN(3)]
+			if err := db.QueryRow("SELECT id FROM deliveries WHERE state = ? AND quarantined = 0 ORDER BY random() LIMIT 1",
+				state).Scan(&id); err == nil {
+				damage := "headers = '{not json'"
+				if rng.IntN(2) == 0 {
+					damage = "state = 'sideways'"
+				}
+				if _, err := db.Exec("UPDATE deliveries SET "+damage+" WHERE id = ?", id); err != nil {
+					t.Fatal(err)
+				}
+				if err := keptCounts(db); err != nil {
+					t.Fatalf("after damaging %d: %v", id, err)
+				}
+				if g, err := s.Get(ctx, id); err != nil || !g.Quarantined {
+					t.Fatalf("get of damaged %d: %+v, %v", id, g, err)
+				}
+				quarantined++
+				op += ", then a quarantine"
+			}
+		}
+		if err := keptCounts(db); err != nil {
+			t.Fatalf("after %s: %v", op, err)
+		}
+		storetest.CheckCounts(t, s)
+	})
+	if quarantined == 0 {
+		t.Fatal("no quarantine in the sequence")
+	}
+}
+
+// A store of the previous schema, in every state and with quarantined and damaged rows,
+// gets its counts filled from the rows when it is upgraded, and keeps them from then on.
+func TestCountsFilledOnUpgrade(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "v3.db")
+	db := side(t, path)
+	for _, q := range deliveriesSchema.steps[:3] {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := db.Exec("PRAGMA user_version = 3"); err != nil {
+		t.Fatal(err)
+	}
+	rows := []struct {
+		state       string
+		quarantined int
+		n           int
+	}{{"pending", 0, 5}, {"sending", 0, 2}, {"delivered", 0, 7}, {"dead", 0, 3}, {"dead", 1, 2}, {"sideways", 0, 1}}
+	var k int
+	for _, r := range rows {
+		for range r.n {
+			k++
+			if _, err := db.Exec(`INSERT INTO deliveries (sink, idem_key, payload, payload_size, payload_hash, state,
+				next_attempt_at, created_at, updated_at, finished_at, quarantined) VALUES ('hook', ?, x'78', 1, x'00', ?, 1, ?, 1, 1, ?)`,
+				fmt.Sprint("k", k), r.state, 1000+k, r.quarantined); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	db.Close()
+	s := openTest(t, path, Options{})
+	if s.Info().Schema != 4 {
+		t.Fatalf("schema %d after the upgrade", s.Info().Schema)
+	}
+	db = side(t, path)
+	if err := keptCounts(db); err != nil {
+		t.Fatal(err)
+	}
+	c, err := s.Counts(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (store.Counts{Pending: 5, Sending: 2, Delivered: 7, Dead: 5, Quarantined: 2}); c.Pending != want.Pending ||
+		c.Sending != want.Sending || c.Delivered != want.Delivered || c.Dead != want.Dead || c.Quarantined != want.Quarantined {
+		t.Fatalf("counts after the upgrade %+v, want %+v", c, want)
+	}
+	// From then on the triggers keep them.
+	mustEnqueue(t, s, "new")
+	if _, err := s.Purge(ctx, store.PurgeFilter{State: store.StateDelivered, OlderThan: fromMs(sql.NullInt64{Int64: 1 << 50, Valid: true})}); err != nil {
+		t.Fatal(err)
+	}
+	if err := keptCounts(db); err != nil {
+		t.Fatal(err)
+	}
+	if c, _ := s.Counts(ctx); c.Pending != 6 || c.Delivered != 0 {
+		t.Fatalf("counts after an enqueue and a purge %+v", c)
+	}
+}
