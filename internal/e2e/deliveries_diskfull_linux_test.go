@@ -23,6 +23,7 @@ import (
 // already stored keep being sent and delivered; once space returns, enqueue works again
 // and nothing was lost.
 func TestE2EDiskFull_RENV04(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("end-to-end test")
 	}
