@@ -357,7 +357,8 @@ restart: {cooldown: 0s, delay: 0s, overlap: true}
 // not ready in time, it is stopped, the old one keeps serving (same pid, ready, answering)
 // and the restart reports failed.
 func TestE2EOverlapNewNeverReady_RSOCK05(t *testing.T) {
-	t.Parallel()
+	// Not parallel: its first gateway has a second to be ready, which other tests' load could
+	// make it miss.
 	dir := shortDir(t)
 	addr := freeAddr(t)
 	noReady := filepath.Join(dir, "no-ready")

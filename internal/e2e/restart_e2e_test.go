@@ -91,7 +91,8 @@ func noOverlap(t *testing.T, lives []lifeSpan) {
 // most one restart runs and one waits, the signals it received are counted, restarts stay
 // few, gateways never overlap, and no goroutine is left behind.
 func TestE2ESignalStorm(t *testing.T) {
-	t.Parallel()
+	// Not parallel: its 1,000 signals must arrive in about a second, which other tests' load
+	// could stretch.
 	life := filepath.Join(t.TempDir(), "life")
 	cfg := writeConfig(t, "restart: {delay: 100ms, cooldown: 500ms}\n")
 	d := startDaemon(t, daemonOpts{args: []string{"--config", cfg}, gateway: []string{"life-file=" + life}})
@@ -489,7 +490,8 @@ func TestE2EConfigChangesCoalesce(t *testing.T) {
 // a (deferred) restart: `restart --wait` reports the failure and exits 1, the crash backoff
 // takes over, and once the config is fixed the gateway comes back.
 func TestE2ERestartFailsReadiness(t *testing.T) {
-	t.Parallel()
+	// Not parallel: its gateway has 500ms to be ready, which other tests' load could make it
+	// miss.
 	dir := t.TempDir()
 	cfgPath := filepath.Join(dir, "schedd.yaml")
 	exe, _ := os.Executable()
