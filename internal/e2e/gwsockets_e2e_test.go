@@ -146,7 +146,8 @@ func TestE2ESocketsCrashBackoff_RDRAIN07(t *testing.T) {
 // and LISTEN_PID is its own pid, through wrappers that exec it (/bin/sh with exec, then
 // env): fd 3 is the socket, LISTEN_FDNAMES its name.
 func TestE2ESocketsListenPID_RSOCK01(t *testing.T) {
-	t.Parallel()
+	// Not parallel: its gateway, ready once started, has 5 s to answer a first request, which
+	// other tests' load could make it miss.
 	dir := shortDir(t)
 	addr := freeAddr(t)
 	sock := filepath.Join(dir, "gw.sock")
@@ -247,7 +248,8 @@ func TestE2ESocketsBindFails_RSOCK02(t *testing.T) {
 // only the one gateway.sockets names (from:), under the gateway's name, as fd 3; the other
 // never reaches the gateway, and neither do schedd's own LISTEN_* variables.
 func TestE2ESocketsFromOwnManager_RSOCK03(t *testing.T) {
-	t.Parallel()
+	// Not parallel: its gateway, ready once started, has 5 s to answer a first request, which
+	// other tests' load could make it miss.
 	dir := shortDir(t)
 	mk := func() (*os.File, string, string) {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
