@@ -33,8 +33,9 @@ const (
 // defaultParallel is how many tests run at once when -parallel is not given. The tests
 // mostly wait (on restarts, timeouts, leases, a gateway that starts slowly), each with
 // processes and state dirs of its own, so more of them than GOMAXPROCS share the machine.
-// Every test calls t.Parallel() except the few that time something to within a second,
-// which the others' load could break: those run alone, before the parallel ones.
+// Every test calls t.Parallel() except the few whose assertions count on tight timing
+// (a second to be ready, 5 s to answer), which the others' load could break: those run
+// alone, before the parallel ones, and say why.
 const defaultParallel = 6
 
 // TestMain is the fake gateway when testgateway.Env says so (the daemons under test run
