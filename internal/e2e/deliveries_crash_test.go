@@ -62,6 +62,7 @@ const crashWorkers = 4
 //     sending at any kill.
 func TestE2EDeliveriesCrash(t *testing.T) {
 	t.Parallel()
+	heavy(t)
 	if testing.Short() {
 		t.Skip("end-to-end test")
 	}

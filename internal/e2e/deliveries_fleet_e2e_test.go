@@ -41,6 +41,7 @@ const fleetRescueEvery = 20
 //   - host b took over host a's claims within 1.5 leases of the kill.
 func TestE2EFleetKill(t *testing.T) {
 	t.Parallel()
+	heavy(t)
 	if testing.Short() {
 		t.Skip("end-to-end test")
 	}

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"sync"
 	"testing"
 
 	"github.com/schedd/schedd/internal/store/postgres/pgtest"
@@ -97,4 +98,17 @@ func setDefaultParallel(n int) {
 			panic(err)
 		}
 	}
+}
+
+// cpuHeavy is held by the tests that keep both cores busy for minutes: the real OpenClaw
+// gateway and the two kill loops. Side by side on a loaded machine they starve each other,
+// and the OpenClaw gateway missed its readiness timeout; one at a time, each runs beside
+// the tests that mostly wait.
+var cpuHeavy sync.Mutex
+
+// heavy makes t wait for the other CPU-heavy tests, after t.Parallel.
+func heavy(t *testing.T) {
+	t.Helper()
+	cpuHeavy.Lock()
+	t.Cleanup(cpuHeavy.Unlock)
 }

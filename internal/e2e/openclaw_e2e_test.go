@@ -186,6 +186,7 @@ func (d *testDaemon) waitGateway(limit time.Duration, what string, cond func(api
 
 func TestOpenClawE2E(t *testing.T) {
 	t.Parallel()
+	heavy(t)
 	if testing.Short() {
 		t.Skip("end-to-end test with the real OpenClaw gateway")
 	}
