@@ -149,6 +149,7 @@ func rss(t *testing.T, pid int) (now, peak int64) {
 // maximum at once (the Postgres store's in a second run) starts, gets its gateway ready
 // and serves, and its memory stays below maxRSS, peak included.
 func TestE2EEveryNumberAtItsMaximum_RINPUT02(t *testing.T) {
+	t.Parallel()
 	if _, err := os.Stat("/proc/self/status"); err != nil {
 		t.Skip("needs /proc")
 	}
@@ -230,6 +231,7 @@ func refusedByValidateAndRun(t *testing.T, path, want string, run ...string) {
 // validate and then kill `run` out of memory, exit 2); a reload with such a value is
 // refused, logged, and the config in effect stays.
 func TestE2EPastAMaximumIsRefused_RINPUT02(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ yaml, want string }{
 		{"cron: {workers: 1000000000000}\n", ":2:17: cron.workers: must be at most 1000, got 1000000000000"},
 		{"cron: {queue_size: 1000001}\n", ":2:20: cron.queue_size: must be at most 1000000"},
@@ -274,6 +276,7 @@ func TestE2EPastAMaximumIsRefused_RINPUT02(t *testing.T) {
 // file or after "--", makes `config validate` and `run` exit 78 at once instead of a
 // gateway that fails to start for ever.
 func TestE2EEmptyGatewayProgram_RINPUT05(t *testing.T) {
+	t.Parallel()
 	path := writeConfig(t, "gateway:\n  command: [\"\", --port, \"1\"]\n")
 	refusedByValidateAndRun(t, path, ":2:13: gateway.command[0]: the program must not be empty")
 	path = writeConfig(t, "log: {level: info}\n")
@@ -287,6 +290,7 @@ func TestE2EEmptyGatewayProgram_RINPUT05(t *testing.T) {
 // store and the control API's limits says in the log that they apply only when schedd
 // starts again; the gateway goes on undisturbed.
 func TestE2EReloadNamesNextStartSettings_RINPUT14(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "schedd.yaml")
 	writeFile(t, cfg, "state_dir: one\ndeliveries: {store: {sqlite: {path: one.db}}}\n")

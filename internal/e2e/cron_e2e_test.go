@@ -89,6 +89,7 @@ func waitFile(t *testing.T, path string) string {
 // once (attempt 2, which succeeds), and the slot runs no other time: the command, which
 // writes a marker line per run, ran exactly twice.
 func TestE2ECronKilledMidExecIsLostAndRetriedOnce_P28(t *testing.T) {
+	t.Parallel()
 	dir := shortDir(t)
 	work := t.TempDir()
 	markers, pidFile := filepath.Join(work, "markers"), filepath.Join(work, "pid")
@@ -152,6 +153,7 @@ func TestE2ECronKilledMidExecIsLostAndRetriedOnce_P28(t *testing.T) {
 // enable, a run cancelled through tasks cancel, the errors, the status lines, and a SIGHUP
 // that removes a job and brings it back with its history.
 func TestE2ECronCLI(t *testing.T) {
+	t.Parallel()
 	work := t.TempDir()
 	cfg := filepath.Join(work, "schedd.yaml")
 	hello := shJob("hello", "every: 24h", "echo hello from cron")
@@ -262,6 +264,7 @@ func TestE2ECronCLI(t *testing.T) {
 // and by `schedd run` (exit 78) with the file, the line and the column of the bad field
 // inside the expression, and why.
 func TestE2ECronConfigErrors(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("end-to-end test")
 	}

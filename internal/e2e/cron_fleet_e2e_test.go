@@ -34,6 +34,7 @@ const cronFleetRun = 60 * time.Second
 // Then the leader is killed with SIGKILL: the other host takes over within the lease, no
 // slot runs twice, and the slots of the gap are recorded by one catch-up run (P24).
 func TestE2ECronFleet(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("end-to-end test")
 	}

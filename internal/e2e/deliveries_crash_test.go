@@ -61,6 +61,8 @@ const crashWorkers = 4
 //     (resent with the same key), and at most twice deliveries.workers entries were
 //     sending at any kill.
 func TestE2EDeliveriesCrash(t *testing.T) {
+	t.Parallel()
+	heavy(t)
 	if testing.Short() {
 		t.Skip("end-to-end test")
 	}

@@ -122,6 +122,7 @@ func enqueueCLI(t *testing.T, d *testDaemon, args ...string) api.EnqueueReply {
 // purge, recover --dry-run and the status rows. A header value given on the command line
 // reaches the sink and appears in no output and no log line.
 func TestE2EDeliveriesCLI(t *testing.T) {
+	t.Parallel()
 	sink := newSinkRecorder(t, nil)
 	execOut := filepath.Join(t.TempDir(), "exec.out")
 	cfg := writeConfig(t, fmt.Sprintf(`deliveries:
@@ -233,6 +234,7 @@ func TestE2EDeliveriesCLI(t *testing.T) {
 // they are delivered, once each with no failure counted, when the gateway becomes ready.
 // R-DLV-03: one whose TTL passes meanwhile is dead-lettered ("expired"), never sent.
 func TestE2EGatewaySinkWaitsForReady_RDLV02(t *testing.T) {
+	t.Parallel()
 	sink := newSinkRecorder(t, nil)
 	cfg := writeConfig(t, fmt.Sprintf(`gateway:
   readiness: {notify: {}, timeout: 60s}
@@ -293,6 +295,7 @@ deliveries:
 // service manager does not restart, with the file named and the way out; it does not
 // crash-loop.
 func TestE2ECorruptStore(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("end-to-end test")
 	}

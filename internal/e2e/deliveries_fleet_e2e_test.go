@@ -40,6 +40,8 @@ const fleetRescueEvery = 20
 //   - a key the sink accepted more than once was sending on host a at a kill;
 //   - host b took over host a's claims within 1.5 leases of the kill.
 func TestE2EFleetKill(t *testing.T) {
+	t.Parallel()
+	heavy(t)
 	if testing.Short() {
 		t.Skip("end-to-end test")
 	}

@@ -56,6 +56,7 @@ const (
 // on with the next. A refused enqueue may still have been stored (the server committed it
 // and went away before it could say so): it may be delivered or not, and is only counted.
 func TestE2EPostgresRestart_RDLV09(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("end-to-end test")
 	}

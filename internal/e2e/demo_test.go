@@ -29,6 +29,7 @@ const (
 // and the control socket are under .demo, the heartbeat, the sink "demo" (the one the
 // Makefile enqueues to) and the cron job demo-ping point at the example gateway.
 func TestDemoConfig(t *testing.T) {
+	t.Parallel()
 	cfg, err := config.Load(demoConfig)
 	if err != nil {
 		t.Fatal(err)
@@ -67,6 +68,7 @@ func TestDemoConfig(t *testing.T) {
 // the gateway and marked delivered, and a scheduled run of the cron job is logged by the
 // gateway and listed as succeeded.
 func TestDemoE2E(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("end-to-end test")
 	}

@@ -225,10 +225,13 @@ func (d *testDaemon) wait(limit time.Duration) int {
 }
 
 // cli runs a schedd client command, as a user would, and returns its exit code and output.
-func cli(args ...string) (int, string, string) {
+func cli(args ...string) (int, string, string) { return cliEnv(nil, args...) }
+
+// cliEnv is cli with env added to the command's environment.
+func cliEnv(env []string, args ...string) (int, string, string) {
 	var stdout, stderr bytes.Buffer
 	cmd := exec.Command(scheddBin, args...)
-	cmd.Env = append(os.Environ(), "GORACE="+testgateway.GoRace)
+	cmd.Env = append(append(os.Environ(), "GORACE="+testgateway.GoRace), env...)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
 	code := exitCode(err)
@@ -254,6 +257,8 @@ func alive(pid int) bool {
 // config file; killing it brings a new one at once; killing again quickly shows the
 // backoff (state, consecutive failures, next start) in `schedd status`.
 func TestE2EKillAndComeBack(t *testing.T) {
+	// Not parallel: its status must catch a backoff of about a second, which other tests' load
+	// could make it miss.
 	d := startDaemon(t, daemonOpts{gateway: []string{}})
 	st := d.waitFor("ready", func(g api.Gateway) bool { return g.State == api.GatewayReady })
 	first := st.Gateway.PID
@@ -303,6 +308,7 @@ func TestE2EKillAndComeBack(t *testing.T) {
 // TestE2ESecondInstance is R-SUP-07: a second `schedd run` on the same state dir exits
 // with code 73 and a message naming the holder; the first is unaffected.
 func TestE2ESecondInstance(t *testing.T) {
+	t.Parallel()
 	d := startDaemon(t, daemonOpts{gateway: []string{}})
 	st := d.waitFor("ready", func(g api.Gateway) bool { return g.State == api.GatewayReady })
 	second := newDaemon(t, daemonOpts{dir: d.dir, gateway: []string{}})
@@ -324,6 +330,7 @@ func TestE2ESecondInstance(t *testing.T) {
 // TestE2EStopNeverRespawns is R-SUP-05 at process level: SIGTERM during a backoff sleep
 // exits 0 at once and starts nothing more.
 func TestE2EStopNeverRespawns(t *testing.T) {
+	t.Parallel()
 	pids := filepath.Join(t.TempDir(), "pids")
 	d := startDaemon(t, daemonOpts{gateway: []string{"exit=1", "pid-file=" + pids}})
 	d.waitFor("backoff", func(g api.Gateway) bool { return g.ConsecutiveFailures >= 3 && g.State == api.GatewayBackoff })
@@ -351,6 +358,7 @@ func readFile(t *testing.T, path string) string {
 // group (schedd's); the gateway runs in its own group, schedd stops it gracefully, and
 // the whole tree is gone.
 func TestE2EInterrupt(t *testing.T) {
+	t.Parallel()
 	gc := filepath.Join(t.TempDir(), "grandchild")
 	d := startDaemon(t, daemonOpts{gateway: []string{"grandchild=" + gc}, setpgid: true})
 	st := d.waitFor("ready", func(g api.Gateway) bool { return g.State == api.GatewayReady })
@@ -379,6 +387,7 @@ func TestE2EInterrupt(t *testing.T) {
 // stop timeout; a second SIGTERM 100 ms after the first kills it at once, and schedd
 // exits 0 without a panic.
 func TestE2ESecondSignalEscalates(t *testing.T) {
+	t.Parallel()
 	cfg := writeConfig(t, "gateway:\n  stop: {timeout: 60s}\n  readiness: {notify: {}, timeout: 30s}\n")
 	d := startDaemon(t, daemonOpts{args: []string{"--config", cfg}, gateway: []string{"ignore-term", "ready"}})
 	d.waitFor("ready", func(g api.Gateway) bool { return g.State == api.GatewayReady })
@@ -412,6 +421,7 @@ func writeConfig(t *testing.T, yaml string) string {
 // while its loop is healthy, and STOPPING=1 on stop; the gateway never sees the service
 // manager's variables.
 func TestE2ENotifySocket(t *testing.T) {
+	t.Parallel()
 	sm := newFakeServiceManager(t)
 	path, got, dir := sm.path, sm.messages, filepath.Dir(sm.path)
 	envFile := filepath.Join(dir, "env")
@@ -475,6 +485,7 @@ func count(s []string, v string) int {
 // TestE2EConfigErrors: a bad config exits 78 naming file:line:column; a missing command
 // is a usage error (2).
 func TestE2EConfigErrors(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("end-to-end test")
 	}
@@ -496,6 +507,7 @@ func TestE2EConfigErrors(t *testing.T) {
 // TestE2EInheritedDescriptors: a descriptor schedd inherited (from a shell, say) does not
 // leak into the gateway.
 func TestE2EInheritedDescriptors(t *testing.T) {
+	t.Parallel()
 	if _, err := os.Stat("/proc/self/fd"); err != nil {
 		t.Skip("needs /proc")
 	}

@@ -50,6 +50,7 @@ func waitStarts(t *testing.T, file string, n int) {
 // and last output lines, is logged once and not started again; `schedd restart --wait`
 // starts it (and reports the new pid), and so does a config reload (SIGHUP).
 func TestE2ENoRestartExitCode(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	broken, pids := filepath.Join(dir, "broken"), filepath.Join(dir, "pids")
 	if err := os.WriteFile(broken, nil, 0o600); err != nil {
@@ -118,6 +119,7 @@ func TestE2ENoRestartExitCode(t *testing.T) {
 // first: `schedd restart --wait` returns once /readyz failed and passed again, says the pid
 // stayed, and so does `schedd status`.
 func TestE2ESignalMethodHTTP(t *testing.T) {
+	t.Parallel()
 	addr := freeAddr(t)
 	cfg := writeConfig(t, "gateway: {readiness: {http: {url: 'http://"+addr+"/readyz'}, timeout: 10s}}\n"+
 		"restart: {method: signal, signal: SIGUSR2, cooldown: 0s, signal_down_wait: 3s}\n")

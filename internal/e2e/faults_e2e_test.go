@@ -22,6 +22,7 @@ import (
 // and schedd asks its own service manager (a test NOTIFY_SOCKET) for the stop timeout plus
 // the group wait, so systemd's TimeoutStopSec does not cut the drain short either.
 func TestE2ELongDrain_RCHILD11(t *testing.T) {
+	t.Parallel()
 	sm := newFakeServiceManager(t)
 	life := t.TempDir() + "/life"
 	cfg := writeConfig(t, "gateway:\n  stop: {timeout: 6s}\n  readiness: {notify: {}, timeout: 30s}\n")
@@ -56,6 +57,7 @@ func TestE2ELongDrain_RCHILD11(t *testing.T) {
 // while it is held, so there is no bind-failure crash loop and never two gateways on
 // it; once it is released exactly one gateway starts and becomes ready.
 func TestE2EPortStillBound_RCHILD18(t *testing.T) {
+	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -93,6 +95,7 @@ func (d *testDaemon) killSchedd() {
 // Linux kills the old leader with schedd (its parent-death signal), not the grandchild;
 // on macOS neither dies, and the same record stops both.
 func TestE2EKilledAndRestarted_RSUP01(t *testing.T) {
+	t.Parallel()
 	gc := t.TempDir() + "/grandchild"
 	cfg := writeConfig(t, "gateway:\n  stop: {timeout: 2s}\n") // the grandchild ignores SIGTERM
 	d := startDaemon(t, daemonOpts{args: []string{"--config", cfg}, gateway: []string{"grandchild=" + gc}})
@@ -134,6 +137,7 @@ func TestE2EKilledAndRestarted_RSUP01(t *testing.T) {
 // (SIGKILL, tied to the thread that forked it) ends it within a few seconds. macOS has no
 // such signal: there the next schedd stops it through gateway.pid.
 func TestE2EGatewayDiesWithSchedd_RSUP02(t *testing.T) {
+	t.Parallel()
 	if runtime.GOOS != "linux" {
 		t.Skip("no parent-death signal here; the gateway is stopped by the next schedd")
 	}
@@ -152,6 +156,7 @@ func TestE2EGatewayDiesWithSchedd_RSUP02(t *testing.T) {
 // started. Started again on the same state dir, schedd runs one new gateway, and the
 // interrupted restart shows in its status as completed, under its original reason.
 func TestE2EDiesMidRestart_RSUP04(t *testing.T) {
+	t.Parallel()
 	cfg := writeConfig(t, "gateway:\n  stop: {timeout: 20s}\n  readiness: {notify: {}, timeout: 30s}\n")
 	d := startDaemon(t, daemonOpts{args: []string{"--config", cfg}, gateway: []string{"ready", "term-delay=3s"}})
 	old := d.waitFor("ready", func(g api.Gateway) bool { return g.State == api.GatewayReady }).Gateway.PID

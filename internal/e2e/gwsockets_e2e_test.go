@@ -86,6 +86,7 @@ func (l *load) end() (map[int]int, []error) {
 // listening socket across restarts: under load, three restarts of a gateway that takes
 // 300ms before it accepts refuse and fail no request, and every gateway served some.
 func TestE2ESocketsRestartRefusesNothing_RDRAIN07(t *testing.T) {
+	t.Parallel()
 	addr := freeAddr(t)
 	cfg := writeConfig(t, fmt.Sprintf(`gateway:
   readiness: {notify: {}, timeout: 10s}
@@ -115,6 +116,7 @@ restart: {cooldown: 0s, delay: 0s}
 // TestE2ESocketsCrashBackoff_RDRAIN07: a connection made while the gateway is in its crash
 // backoff waits in the backlog and is served by the next gateway.
 func TestE2ESocketsCrashBackoff_RDRAIN07(t *testing.T) {
+	t.Parallel()
 	addr := freeAddr(t)
 	cfg := writeConfig(t, fmt.Sprintf(`gateway:
   readiness: {notify: {}, timeout: 10s}
@@ -144,6 +146,8 @@ func TestE2ESocketsCrashBackoff_RDRAIN07(t *testing.T) {
 // and LISTEN_PID is its own pid, through wrappers that exec it (/bin/sh with exec, then
 // env): fd 3 is the socket, LISTEN_FDNAMES its name.
 func TestE2ESocketsListenPID_RSOCK01(t *testing.T) {
+	// Not parallel: its gateway, ready once started, has 5 s to answer a first request, which
+	// other tests' load could make it miss.
 	dir := shortDir(t)
 	addr := freeAddr(t)
 	sock := filepath.Join(dir, "gw.sock")
@@ -220,6 +224,7 @@ func startCmd(t *testing.T, d *testDaemon) {
 // TestE2ESocketsBindFails_RSOCK02: a gateway socket that cannot be bound is a config
 // error: schedd exits 78 naming the file, line, column and the socket's key.
 func TestE2ESocketsBindFails_RSOCK02(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("end-to-end test")
 	}
@@ -243,6 +248,8 @@ func TestE2ESocketsBindFails_RSOCK02(t *testing.T) {
 // only the one gateway.sockets names (from:), under the gateway's name, as fd 3; the other
 // never reaches the gateway, and neither do schedd's own LISTEN_* variables.
 func TestE2ESocketsFromOwnManager_RSOCK03(t *testing.T) {
+	// Not parallel: its gateway, ready once started, has 5 s to answer a first request, which
+	// other tests' load could make it miss.
 	dir := shortDir(t)
 	mk := func() (*os.File, string, string) {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -298,6 +305,7 @@ func TestE2ESocketsFromOwnManager_RSOCK03(t *testing.T) {
 // the same socket while the old one serves (status names both), the old one is stopped
 // only once the new one is ready, and no request fails throughout.
 func TestE2EOverlapServesEverything_RSOCK04(t *testing.T) {
+	t.Parallel()
 	dir := shortDir(t)
 	addr := freeAddr(t)
 	lives := filepath.Join(dir, "lives")
@@ -351,6 +359,8 @@ restart: {cooldown: 0s, delay: 0s, overlap: true}
 // not ready in time, it is stopped, the old one keeps serving (same pid, ready, answering)
 // and the restart reports failed.
 func TestE2EOverlapNewNeverReady_RSOCK05(t *testing.T) {
+	// Not parallel: its first gateway has a second to be ready, which other tests' load could
+	// make it miss.
 	dir := shortDir(t)
 	addr := freeAddr(t)
 	noReady := filepath.Join(dir, "no-ready")

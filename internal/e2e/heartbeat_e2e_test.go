@@ -155,6 +155,8 @@ func (d *testDaemon) wake(agent, reason string) {
 // the reason in status and logs; a busy target (exit 75) gets the same pulse again, one
 // second later, as attempt 2.
 func TestE2EHeartbeatWakes(t *testing.T) {
+	// Not parallel: it times pulses to within a second (slack), which other tests' load could
+	// break.
 	dir := shortDir(t)
 	log := filepath.Join(dir, "pulses")
 	busy := filepath.Join(dir, "busy")
@@ -293,6 +295,8 @@ func waitAgent(t *testing.T, d *testDaemon, id string, cond func(api.AgentStatus
 // exactly one interval apart); `schedd heartbeat disable` stops them, and a new daemon on
 // the same state dir keeps them stopped (the switch is persisted) until `enable`.
 func TestE2EHeartbeatIntervalAndSwitch(t *testing.T) {
+	// Not parallel: it gives a pulse started before the switch 300ms to land, which other
+	// tests' load could stretch.
 	dir := shortDir(t)
 	log := filepath.Join(dir, "pulses")
 	cfg := writeConfig(t, heartbeatYAML(t, log, "{id: main, every: 1s}"))

@@ -46,6 +46,7 @@ func logLine(t *testing.T, line string, pid int, stream, text string) {
 // TestE2ELogsLast: `schedd logs -n 5` prints the last five lines the gateway wrote, in
 // order, with its pid and stream.
 func TestE2ELogsLast(t *testing.T) {
+	t.Parallel()
 	d := shellGateway(t, `i=1; while [ $i -le 12 ]; do echo "line $i"; i=$((i+1)); done; exec sleep 600`)
 	pid := d.waitFor("ready", func(g api.Gateway) bool { return g.PID != 0 }).Gateway.PID
 	var out string
@@ -137,6 +138,7 @@ func (f *follower) wait(t *testing.T, what string) {
 // TestE2ELogsFollow: `schedd logs -f` streams a line the gateway writes after it started,
 // exits 0 on ^C, and ends by itself (exit 0) when schedd stops.
 func TestE2ELogsFollow(t *testing.T) {
+	t.Parallel()
 	fifo := filepath.Join(t.TempDir(), "say")
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Fatal(err)

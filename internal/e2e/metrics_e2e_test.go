@@ -81,6 +81,7 @@ func promtool(t *testing.T) string {
 // series moved,
 // holds no secret, key or ID, and passes `promtool check metrics`.
 func TestE2EMetrics(t *testing.T) {
+	t.Parallel()
 	addr := freeAddr(t)
 	dir := shortDir(t)
 	log := filepath.Join(dir, "pulses")
@@ -178,6 +179,7 @@ cron:
 // TestE2EMetricsPortInUse: a metrics address that cannot be bound fails the start, before
 // the gateway runs, with the key and the address.
 func TestE2EMetricsPortInUse(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("end-to-end test")
 	}

@@ -185,13 +185,14 @@ func (d *testDaemon) waitGateway(limit time.Duration, what string, cond func(api
 }
 
 func TestOpenClawE2E(t *testing.T) {
+	t.Parallel()
+	heavy(t)
 	if testing.Short() {
 		t.Skip("end-to-end test with the real OpenClaw gateway")
 	}
 	o := openclawEnv{dir: openclawInstall(t)}
 	cfg := setupOpenClaw(t, &o)
-	t.Setenv("OPENCLAW_HOOKS_TOKEN", o.token) // for the validate run in this process
-	if code, out, errOut := cli("config", "validate", cfg); code != 0 {
+	if code, out, errOut := cliEnv([]string{"OPENCLAW_HOOKS_TOKEN=" + o.token}, "config", "validate", cfg); code != 0 {
 		t.Fatalf("config validate: %d\n%s%s", code, out, errOut)
 	}
 	d := startDaemon(t, daemonOpts{args: []string{"--config", cfg}, env: o.vars()})

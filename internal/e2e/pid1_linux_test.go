@@ -69,6 +69,7 @@ func descendants(root int) (pids []int, zombies int) {
 // pile up. A SIGTERM then stops the gateway and the process it left in a session of its
 // own, gracefully, and schedd exits 0.
 func TestE2EPID1ReapsAndStops_RCHILD16(t *testing.T) {
+	t.Parallel()
 	wrap := testgateway.PIDNamespace(t)
 	escapee := filepath.Join(shortDir(t), "escapee")
 	d := startDaemon(t, daemonOpts{wrap: wrap, args: []string{"--log-level", "debug"},

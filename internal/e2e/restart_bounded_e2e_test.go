@@ -20,6 +20,7 @@ import (
 // bytes merge into one pending restart whose reply, status (JSON and `schedd status`),
 // log lines and STATUS= messages stay small: a count and the last 5 reasons, each cut.
 func TestE2ERestartRequestsBounded_RINPUT06(t *testing.T) {
+	// Not parallel: it wants the status within a second, which other tests' load could break.
 	sm := newFakeServiceManager(t)
 	cfg := writeConfig(t, "restart: {delay: 60s, cooldown: 0s}\n")
 	d := startDaemon(t, daemonOpts{args: []string{"--config", cfg}, gateway: []string{}, env: []string{"NOTIFY_SOCKET=" + sm.path}})

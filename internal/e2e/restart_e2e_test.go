@@ -91,6 +91,8 @@ func noOverlap(t *testing.T, lives []lifeSpan) {
 // most one restart runs and one waits, the signals it received are counted, restarts stay
 // few, gateways never overlap, and no goroutine is left behind.
 func TestE2ESignalStorm(t *testing.T) {
+	// Not parallel: its 1,000 signals must arrive in about a second, which other tests' load
+	// could stretch.
 	life := filepath.Join(t.TempDir(), "life")
 	cfg := writeConfig(t, "restart: {delay: 100ms, cooldown: 500ms}\n")
 	d := startDaemon(t, daemonOpts{args: []string{"--config", cfg}, gateway: []string{"life-file=" + life}})
@@ -145,6 +147,7 @@ func TestE2ESignalStorm(t *testing.T) {
 // TestE2ESignalDuringRestart is R-SIG-02: SIGUSR1 while a restart is in progress becomes
 // exactly one follow-up; the children never overlap.
 func TestE2ESignalDuringRestart(t *testing.T) {
+	t.Parallel()
 	life := filepath.Join(t.TempDir(), "life")
 	cfg := writeConfig(t, "gateway: {readiness: {notify: {}, timeout: 30s}}\nrestart: {delay: 0s, cooldown: 0s}\n")
 	d := startDaemon(t, daemonOpts{args: []string{"--config", cfg},
@@ -179,6 +182,7 @@ func TestE2ESignalDuringRestart(t *testing.T) {
 // handler (SigCgt in /proc), which covers everything schedd does at startup: reading
 // flags and the config, the lock, the sockets, the first gateway start.
 func TestE2ESignalsDuringStartup(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("end-to-end test")
 	}
@@ -261,6 +265,7 @@ const deferYAML = `restart:
 // defers the restart; SIGTERM then wins: the deferred restart is cancelled, the gateway is
 // stopped once, gracefully, and schedd exits 0.
 func TestE2ESigtermDuringDeferredRestart(t *testing.T) {
+	t.Parallel()
 	life := filepath.Join(t.TempDir(), "life")
 	d, _ := inflightGateway(t, fmt.Sprintf(deferYAML, "1m"), "life-file="+life)
 	d.cmd.Process.Signal(syscall.SIGUSR1)
@@ -305,6 +310,7 @@ func waitStatus(t *testing.T, d *testDaemon, what string, cond func(st statusDoc
 // TestE2ERestartWhileCrashLooping is R-SIG-06: `schedd restart` while the gateway crash
 // loops is accepted and answered deterministically, and the supervisor survives.
 func TestE2ERestartWhileCrashLooping(t *testing.T) {
+	t.Parallel()
 	cfg := writeConfig(t, "gateway: {crash_loop: {failures: 2, window: 1m}}\nrestart: {cooldown: 0s}\n")
 	d := startDaemon(t, daemonOpts{args: []string{"--config", cfg}, gateway: []string{"exit=1", "after=50ms"}})
 	d.waitFor("crash_looping", func(g api.Gateway) bool { return g.State == api.GatewayCrashLooping })
@@ -323,6 +329,7 @@ func TestE2ERestartWhileCrashLooping(t *testing.T) {
 // TestE2EControlSocketAbuse is R-SIG-07: a stale socket file is replaced at startup, the
 // socket is owner-only, a client that hangs mid-request does not block 100 others.
 func TestE2EControlSocketAbuse(t *testing.T) {
+	t.Parallel()
 	dir := shortDir(t)
 	sock := filepath.Join(dir, "schedd.sock")
 	ln, err := net.Listen("unix", sock)
@@ -367,6 +374,7 @@ func TestE2EControlSocketAbuse(t *testing.T) {
 // in flight waits; status shows the pending restart with its in-flight count and
 // deadline; once the gateway reports 0 the restart happens.
 func TestE2EDeferUntilIdle(t *testing.T) {
+	t.Parallel()
 	d, inflight := inflightGateway(t, fmt.Sprintf(deferYAML, "1m"))
 	first := d.waitFor("ready", func(g api.Gateway) bool { return true }).Gateway.PID
 	code, reply, errOut := restartCLI(t, d, "--reason", "deploy v2")
@@ -399,6 +407,7 @@ func TestE2EDeferUntilIdle(t *testing.T) {
 // keeps changing but never reaches 0 is restarted at max_wait, marked forced, and status
 // says how long it waited.
 func TestE2EWorkNeverDrains(t *testing.T) {
+	t.Parallel()
 	d, inflight := inflightGateway(t, fmt.Sprintf(deferYAML, "800ms"))
 	stop := make(chan struct{})
 	go func() { // steady load: 1..5 in flight, never 0
@@ -430,6 +439,7 @@ func TestE2EWorkNeverDrains(t *testing.T) {
 // reasons, and the new gateway has the last environment. A change of other settings
 // applies without a restart.
 func TestE2EConfigChangesCoalesce(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	envFile := filepath.Join(dir, "env")
 	cfgPath := filepath.Join(dir, "schedd.yaml")
@@ -480,6 +490,8 @@ func TestE2EConfigChangesCoalesce(t *testing.T) {
 // a (deferred) restart: `restart --wait` reports the failure and exits 1, the crash backoff
 // takes over, and once the config is fixed the gateway comes back.
 func TestE2ERestartFailsReadiness(t *testing.T) {
+	// Not parallel: its gateway has 500ms to be ready, which other tests' load could make it
+	// miss.
 	dir := t.TempDir()
 	cfgPath := filepath.Join(dir, "schedd.yaml")
 	exe, _ := os.Executable()
@@ -524,6 +536,7 @@ restart: {delay: 0s, cooldown: 0s}
 // TestE2EIdleCheckHangs is R-DRAIN-06: an http idle check that never answers times out,
 // counts as busy, and the restart is forced at max_wait.
 func TestE2EIdleCheckHangs(t *testing.T) {
+	t.Parallel()
 	block := make(chan struct{})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		select {
@@ -552,6 +565,7 @@ func TestE2EIdleCheckHangs(t *testing.T) {
 // TestE2ERestartNowWait: `schedd restart --now --wait` gives a fresh pid and prints the
 // result; the service manager hears RELOADING=1 (with MONOTONIC_USEC) then READY=1.
 func TestE2ERestartNowWait(t *testing.T) {
+	t.Parallel()
 	sm := newFakeServiceManager(t)
 	path := sm.path
 	d := startDaemon(t, daemonOpts{gateway: []string{}, env: []string{"NOTIFY_SOCKET=" + path}})
@@ -580,6 +594,7 @@ func TestE2ERestartNowWait(t *testing.T) {
 // TestE2ESignalMethod: with restart.method signal, the gateway is signalled and keeps its
 // pid; the restart is done when it said RELOADING=1 then READY=1.
 func TestE2ESignalMethod(t *testing.T) {
+	t.Parallel()
 	cfg := writeConfig(t, "gateway: {readiness: {notify: {}, timeout: 10s}}\nrestart: {method: signal, signal: SIGHUP, cooldown: 0s}\n")
 	d := startDaemon(t, daemonOpts{args: []string{"--config", cfg}, gateway: []string{"ready", "reload", "reload-delay=200ms"}})
 	first := d.waitFor("ready", func(g api.Gateway) bool { return g.State == api.GatewayReady }).Gateway.PID
@@ -592,6 +607,7 @@ func TestE2ESignalMethod(t *testing.T) {
 
 // TestE2ESignalDisabled: restart.allow_signal false ignores SIGUSR1 with a warning.
 func TestE2ESignalDisabled(t *testing.T) {
+	t.Parallel()
 	cfg := writeConfig(t, "restart: {allow_signal: false, delay: 0s}\n")
 	d := startDaemon(t, daemonOpts{args: []string{"--config", cfg}, gateway: []string{}})
 	d.waitFor("ready", func(g api.Gateway) bool { return g.State == api.GatewayReady })
@@ -607,6 +623,7 @@ func TestE2ESignalDisabled(t *testing.T) {
 // progress (the new gateway still starting) stops everything and exits 0; the waiting
 // `restart --wait` gets a clear answer instead of hanging.
 func TestE2EStopWinsOverRestart(t *testing.T) {
+	t.Parallel()
 	cfg := writeConfig(t, "gateway: {readiness: {notify: {}, timeout: 1m}}\nrestart: {delay: 0s, cooldown: 0s}\n")
 	d := startDaemon(t, daemonOpts{args: []string{"--config", cfg}, gateway: []string{"ready", "ready-delay=1m"}})
 	// The first gateway never gets ready either: stop during its start and during a restart

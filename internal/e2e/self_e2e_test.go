@@ -100,6 +100,7 @@ func waitGone(t *testing.T, pid int, what string) {
 // schedd and the old gateway are gone, and once the successor is stopped nothing of the
 // tree is left.
 func TestE2ESelfRespawnSpawned(t *testing.T) {
+	t.Parallel()
 	d, logPath := startDaemonToFile(t, daemonOpts{gateway: []string{}})
 	st := d.waitFor("ready", func(g api.Gateway) bool { return g.State == api.GatewayReady })
 	oldPID, oldGateway := d.cmd.Process.Pid, st.Gateway.PID
@@ -153,6 +154,7 @@ func TestE2ESelfRespawnSpawned(t *testing.T) {
 // (the config file in use no longer validates), the daemon keeps running with the same
 // gateway and the result says why.
 func TestE2ESelfRespawnCheckFails(t *testing.T) {
+	t.Parallel()
 	cfg := writeConfig(t, "gateway:\n  stop: {timeout: 5s}\n")
 	d, _ := startDaemonToFile(t, daemonOpts{args: []string{"--config", cfg}, gateway: []string{}})
 	st := d.waitFor("ready", func(g api.Gateway) bool { return g.State == api.GatewayReady })
@@ -176,6 +178,7 @@ func TestE2ESelfRespawnCheckFails(t *testing.T) {
 
 // TestE2ESelfRespawnDisabled: SCHEDD_NO_RESPAWN keeps schedd as it is.
 func TestE2ESelfRespawnDisabled(t *testing.T) {
+	t.Parallel()
 	d, _ := startDaemonToFile(t, daemonOpts{gateway: []string{}, env: []string{"SCHEDD_NO_RESPAWN=1"}})
 	d.waitFor("ready", func(g api.Gateway) bool { return g.State == api.GatewayReady })
 	if res := restartDaemon(t, d.socket); res.Mode != string(handoff.Disabled) || res.PID != 0 {

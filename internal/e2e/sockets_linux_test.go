@@ -14,6 +14,8 @@ import (
 // so both are back within a second, not at a look every 10 s: the CLI reaches schedd
 // again and the gateway is still the same ready one.
 func TestE2ESocketsRemoved_RENV07(t *testing.T) {
+	// Not parallel: it wants the sockets back within a second, which other tests' load could
+	// break.
 	d := startDaemon(t, daemonOpts{gateway: []string{"ready"}})
 	pid := d.waitFor("ready", func(g api.Gateway) bool { return g.State == api.GatewayReady }).Gateway.PID
 	notify := filepath.Join(d.dir, "gateway.notify")

@@ -69,6 +69,7 @@ func attr(name string) *regexp.Regexp {
 // reported no error (nor a blocked resource). It also takes a screenshot; with
 // SCHEDD_STATUS_PAGE_PNG set it is copied there (docs/status-page.png is one).
 func TestE2EStatusPageBrowser(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("end-to-end test")
 	}

@@ -71,6 +71,7 @@ func stopClean(t *testing.T, d *testDaemon) {
 // starts no gateway. Once the files are moved aside as it says, schedd starts with an
 // empty queue.
 func TestE2EEmptiedDeliveryStore_RINPUT01(t *testing.T) {
+	t.Parallel()
 	cfg := writeConfig(t, `gateway:
   readiness: {notify: {}, timeout: 60s}
 deliveries:
@@ -109,6 +110,7 @@ deliveries:
 // left, only its identity record shows that it existed) is refused the same way; moved
 // aside, schedd starts with an empty task history.
 func TestE2EEmptiedCronStore_RINPUT01(t *testing.T) {
+	t.Parallel()
 	cfg := writeConfig(t, cronYAML(shJob("hello", "every: 24h", "echo hello from cron")))
 	d := startDaemon(t, daemonOpts{args: []string{"--config", cfg}, gateway: []string{}})
 	if code, out, errOut := cli("cron", "run", "hello", "--wait", "--socket", d.socket); code != 0 {

@@ -20,6 +20,7 @@ import (
 // purpose. With gateway.ports naming what the gateway itself binds, or [], schedd does not
 // wait for the sidecar's port: the gateway starts at once and the sidecar makes it ready.
 func TestE2EPortServedBySidecar_RINPUT07(t *testing.T) {
+	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -55,6 +56,7 @@ func TestE2EPortServedBySidecar_RINPUT07(t *testing.T) {
 // gateway starts, stopping for a restart, backoff) stops schedd with exit code 0 and not
 // one line at level ERROR, in either log format.
 func TestE2ECleanStopLogsNoError_RINPUT10(t *testing.T) {
+	t.Parallel()
 	const notify = "gateway:\n  readiness: {notify: {}, timeout: 30s}\n"
 	type phase struct {
 		name    string
@@ -136,6 +138,7 @@ func logLevel(t *testing.T, line string) string {
 // and, with no heartbeat agent configured, says that instead of "0 of 1 agents run";
 // `status --json` has ready_since, status_text and inflight cleared and down_since set.
 func TestE2EStatusWhileDown_RINPUT12(t *testing.T) {
+	t.Parallel()
 	cfg := writeConfig(t, "gateway:\n  readiness: {notify: {}, timeout: 30s}\n  backoff: {initial: 5s, max: 5s}\n")
 	d := startDaemon(t, daemonOpts{args: []string{"--config", cfg},
 		gateway: []string{"ready", "status=serving 3 chats", "inflight=2", "exit=1", "after=300ms"}})
