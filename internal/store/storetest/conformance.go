@@ -43,6 +43,7 @@ func Run(t *testing.T, newStore Factory) {
 		{"ClaimIfDue", testClaimIfDue, defaults},
 		{"ListAndLive", testList, defaults},
 		{"Counts", testCounts, defaults},
+		{"NearAndFirstDue", testNear, defaults},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newStore(t, tc.b)
