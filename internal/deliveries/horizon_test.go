@@ -83,7 +83,7 @@ func TestHorizonBacklogDueInADay(t *testing.T) {
 			t.Fatalf("start read %d entries in %d reads of what is near, %d of the first due, %d of every live entry; "+
 				"want none in two, one, none", e, nears, firsts, mem.Calls("live"))
 		}
-		time.Sleep(moves.Sub(time.Now()) - time.Millisecond)
+		time.Sleep(time.Until(moves) - time.Millisecond)
 		synctest.Wait()
 		wantIdle(t, s, moves)
 		if e, nears := ds.entries.Load(), ds.nears.Load(); e != 0 || nears != 2 || len(sink.Sends()) != 0 {
@@ -94,7 +94,7 @@ func TestHorizonBacklogDueInADay(t *testing.T) {
 		if timers, slots, at := s.rt.horizon(); timers != n || slots != n || !at.IsZero() {
 			t.Fatalf("after the move: %d timer items, %d armed, next move %v; want %d, %d, none", timers, slots, at, n, n)
 		}
-		time.Sleep(due.Sub(time.Now()))
+		time.Sleep(time.Until(due))
 		synctest.Wait()
 		if sends := sink.Sends(); len(sends) == 0 || !sends[0].at.Equal(due) {
 			t.Fatalf("sends %v..., want the first at %v", sends[:min(len(sends), 1)], due)
@@ -138,7 +138,7 @@ func TestHorizonFailBeyond(t *testing.T) {
 		if _, err := s.Reconfigure(cfg, map[string]Sink{"hook": sink}); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(retry.Sub(time.Now()))
+		time.Sleep(time.Until(retry))
 		synctest.Wait()
 		if sends := sink.Sends(); len(sends) != 2 || !sends[1].at.Equal(retry) {
 			t.Fatalf("sends %+v, want the second at %v", sends, retry)
@@ -154,7 +154,7 @@ func TestHorizonFailBeyond(t *testing.T) {
 		defer stop()
 		synctest.Wait()
 		wantIdle(t, s, again.Add(-Horizon/2))
-		time.Sleep(again.Sub(time.Now()))
+		time.Sleep(time.Until(again))
 		synctest.Wait()
 		if sends := sink.Sends(); len(sends) != 3 || !sends[2].at.Equal(again) {
 			t.Fatalf("sends %+v, want the third at %v", sends, again)
@@ -228,7 +228,7 @@ func TestHorizonMoveRetried(t *testing.T) {
 			}
 			return nil
 		})
-		time.Sleep(moves.Sub(time.Now()) + 2*time.Second)
+		time.Sleep(time.Until(moves) + 2*time.Second)
 		synctest.Wait()
 		wantIdle(t, s, moves.Add(3*time.Second))
 		time.Sleep(time.Second)
@@ -236,7 +236,7 @@ func TestHorizonMoveRetried(t *testing.T) {
 		if timers, slots, _ := s.rt.horizon(); timers != 1 || slots != 1 {
 			t.Fatalf("after the retried move: %d timer items, %d armed; want 1, 1", timers, slots)
 		}
-		time.Sleep(due.Sub(time.Now()))
+		time.Sleep(time.Until(due))
 		synctest.Wait()
 		if sends := sink.Sends(); len(sends) != 1 || sends[0].id != e.ID || !sends[0].at.Equal(due) {
 			t.Fatalf("sends %+v, want one at %v", sends, due)
@@ -272,13 +272,13 @@ func TestHorizonSQLite(t *testing.T) {
 		synctest.Wait()
 		moves := due.Add(-Horizon / 2)
 		wantIdle(t, s, moves)
-		time.Sleep(moves.Sub(time.Now()) - time.Millisecond)
+		time.Sleep(time.Until(moves) - time.Millisecond)
 		synctest.Wait()
 		wantIdle(t, s, moves)
 		if e, nears := ds.entries.Load(), ds.nears.Load(); e != 0 || nears != 2 {
 			t.Fatalf("idle for a day: %d entries read in %d reads; want none in two", e, nears)
 		}
-		time.Sleep(due.Sub(time.Now()) + time.Second)
+		time.Sleep(time.Until(due) + time.Second)
 		synctest.Wait()
 		if sends := sink.Sends(); len(sends) != n || !sends[0].at.Equal(due) {
 			t.Fatalf("%d sent; want %d from %v", len(sends), n, due)
