@@ -618,22 +618,15 @@ func (s *Service) retains() bool {
 }
 
 // hasFinished reports whether the store may hold entries that a retention purge deletes
-// some day (true when it cannot tell).
+// some day (true when it cannot tell). It asks the store's counts: a listing of the
+// finished entries in id order would walk past every live one of a long backlog.
 func (s *Service) hasFinished(ctx context.Context) bool {
 	cfg := s.policy().cfg
-	for _, p := range []struct {
-		state store.State
-		keep  time.Duration
-	}{{store.StateDelivered, cfg.DeliveredRetention}, {store.StateDead, cfg.DeadRetention}} {
-		if p.keep <= 0 {
-			continue
-		}
-		es, err := s.store.List(ctx, store.Filter{State: p.state, Limit: 1})
-		if err != nil || len(es) > 0 {
-			return true
-		}
+	if cfg.DeliveredRetention <= 0 && cfg.DeadRetention <= 0 {
+		return false
 	}
-	return false
+	c, err := s.store.Counts(ctx)
+	return err != nil || cfg.DeliveredRetention > 0 && c.Delivered > 0 || cfg.DeadRetention > 0 && c.Dead > 0
 }
 
 // purge deletes delivered tombstones and dead letters past their retention.
