@@ -70,8 +70,14 @@ const (
 	// RearmFloor is the least delay before an entry that is still pending after its attempt
 	// is armed again, so an unchanged due row is never polled at timer speed.
 	RearmFloor = time.Second
-	// StoreRetry is the delay before retrying a store read that failed.
-	StoreRetry = time.Second
+	// StoreRetry is the delay before retrying a store read that failed; a failed read of
+	// what is near is retried after twice the last delay, up to StoreRetryMax.
+	StoreRetry    = time.Second
+	StoreRetryMax = time.Minute
+	// Horizon is how far ahead the runtime keeps entries armed: a read of what is near
+	// (store.Near) arms the entries due within it, and the rest stay in the store until the
+	// horizon reaches them (see scheduler).
+	Horizon = 10 * time.Minute
 )
 
 // check refuses a policy the service cannot run with, and gives MaxRetries 0 its meaning.

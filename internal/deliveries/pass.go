@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sort"
 	"sync"
 	"time"
 
@@ -78,6 +79,15 @@ func (l *liveSet) add(r liveRef) {
 // at returns the i-th entry.
 func (l *liveSet) at(i int) *liveRef { return &l.pages[i/livePage][i%livePage] }
 
+// sortByID puts the entries in id (enqueue) order, in place.
+func (l *liveSet) sortByID() { sort.Sort(byID{l}) }
+
+type byID struct{ *liveSet }
+
+func (b byID) Len() int           { return b.n }
+func (b byID) Less(i, j int) bool { return b.at(i).id < b.at(j).id }
+func (b byID) Swap(i, j int)      { *b.at(i), *b.at(j) = *b.at(j), *b.at(i) }
+
 func unixMs(t time.Time) int64 {
 	if t.IsZero() {
 		return 0
@@ -102,12 +112,19 @@ func (l liveRef) ref(sinks []string) store.Ref {
 	return r
 }
 
-// recoverPass handles every entry live at scan start once, in enqueue order, within the
-// time budget, spacing replays to the same sink. Replays run on up to Workers goroutines,
-// so a backlog left by a long downtime is not sent one entry at a time.
+// recoverPass handles once, in enqueue order, every entry it must act on at its start,
+// within the time budget, spacing replays to the same sink. Replays run on up to Workers
+// goroutines, so a backlog left by a long downtime is not sent one entry at a time.
 //
-// Besides its report it returns what it found, with the entries it leaves pending marked
-// (left, due at next), for the runtime to arm (not after a dry run).
+// At a start it reads only those entries: the sending ones (interrupted) and the pending
+// ones due now, from the store's indexes (store.Near); the others are pending and not
+// due, so it would defer them all (deferred_backoff): it counts them from the store's
+// counts without reading them, and the runtime arms them when its horizon reaches them.
+// A dry run reads every live entry, to list each one's action.
+//
+// Besides its report it returns what it read, with the entries it leaves pending marked
+// (left, due at next), for the runtime to arm (not after a dry run): the store may not
+// say why (a claim whose reply was lost is this epoch's, as if in flight).
 func (s *Service) recoverPass(ctx context.Context, epoch int64, dry bool, progress func(int)) (api.RecoveryReport, passView, error) {
 	start := time.Now()
 	p := s.policy()
@@ -115,7 +132,7 @@ func (s *Service) recoverPass(ctx context.Context, epoch int64, dry bool, progre
 	set := &liveSet{}
 	var sinks []string
 	index := map[string]uint32{}
-	err := s.eachLive(ctx, func(page []store.Ref) {
+	add := func(page []store.Ref) {
 		for _, r := range page {
 			if r.State == store.StateSending && r.Epoch == epoch {
 				continue // in flight in this epoch, not left over
@@ -133,14 +150,28 @@ func (s *Service) recoverPass(ctx context.Context, epoch int64, dry bool, progre
 		if progress != nil {
 			progress(set.n)
 		}
-	})
+	}
+	var err error
+	notDue := 0 // live entries not read: pending, due later
+	if dry {
+		err = s.eachLive(ctx, add)
+	} else {
+		var c store.Counts
+		if c, err = s.store.Counts(ctx); err == nil {
+			// Near's bound is exclusive: what is due at start is read.
+			if err = s.store.Near(ctx, start.Add(time.Millisecond), livePage, add); err == nil {
+				set.sortByID()
+				notDue = max(c.Pending+c.Sending-set.n, 0)
+			}
+		}
+	}
 	if err != nil {
 		return api.RecoveryReport{}, passView{}, fmt.Errorf("recovery scan: %w", err)
 	}
-	// Live pages come in id (enqueue) order.
-	rep := api.RecoveryReport{RecoverySummary: api.RecoverySummary{Scanned: set.n, DryRun: dry}}
+	rep := api.RecoveryReport{RecoverySummary: api.RecoverySummary{Scanned: set.n + notDue, DeferredBackoff: notDue, DryRun: dry}}
 	if set.n > 0 && !dry {
-		s.log.Info("delivery recovery starting", zap.Int("pending", set.n), zap.Duration("budget", p.cfg.RecoveryBudget))
+		s.log.Info("delivery recovery starting", zap.Int("pending", set.n), zap.Int("not_due", notDue),
+			zap.Duration("budget", p.cfg.RecoveryBudget))
 	}
 	act := func(r store.Ref, action, reason string) {
 		if !dry {

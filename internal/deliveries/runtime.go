@@ -13,9 +13,9 @@ import (
 	"github.com/schedd/schedd/internal/store"
 )
 
-// scheduler is the runtime: it keeps every live entry armed at its due time in ONE timer
-// heap (no goroutine or timer per entry) and starts due entries' attempts, by priority then
-// due time, at most Workers at a time.
+// scheduler is the runtime: it keeps the live entries due within a horizon armed at their
+// due time in ONE timer heap (no goroutine or timer per entry) and starts due entries'
+// attempts, by priority then due time, at most Workers at a time.
 //
 // It follows upstream's runtime scheduler (session-delivery-queue-runtime):
 //   - a generation, bumped at start and stop, fences every arm and every worker result, so
@@ -24,8 +24,18 @@ import (
 //   - an id being attempted is not armed from outside: its worker reloads the entry after
 //     the attempt (the store is the source of truth) and re-arms it if it is still pending,
 //     never sooner than RearmFloor, so an unchanged due row is not polled at timer speed;
-//   - a failed reload re-arms the id after StoreRetry, and a failed scan of the store is
-//     retried after StoreRetry, so one transient store error cannot orphan an entry.
+//   - a failed reload re-arms the id after StoreRetry, and a failed read of the store is
+//     retried with backoff, so one transient store error cannot orphan an entry.
+//
+// The horizon. Only the entries due within Horizon are kept armed (and the sending ones);
+// the others stay in the store. A move of the horizon (at the start, then when horizonAt
+// comes) reads what is near (store.Near) and arms the pending entries due within Horizon,
+// then asks the store for the first one due after them (beyond): the next move is due
+// Horizon/2 before it. An arm due later than Horizon from now (an entry enqueued with a
+// delay, failed or released with a later next attempt) is not kept: it only pulls beyond,
+// and horizonAt with it, earlier. So every pending entry is armed, or due at or after
+// beyond, Horizon/2 after the next move at least, and a daemon idle with a backlog due in
+// a day arms one timer, not one per entry; with nothing beyond, it arms none.
 type scheduler struct {
 	s *Service
 
@@ -39,7 +49,15 @@ type scheduler struct {
 	slots  map[int64]slot   // armed ids: the due time that won, and its heap item's seq
 	busy   map[int64]uint64 // ids queued for or held by a worker, with their generation
 	seq    uint64
-	scanAt time.Time // when to scan the store for live entries; zero: no scan due
+	// scanAt is when to read again what is near a shared store (store.Waker) without moving
+	// the horizon; zero: none due.
+	scanAt time.Time
+	// beyond and horizonAt are the horizon (see scheduler): no pending entry that is not
+	// armed is due before beyond (zero: every pending entry is armed), and the next move
+	// is due at horizonAt (zero: none).
+	beyond, horizonAt time.Time
+	// retry is the delay before the next try of a failed read of the store.
+	retry time.Duration
 	// scanned is when the last scan began: a shared store's wake-ups start one scan per
 	// RearmFloor at most, however many entries other hosts enqueue.
 	scanned time.Time
@@ -145,8 +163,15 @@ func (r *scheduler) armEntry(e store.Entry) {
 	}
 }
 
-// arm schedules id at due; the caller holds mu.
+// arm schedules id at due, or, when due is past the horizon, leaves it to the store and
+// pulls the horizon's next move before it; the caller holds mu.
 func (r *scheduler) arm(id int64, m entryMeta, due time.Time, gen uint64) {
+	if !due.Before(time.Now().Add(Horizon)) {
+		if r.active && gen == r.gen && r.busy[id] != gen {
+			r.later(due)
+		}
+		return
+	}
 	it, ok := r.slot(id, m, due, gen)
 	if !ok {
 		return
@@ -156,6 +181,19 @@ func (r *scheduler) arm(id int64, m entryMeta, due time.Time, gen uint64) {
 		return // not the earliest: the loop's timer is set for an earlier item already
 	}
 	r.poke()
+}
+
+// later notes a pending entry due at due that is not armed: the horizon moves
+// Horizon/2 before it at the latest; the caller holds mu.
+func (r *scheduler) later(due time.Time) {
+	if r.beyond.IsZero() || due.Before(r.beyond) {
+		r.beyond = due
+	}
+	at := due.Add(-Horizon / 2)
+	if r.horizonAt.IsZero() || at.Before(r.horizonAt) {
+		r.horizonAt = at
+		r.poke() // the loop's timer may be set for later
+	}
 }
 
 // slot records id as armed at due and returns its item; false when the arm is void: of a
@@ -234,8 +272,8 @@ func (r *scheduler) promote(now time.Time) {
 }
 
 // open starts a generation that accepts arms (the runtime loop starts later, with run):
-// what is enqueued or retried during the recovery pass is armed at once. A store scan is
-// due at the start of run unless adopt takes over the pass's view.
+// what is enqueued or retried during the recovery pass is armed at once. The first read of
+// what is near is due at the start of run.
 func (r *scheduler) open(epoch int64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -246,7 +284,7 @@ func (r *scheduler) open(epoch int64) {
 	r.timers, r.ready = nil, nil
 	r.slots, r.busy = map[int64]slot{}, map[int64]uint64{}
 	r.parked, r.parkAt = map[uint32]*parkedSink{}, time.Time{}
-	r.scanAt = time.Now()
+	r.scanAt, r.beyond, r.horizonAt, r.retry = time.Time{}, time.Time{}, time.Now(), StoreRetry
 }
 
 // close ends the generation open started (run does it too when it returns).
@@ -261,30 +299,14 @@ func (r *scheduler) close() {
 	}
 }
 
-// adopt arms what the recovery pass left pending and skips the first store scan: the pass
-// has just read every live entry, and whatever was enqueued or retried since is armed. It
-// returns how many entries are armed.
-func (r *scheduler) adopt(v passView) int {
+// adopt arms what the recovery pass left pending: the entries it read (due at its start,
+// or interrupted), with the due time its outcome gave each.
+func (r *scheduler) adopt(v passView) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if !r.active {
-		return 0
+		return
 	}
-	n := 0
-	for i := range v.set.n {
-		if v.set.at(i).left {
-			n++
-		}
-	}
-	// Room for all at once: no growth (and no garbage) while 100,000 are armed.
-	timers := make(timerHeap, len(r.timers), len(r.timers)+n)
-	copy(timers, r.timers)
-	r.timers = timers
-	slots := make(map[int64]slot, len(r.slots)+n)
-	for id, sl := range r.slots {
-		slots[id] = sl
-	}
-	r.slots = slots
 	now := time.Now()
 	nowMs := now.UnixMilli()
 	for i := range v.set.n {
@@ -295,22 +317,19 @@ func (r *scheduler) adopt(v passView) int {
 		m := entryMeta{prio: int(lr.prio), sink: v.sinks[lr.sink], expires: fromUnixMs(lr.expires)}
 		r.arm(lr.id, m, now.Add(time.Duration(max(lr.next-nowMs, 0))*time.Millisecond), r.gen)
 	}
-	r.scanAt = time.Time{}
-	return len(r.slots)
 }
 
 // run is the runtime loop; it returns when ctx ends, after its workers exited.
 //
-// open must have been called: entries armed since then (enqueued during the recovery pass,
-// or handed over by it) are in the heap already. Unless adopt cleared it, the loop starts
-// with a scan of the store.
+// open must have been called: entries armed since then (enqueued during the recovery pass)
+// are in the heap already. The loop starts with a read of what is near.
 func (r *scheduler) run(ctx context.Context, epoch int64) {
 	workers := r.s.cfg.Workers
 	r.mu.Lock()
 	gen := r.gen
 	wake := r.wake
-	armed := r.scanAt.IsZero() // adopt armed the pass's view: later scans are rescans
 	r.mu.Unlock()
+	armed := false // the first read of what is near is logged
 
 	// One goroutine per attempt: at most workers call a sink at a time (running), and once
 	// its sink returned a goroutine records the outcome while the next attempt starts, so
@@ -354,14 +373,15 @@ func (r *scheduler) run(ctx context.Context, epoch int64) {
 	for {
 		r.mu.Lock()
 		now := time.Now()
-		scan := !r.scanAt.IsZero() && !now.Before(r.scanAt)
+		move := !r.horizonAt.IsZero() && !now.Before(r.horizonAt)
+		scan := move || !r.scanAt.IsZero() && !now.Before(r.scanAt)
 		if scan {
 			r.scanAt, r.scanned = time.Time{}, now
 		}
 		r.mu.Unlock()
 		if scan {
 			began := time.Now()
-			if n, ok := r.scan(ctx, gen, epoch, armed); ok && !armed {
+			if n, ok := r.scan(ctx, gen, epoch, move); ok && move && !armed {
 				armed = true
 				r.s.log.Info("delivery runtime armed the pending entries", zap.Int("entries", n),
 					zap.Duration("took", time.Since(began)))
@@ -375,8 +395,10 @@ func (r *scheduler) run(ctx context.Context, epoch int64) {
 		if r.timers.Len() > 0 {
 			next = r.base.Add(time.Duration(r.timers[0].due))
 		}
-		if !r.scanAt.IsZero() && (next.IsZero() || r.scanAt.Before(next)) {
-			next = r.scanAt
+		for _, at := range []time.Time{r.scanAt, r.horizonAt} {
+			if !at.IsZero() && (next.IsZero() || at.Before(next)) {
+				next = at
+			}
 		}
 		if !r.parkAt.IsZero() && (next.IsZero() || r.parkAt.Before(next)) {
 			next = r.parkAt
@@ -443,24 +465,41 @@ func (r *scheduler) rescan() {
 }
 
 // rescanHorizon is how far past a rescan of a shared store the entries it arms are due, in
-// rescan periods: two, so an entry is armed at least one rescan before it is due, even
-// when a rescan runs late.
+// rescan periods: two, so an entry another host wrote is armed at least one rescan before
+// it is due, even when a rescan runs late.
 const rescanHorizon = 2
 
-// scan arms every live entry of the store; a failure is retried after StoreRetry. A rescan
-// of a shared store (again, once the pass's entries are armed) reads only what is near:
-// the entries due within rescanHorizon rescan periods and those being sent. It reports
-// how many entries it armed, and false when the scan failed.
-func (r *scheduler) scan(ctx context.Context, gen uint64, epoch int64, again bool) (int, bool) {
+// scan reads what is near and arms it. When move is set it moves the horizon: it arms
+// the pending entries due within Horizon (of a shared store, within rescanHorizon rescan
+// periods if that is farther) and the sending ones, and reads the first entry due after
+// them; else (a rescan of a shared store) it arms those due within rescanHorizon rescan
+// periods and the sending ones. A failure is retried with backoff. It reports how many
+// entries it read, and false when it failed.
+func (r *scheduler) scan(ctx context.Context, gen uint64, epoch int64, move bool) (int, bool) {
+	ahead := Horizon
+	if w, ok := r.s.store.(store.Waker); ok && r.shared() {
+		ahead = max(ahead, rescanHorizon*w.RescanEvery())
+		if !move {
+			ahead = rescanHorizon * w.RescanEvery()
+		}
+	}
+	before := time.Now().Add(ahead)
+	r.mu.Lock()
+	if gen != r.gen {
+		r.mu.Unlock()
+		return 0, false
+	}
+	beyond := r.beyond
+	if move {
+		// What is written from now on past the horizon is noted in beyond, which joins
+		// FirstDue's answer below; what was written before, the reads see.
+		r.beyond, r.horizonAt = time.Time{}, time.Time{}
+	}
+	r.mu.Unlock()
 	sinks := map[string]string{} // one copy of each sink name for all the entries
 	n := 0
-	each := r.s.eachLive
-	if w, ok := r.s.store.(store.Waker); ok && again && r.shared() {
-		before := time.Now().Add(rescanHorizon * w.RescanEvery())
-		each = func(ctx context.Context, f func([]store.Ref)) error { return w.Near(ctx, before, livePage, f) }
-	}
 	// Arm a page at a time: the refs of 100,000 entries are never held at once.
-	err := each(ctx, func(page []store.Ref) {
+	err := r.s.store.Near(ctx, before, livePage, func(page []store.Ref) {
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		now := time.Now()
@@ -481,17 +520,37 @@ func (r *scheduler) scan(ctx context.Context, gen uint64, epoch int64, again boo
 			n++
 		}
 	})
+	var first time.Time
+	var found bool
+	if err == nil && move {
+		first, found, err = r.s.store.FirstDue(ctx, before)
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if gen != r.gen {
 		return 0, false
 	}
 	if err != nil {
+		if move && !beyond.IsZero() && (r.beyond.IsZero() || beyond.Before(r.beyond)) {
+			r.beyond = beyond // what was not armed before is not armed yet
+		}
 		if ctx.Err() == nil {
-			r.s.log.Error("scan pending deliveries, retrying", zap.Duration("retry_in", StoreRetry), zap.Error(err))
-			r.scanAt = time.Now().Add(StoreRetry)
+			r.s.log.Error("read the deliveries due soon, retrying", zap.Duration("retry_in", r.retry), zap.Error(err))
+			at := time.Now().Add(r.retry)
+			if move {
+				if r.horizonAt.IsZero() || at.Before(r.horizonAt) {
+					r.horizonAt = at
+				}
+			} else {
+				r.scanAt = at
+			}
+			r.retry = min(2*r.retry, StoreRetryMax)
 		}
 		return 0, false
+	}
+	r.retry = StoreRetry
+	if move && found {
+		r.later(first)
 	}
 	return n, true
 }
@@ -559,22 +618,15 @@ func (s *Service) retains() bool {
 }
 
 // hasFinished reports whether the store may hold entries that a retention purge deletes
-// some day (true when it cannot tell).
+// some day (true when it cannot tell). It asks the store's counts: a listing of the
+// finished entries in id order would walk past every live one of a long backlog.
 func (s *Service) hasFinished(ctx context.Context) bool {
 	cfg := s.policy().cfg
-	for _, p := range []struct {
-		state store.State
-		keep  time.Duration
-	}{{store.StateDelivered, cfg.DeliveredRetention}, {store.StateDead, cfg.DeadRetention}} {
-		if p.keep <= 0 {
-			continue
-		}
-		es, err := s.store.List(ctx, store.Filter{State: p.state, Limit: 1})
-		if err != nil || len(es) > 0 {
-			return true
-		}
+	if cfg.DeliveredRetention <= 0 && cfg.DeadRetention <= 0 {
+		return false
 	}
-	return false
+	c, err := s.store.Counts(ctx)
+	return err != nil || cfg.DeliveredRetention > 0 && c.Delivered > 0 || cfg.DeadRetention > 0 && c.Dead > 0
 }
 
 // purge deletes delivered tombstones and dead letters past their retention.

@@ -113,8 +113,8 @@ func TestRuntimeRearmFloorWhileNotReady(t *testing.T) {
 	})
 }
 
-// 1 s store retry: a failed scan of the store is retried after exactly 1 s, and a failed
-// claim of one entry re-arms it after 1 s, so no entry is orphaned.
+// Store retry: a failed read of what is near is retried with backoff, after exactly 1 s,
+// then 2 s, and a failed claim of one entry re-arms it after 1 s, so no entry is orphaned.
 func TestRuntimeStoreReadRetry(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ds := storetest.NewMemory()
@@ -122,13 +122,13 @@ func TestRuntimeStoreReadRetry(t *testing.T) {
 		s := newService(t, parityConfig(), ds, map[string]Sink{"hook": sink})
 		e, _, _ := ds.Enqueue(context.Background(), store.NewEntry{Sink: "hook", Key: "k", Payload: []byte("x")})
 		var mu sync.Mutex
-		liveFails := 3 // the recovery scan and the first two runtime scans
+		nearFails := 3 // the recovery pass's read and the first two runtime reads
 		ds.SetReadFault(func(op string) error {
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
-			case op == "live" && liveFails > 0:
-				liveFails--
+			case op == "near" && nearFails > 0:
+				nearFails--
 				return errBoom
 			}
 			return nil
@@ -139,11 +139,14 @@ func TestRuntimeStoreReadRetry(t *testing.T) {
 		time.Sleep(10 * time.Second)
 		synctest.Wait()
 		sends := sink.Sends()
-		if len(sends) != 1 || sends[0].at.Sub(t0) != 2*time.Second {
-			t.Fatalf("sends = %+v, want one at +2s (scans at 0, 1, 2 s)", sends)
+		if len(sends) != 1 || sends[0].at.Sub(t0) != 3*time.Second {
+			t.Fatalf("sends = %+v, want one at +3s (reads at 0, 1, 3 s)", sends)
 		}
-		if got := ds.Calls("live"); got != 4 {
-			t.Fatalf("%d scans, want 4 (recovery + 3 runtime)", got)
+		if got := ds.Calls("near"); got != 4 {
+			t.Fatalf("%d reads, want 4 (recovery + 3 runtime)", got)
+		}
+		if got := ds.Calls("live"); got != 0 {
+			t.Fatalf("%d reads of every live entry, want none", got)
 		}
 		_ = e
 
@@ -624,7 +627,7 @@ func (m *sharedMemory) Near(ctx context.Context, before time.Time, page int, f f
 }
 
 // A rescan of a shared store reads what is due soon and what is in flight, not the backlog:
-// 500 entries due in a day are read once, by the pass at the start, and by none of the
+// 500 entries due in a day are read by neither the pass at the start nor any of the
 // rescans of the next two hours; an entry another host enqueued due in an hour, its
 // notification lost, is found by a rescan before it is due and sent at its due time.
 func TestRuntimeRescanReadsOnlyWhatIsNear(t *testing.T) {
@@ -637,8 +640,8 @@ func TestRuntimeRescanReadsOnlyWhatIsNear(t *testing.T) {
 		stop := start(t, newService(t, parityConfig(), ds, map[string]Sink{"hook": sink}))
 		defer stop()
 		synctest.Wait()
-		if n := ds.lives.Load(); n != 500 {
-			t.Fatalf("the pass read %d live entries, want 500", n)
+		if n := ds.lives.Load() + ds.nears.Load(); n != 0 {
+			t.Fatalf("the pass and the runtime read %d entries at the start, want none", n)
 		}
 		due := time.Now().Add(time.Hour)
 		putEntry(ds.Memory, store.Entry{Sink: "hook", State: store.StatePending, NextAttemptAt: due})
@@ -647,8 +650,8 @@ func TestRuntimeRescanReadsOnlyWhatIsNear(t *testing.T) {
 		if s := sink.Sends(); len(s) != 1 || !s[0].at.Equal(due) {
 			t.Fatalf("sends %+v, want one at its due time, an hour after the start", s)
 		}
-		if n := ds.lives.Load() - 500; n != 0 {
-			t.Fatalf("the rescans read %d live entries: the whole backlog, every rescan", n)
+		if n := ds.lives.Load(); n != 0 {
+			t.Fatalf("the rescans read %d live entries: the whole backlog", n)
 		}
 		// 480 rescans in two hours; the entry was near for two of them.
 		if n := ds.nears.Load(); n > 3 {

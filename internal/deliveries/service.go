@@ -172,8 +172,9 @@ func (s *Service) Run(ctx context.Context) error {
 	s.mu.Lock()
 	s.epoch = epoch
 	s.mu.Unlock()
-	// The runtime takes arms from now on (what is enqueued during the pass), and adopts
-	// what the pass leaves pending instead of reading the store again.
+	// The runtime takes arms from now on (what is enqueued during the pass), adopts what
+	// the pass leaves pending, and its first read of what is near arms what the pass did
+	// not read.
 	s.rt.open(epoch)
 	defer s.rt.close()
 	sum, view, err := s.recoverPass(ctx, epoch, false, nil)
@@ -181,16 +182,14 @@ func (s *Service) Run(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return nil
 		}
-		// The pass could not scan the store: the runtime scan retries every second.
+		// The pass could not read the store: the runtime's reads retry with backoff.
 		s.log.Error("delivery recovery failed", zap.Error(err))
 	} else {
 		s.mu.Lock()
 		s.last = &sum.RecoverySummary
 		s.mu.Unlock()
 		s.obs.pass(sum.RecoverySummary)
-		began := time.Now()
-		n := s.rt.adopt(view)
-		s.log.Info("delivery runtime armed the pending entries", zap.Int("entries", n), zap.Duration("took", time.Since(began)))
+		s.rt.adopt(view)
 	}
 	if ctx.Err() != nil {
 		return nil

@@ -57,6 +57,7 @@ type Store interface {
 	Live(ctx context.Context, afterID int64, limit int) ([]Ref, error)
 	// Counts returns the number of entries per state and the oldest pending one.
 	Counts(ctx context.Context) (Counts, error)
+	Near
 
 	// MarkSending claims one entry for epoch (see Claims): state sending, attempts+1,
 	// last_attempt_at now, lease until now+lease. ErrNotClaimable if the entry is not
@@ -96,20 +97,28 @@ type Store interface {
 	Close() error
 }
 
+// Near is the read of what is due soon, from an index on the pending entries' due time
+// (next_attempt_at, id) and one on the sending entries: the delivery runtime keeps in
+// memory only the entries due before a horizon, and these reads find the rest when the
+// horizon reaches them, so their cost follows the entries due soon and in flight, not the
+// backlog.
+type Near interface {
+	// Near passes to f, at most page at a time, the pending entries due before before, in
+	// due order, then every sending entry.
+	Near(ctx context.Context, before time.Time, page int, f func([]Ref)) error
+	// FirstDue returns the earliest due time of the pending entries due at or after from;
+	// ok is false when there is none.
+	FirstDue(ctx context.Context, from time.Time) (at time.Time, ok bool, err error)
+}
+
 // Waker is implemented by a store that other hosts write too (Postgres): entries another
 // host enqueued, or claims it left when it died, appear without this process writing them.
-// The delivery runtime rescans such a store when Wake is signalled (another host enqueued)
-// and every RescanEvery (a lost notification, a dead host's claims). A store only this
-// process writes (SQLite) does not implement it, so an idle daemon on it arms no timer.
-//
-// A rescan reads what Near passes: the pending entries due before a horizon and the
-// sending ones, from indexes, so its cost follows the entries due soon and in flight, not
-// the backlog. An entry due later is found by a rescan before it is due, as the runtime's
-// horizon reaches past the next rescan.
+// The delivery runtime reads what is near again (Near) when Wake is signalled (another host
+// enqueued) and every RescanEvery (a lost notification, a dead host's claims). A store
+// only this process writes (SQLite) does not implement it: the runtime sees every write
+// it makes, and an idle daemon on it arms one timer, for when its horizon reaches the
+// first entry it did not arm.
 type Waker interface {
 	Wake() <-chan struct{}
 	RescanEvery() time.Duration
-	// Near passes to f, at most page at a time, the pending entries due before before and
-	// every sending entry.
-	Near(ctx context.Context, before time.Time, page int, f func([]Ref)) error
 }

@@ -54,6 +54,7 @@ func TestNearUsesIndexes(t *testing.T) {
 	}{
 		{nearPendingSQL, "schedd_deliveries_next", []any{int64(1000000 + 100*1728), int64(-1 << 63), int64(0), 10000}},
 		{nearSendingSQL, "schedd_deliveries_sending", []any{int64(0), 10000}},
+		{firstDueSQL, "schedd_deliveries_next", []any{int64(1000000 + 100*1728)}},
 	} {
 		rows, err := s.pool.Query(ctx, "EXPLAIN "+q.sql, q.args...)
 		if err != nil {

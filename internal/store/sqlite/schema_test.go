@@ -47,7 +47,7 @@ func TestMigrateFromFirstSchema(t *testing.T) {
 		idx = append(idx, n)
 	}
 	rows.Close()
-	if want := []string{"deliveries_dead", "deliveries_finished", "deliveries_live", "deliveries_sending"}; !slices.Equal(idx, want) {
+	if want := []string{"deliveries_dead", "deliveries_finished", "deliveries_live", "deliveries_next", "deliveries_sending"}; !slices.Equal(idx, want) {
 		t.Fatalf("indexes %v, want %v", idx, want)
 	}
 	l, err := s.List(context.Background(), store.Filter{})

@@ -288,52 +288,8 @@ func listQuery(f store.Filter) (string, []any) {
 
 // Live returns refs of pending and sending entries in id order.
 func (s *SQLite) Live(ctx context.Context, afterID int64, limit int) ([]store.Ref, error) {
-	rows, err := s.rdb.QueryContext(ctx, `SELECT id, sink, priority, state, failures, next_attempt_at,
-		expires_at, owner_epoch FROM deliveries WHERE state IN ('pending', 'sending') AND id > ?
-		ORDER BY id LIMIT ?`, afterID, max(limit, 1))
-	if err != nil {
-		return nil, fmt.Errorf("live deliveries: %w", err)
-	}
-	defer rows.Close()
-	var out []store.Ref
-	var damaged []*damagedError
-	for rows.Next() {
-		var v [8]any
-		if err := rows.Scan(&v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7]); err != nil {
-			return nil, fmt.Errorf("live deliveries: %w", err)
-		}
-		var r store.Ref
-		var ok [6]bool
-		r.ID, ok[0] = asInt(v[0])
-		r.Sink, ok[1] = asString(v[1])
-		var p, f int64
-		p, ok[2] = asInt(v[2])
-		f, ok[3] = asInt(v[4])
-		r.Priority, r.Failures = int(p), int(f)
-		st, _ := asString(v[3])
-		r.State = store.State(st)
-		r.NextAttemptAt, ok[4] = asTime(v[5], true)
-		r.ExpiresAt, ok[5] = asTime(v[6], false)
-		r.Epoch, _ = asInt(v[7])
-		if !ok[0] {
-			continue
-		}
-		if ok != [6]bool{true, true, true, true, true, true} || r.Sink == "" {
-			damaged = append(damaged, &damagedError{id: r.ID, reason: "damaged scheduling columns"})
-			continue
-		}
-		out = append(out, r)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("live deliveries: %w", err)
-	}
-	rows.Close()
-	for _, d := range damaged {
-		if err := s.quarantine(ctx, d); err != nil {
-			return nil, fmt.Errorf("live deliveries: %w", err)
-		}
-	}
-	return out, nil
+	return s.refs(ctx, "live deliveries", "SELECT "+refCols+` FROM deliveries
+		WHERE state IN ('pending', 'sending') AND id > ? ORDER BY id LIMIT ?`, afterID, max(limit, 1))
 }
 
 // countsSQL reads the counts the store keeps per (state, quarantined) as it writes (the

@@ -44,6 +44,7 @@ func Run(t *testing.T, newStore Factory) {
 		{"ListAndLive", testList, defaults},
 		{"Counts", testCounts, defaults},
 		{"CountsFollowRows", testCountsFollowRows, Bounds{MaxEntries: 40, MaxPayload: 16}},
+		{"NearAndFirstDue", testNear, defaults},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newStore(t, tc.b)
