@@ -9,20 +9,25 @@ import (
 	"strings"
 
 	"github.com/schedd/schedd/bench/deliveries/load"
+	"github.com/schedd/schedd/internal/config"
 	"github.com/schedd/schedd/internal/store"
 	"github.com/schedd/schedd/internal/store/postgres"
 	"github.com/schedd/schedd/internal/store/sqlite"
 )
 
-// openStore opens the SQLite store at path, or the Postgres store of dsn when it is set.
+// openStore opens the SQLite store at path, or the Postgres store of dsn when it is set,
+// with the config file's defaults, as `schedd run` would.
 func openStore(path, dsn string) (store.Store, error) {
+	maxPayload, maxEntries := int(config.DefaultMaxPayload.Bytes()), config.DefaultMaxDeliveryEntries
 	if dsn != "" {
-		return postgres.Open(context.Background(), dsn, postgres.Options{HostID: "dlbench"})
+		return postgres.Open(context.Background(), dsn, postgres.Options{HostID: "dlbench",
+			HostLease: config.DefaultPostgresLease, MaxConns: config.DefaultPostgresMaxConns,
+			MaxPayload: maxPayload, MaxEntries: maxEntries})
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, err
 	}
-	return sqlite.Open(context.Background(), path, sqlite.Options{})
+	return sqlite.Open(context.Background(), path, sqlite.Options{Synchronous: sqlite.SyncFull, MaxPayload: maxPayload, MaxEntries: maxEntries})
 }
 
 // storeEnqueueCmd enqueues through the Postgres store in this process, one entry per call,

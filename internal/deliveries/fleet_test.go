@@ -9,6 +9,7 @@ import (
 	"github.com/schedd/schedd/internal/store"
 	"github.com/schedd/schedd/internal/store/postgres"
 	"github.com/schedd/schedd/internal/store/postgres/pgtest"
+	"github.com/schedd/schedd/internal/store/storetest"
 )
 
 // A host dies with claims on entries it enqueued (it stops renewing its lease mid-send):
@@ -92,7 +93,8 @@ func TestFleetNotifyWakesIdleHost(t *testing.T) {
 // openPG opens the Postgres store of host on dsn, closed when the test ends.
 func openPG(t *testing.T, dsn, host string, lease time.Duration) *postgres.Store {
 	t.Helper()
-	s, err := postgres.Open(context.Background(), dsn, postgres.Options{HostID: host, HostLease: lease, MaxConns: 4})
+	s, err := postgres.Open(context.Background(), dsn, postgres.Options{HostID: host, HostLease: lease, MaxConns: 4,
+		MaxPayload: storetest.MaxPayload, MaxEntries: storetest.MaxEntries})
 	if err != nil {
 		t.Fatal(err)
 	}

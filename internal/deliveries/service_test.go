@@ -219,7 +219,7 @@ func TestCrashBetweenSendAndAck_RDLV01(t *testing.T) {
 func TestCrashRecoverySQLite_RDLV01(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "deliveries.db")
-	st1, err := sqlite.Open(ctx, path, sqlite.Options{})
+	st1, err := sqlite.Open(ctx, path, sqliteSettings)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -244,7 +244,7 @@ func TestCrashRecoverySQLite_RDLV01(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	st2, err := sqlite.Open(ctx, path, sqlite.Options{})
+	st2, err := sqlite.Open(ctx, path, sqliteSettings)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -424,3 +424,6 @@ func TestTransitionLogs(t *testing.T) {
 		}
 	})
 }
+
+// sqliteSettings are what the config file gives the SQLite store, with the tests' bounds.
+var sqliteSettings = sqlite.Options{Synchronous: sqlite.SyncFull, MaxPayload: storetest.MaxPayload, MaxEntries: storetest.MaxEntries}

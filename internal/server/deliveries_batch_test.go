@@ -21,6 +21,7 @@ import (
 	"github.com/schedd/schedd/internal/deliveries"
 	"github.com/schedd/schedd/internal/store"
 	"github.com/schedd/schedd/internal/store/sqlite"
+	"github.com/schedd/schedd/internal/store/storetest"
 )
 
 // testPolicy is a valid delivery policy for the endpoints' tests, whose replies do not
@@ -69,7 +70,7 @@ func TestEnqueueBatchOneCommit(t *testing.T) {
 	var full bool
 	var mu sync.Mutex
 	ds, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "q.db"), sqlite.Options{
-		MaxEntries: api.MaxBatch + 3,
+		Synchronous: sqlite.SyncFull, MaxPayload: storetest.MaxPayload, MaxEntries: api.MaxBatch + 3,
 		FaultHook: func(op string) error {
 			mu.Lock()
 			defer mu.Unlock()

@@ -15,6 +15,7 @@ import (
 	"github.com/schedd/schedd/internal/client"
 	"github.com/schedd/schedd/internal/deliveries"
 	"github.com/schedd/schedd/internal/store/sqlite"
+	"github.com/schedd/schedd/internal/store/storetest"
 )
 
 // waitingSink is never ready: entries wait, so the benchmark measures the enqueue path.
@@ -29,7 +30,8 @@ func (waitingSink) Ready() bool                                     { return fal
 func BenchmarkEnqueueAPI(b *testing.B) {
 	for _, clients := range []int{1, 16} {
 		b.Run(fmt.Sprint("clients=", clients), func(b *testing.B) {
-			ds, err := sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "q.db"), sqlite.Options{})
+			ds, err := sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "q.db"),
+				sqlite.Options{Synchronous: sqlite.SyncFull, MaxPayload: storetest.MaxPayload, MaxEntries: storetest.MaxEntries})
 			if err != nil {
 				b.Fatal(err)
 			}

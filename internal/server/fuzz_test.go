@@ -89,7 +89,7 @@ func FuzzDeliveryEnqueue_RINPUT16(f *testing.F) {
 		f.Fatal(err)
 	}
 	srv := New(Options{Backend: statusNone{}, MaxBody: 64 << 10})
-	srv.AddDeliveries(svc, DeliveryLimits{Path: "q.db", MaxBody: 64 << 10, Entries: store.DefaultMaxEntries})
+	srv.AddDeliveries(svc, DeliveryLimits{Path: "q.db", MaxBody: 64 << 10, Entries: storetest.MaxEntries})
 	f.Fuzz(func(t *testing.T, body []byte) {
 		code, out := servertest.Serve(t, srv, http.MethodPost, "/v1/deliveries", body)
 		var ids []int64

@@ -41,12 +41,6 @@ func (s State) Valid() bool {
 // (only an operator's Retry moves a dead entry back to pending).
 func (s State) Terminal() bool { return s == StateDelivered || s == StateDead }
 
-// Bounds the store enforces by default.
-const (
-	DefaultMaxPayload = 1 << 20   // bytes per entry payload
-	DefaultMaxEntries = 1_000_000 // pending + sending entries
-)
-
 // Dead-letter reasons set by the store itself.
 const (
 	// ReasonQuarantined prefixes the dead reason of a row that could not be decoded.

@@ -60,10 +60,6 @@ type FleetCron interface {
 	Tasks(host string, term int64, timeout time.Duration) TaskStore
 }
 
-// DefaultHostLease is how long a fleet host's claims and lead outlive its last renewal,
-// unless configured.
-const DefaultHostLease = 30 * time.Second
-
 // Lead is who leads a fleet's cron, in which term, until when.
 type Lead struct {
 	Host  string

@@ -17,7 +17,7 @@ import (
 // changes.
 func TestOpsGroupOneBatch(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(ctx, pgtest.DSN(t), Options{HostID: "host-a"})
+	s, err := Open(ctx, pgtest.DSN(t), WithTestSettings(Options{HostID: "host-a"}))
 	if err != nil {
 		t.Fatal(err)
 	}

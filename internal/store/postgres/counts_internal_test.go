@@ -35,7 +35,7 @@ func keptCounts(ctx context.Context, pool *pgxpool.Pool) error {
 
 func openCounted(t *testing.T, dsn, host string) *Store {
 	t.Helper()
-	s, err := Open(context.Background(), dsn, Options{HostID: host})
+	s, err := Open(context.Background(), dsn, WithTestSettings(Options{HostID: host}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,7 +23,7 @@ func TestLeaseRescueAcrossHosts(t *testing.T) {
 	dsn := pgtest.DSN(t)
 	// Long enough that a heartbeat (every lease/3) is not late on a loaded machine.
 	const lease = 1200 * time.Millisecond
-	a, err := postgres.Open(ctx, dsn, postgres.Options{HostID: "host-a", HostLease: lease})
+	a, err := postgres.Open(ctx, dsn, postgres.WithTestSettings(postgres.Options{HostID: "host-a", HostLease: lease}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +92,7 @@ func TestConcurrentMigration(t *testing.T) {
 	for i := range n {
 		wg.Go(func() {
 			<-start
-			stores[i], errs[i] = postgres.Open(context.Background(), dsn, postgres.Options{HostID: fmt.Sprint("host-", i)})
+			stores[i], errs[i] = postgres.Open(context.Background(), dsn, postgres.WithTestSettings(postgres.Options{HostID: fmt.Sprint("host-", i)}))
 		})
 	}
 	close(start)
@@ -203,7 +203,7 @@ func TestDatabaseDownAndSecretDSN(t *testing.T) {
 		fmt.Sprintf("postgres://u:%s@127.0.0.1:1/db?connect_timeout=2", secret), // nothing listens
 		fmt.Sprintf("postgres://u:%s@[::1/db", secret),                          // malformed
 	} {
-		_, err := postgres.Open(ctx, bad, postgres.Options{HostID: "h"})
+		_, err := postgres.Open(ctx, bad, postgres.WithTestSettings(postgres.Options{HostID: "h"}))
 		if err == nil || strings.Contains(err.Error(), secret) {
 			t.Fatalf("open %q = %v, want an error without the password", bad, err)
 		}
@@ -217,7 +217,7 @@ func TestWaitForTheDatabase(t *testing.T) {
 	ctx := context.Background()
 	p, dsn := pgtest.NewProxy(t, pgtest.DSN(t), "")
 	p.Down()
-	if _, err := postgres.Open(ctx, dsn, postgres.Options{HostID: "h"}); err == nil {
+	if _, err := postgres.Open(ctx, dsn, postgres.WithTestSettings(postgres.Options{HostID: "h"})); err == nil {
 		t.Fatal("Open without Wait succeeded with the database down")
 	}
 	s := open(t, dsn, postgres.Options{HostID: "h", Wait: true, RetryEvery: 50 * time.Millisecond})

@@ -4,8 +4,10 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/schedd/schedd/internal/store/postgres/pgtest"
+	"github.com/schedd/schedd/internal/store/storetest"
 )
 
 // The runtime's rescan (Near) reads from indexes and the status counts from the kept counts:
@@ -13,7 +15,7 @@ import (
 // scans the table, and Near's do not scan the index of every live entry.
 func TestNearUsesIndexes(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(ctx, pgtest.DSN(t), Options{HostID: "near"})
+	s, err := Open(ctx, pgtest.DSN(t), WithTestSettings(Options{HostID: "near"}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,4 +78,21 @@ func TestNearUsesIndexes(t *testing.T) {
 			t.Errorf("plan of\n%s\nis\n%s\nwant a scan of %s", q.sql, p, q.index)
 		}
 	}
+}
+
+// internalSettings gives o what the config file gives the store where o leaves it unset.
+func WithTestSettings(o Options) Options {
+	if o.HostLease == 0 {
+		o.HostLease = 30 * time.Second
+	}
+	if o.MaxConns == 0 {
+		o.MaxConns = 8
+	}
+	if o.MaxPayload == 0 {
+		o.MaxPayload = storetest.MaxPayload
+	}
+	if o.MaxEntries == 0 {
+		o.MaxEntries = storetest.MaxEntries
+	}
+	return o
 }

@@ -34,25 +34,24 @@ import (
 	"github.com/schedd/schedd/internal/store/group"
 )
 
-// Defaults of Options.
 const (
-	DefaultHostLease = store.DefaultHostLease
-	DefaultMaxConns  = 8
 	// Channel is the LISTEN/NOTIFY channel an enqueue notifies on commit, with the host id.
 	Channel = "schedd_deliveries"
 )
 
-// Options configure the store. Zero values take the defaults.
+// Options configure the store. HostID, HostLease, MaxConns, MaxPayload and MaxEntries
+// are required: the config file gives them their defaults. The other zero values take the
+// defaults named.
 type Options struct {
 	// HostID names this host in the claims it holds; required (see DefaultHostID).
 	HostID string
 	// HostLease is how long this host's claims stay its own after its last heartbeat.
 	HostLease time.Duration
-	// MaxConns bounds the connection pool (default DefaultMaxConns).
+	// MaxConns bounds the connection pool.
 	MaxConns int
-	// MaxPayload bounds one payload in bytes (default store.DefaultMaxPayload).
+	// MaxPayload bounds one payload in bytes.
 	MaxPayload int
-	// MaxEntries bounds pending+sending entries (default store.DefaultMaxEntries). Two
+	// MaxEntries bounds pending+sending entries. Two
 	// hosts enqueueing at the very same moment may pass it by a few entries; and a fleet
 	// that enqueues more than a tenth of it within a second may pass it by that much (see
 	// liveCount).
@@ -119,17 +118,15 @@ func Open(ctx context.Context, dsn string, o Options) (*Store, error) {
 	if o.HostID == "" {
 		return nil, errors.New("postgres store: empty host id")
 	}
-	if o.HostLease <= 0 {
-		o.HostLease = DefaultHostLease
-	}
-	if o.MaxConns <= 0 {
-		o.MaxConns = DefaultMaxConns
-	}
-	if o.MaxPayload <= 0 {
-		o.MaxPayload = store.DefaultMaxPayload
-	}
-	if o.MaxEntries <= 0 {
-		o.MaxEntries = store.DefaultMaxEntries
+	switch {
+	case o.HostLease <= 0:
+		return nil, fmt.Errorf("postgres store: Options.HostLease %v must be positive", o.HostLease)
+	case o.MaxConns <= 0:
+		return nil, fmt.Errorf("postgres store: Options.MaxConns %d must be positive", o.MaxConns)
+	case o.MaxPayload <= 0:
+		return nil, fmt.Errorf("postgres store: Options.MaxPayload %d must be positive", o.MaxPayload)
+	case o.MaxEntries <= 0:
+		return nil, fmt.Errorf("postgres store: Options.MaxEntries %d must be positive", o.MaxEntries)
 	}
 	if o.Now == nil {
 		o.Now = time.Now

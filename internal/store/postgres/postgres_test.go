@@ -19,7 +19,7 @@ func open(t *testing.T, dsn string, o postgres.Options) *postgres.Store {
 	if o.HostID == "" {
 		o.HostID = "host-a"
 	}
-	s, err := postgres.Open(context.Background(), dsn, o)
+	s, err := postgres.Open(context.Background(), dsn, postgres.WithTestSettings(o))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,7 +22,7 @@ func BenchmarkEnqueueNormal(b *testing.B) { benchEnqueue(b, Options{Synchronous:
 func benchEnqueue(b *testing.B, opts Options) {
 	for _, callers := range []int{1, 16} {
 		b.Run(fmt.Sprint("callers=", callers), func(b *testing.B) {
-			s, err := Open(context.Background(), b.TempDir()+"/q.db", opts)
+			s, err := Open(context.Background(), b.TempDir()+"/q.db", settings(opts))
 			if err != nil {
 				b.Fatal(err)
 			}

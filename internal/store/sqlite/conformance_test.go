@@ -13,7 +13,7 @@ import (
 func TestSQLiteConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T, b storetest.Bounds) store.Store {
 		s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "q.db"),
-			sqlite.Options{MaxEntries: b.MaxEntries, MaxPayload: b.MaxPayload})
+			sqlite.Options{Synchronous: sqlite.SyncFull, MaxEntries: b.MaxEntries, MaxPayload: b.MaxPayload})
 		if err != nil {
 			t.Fatal(err)
 		}

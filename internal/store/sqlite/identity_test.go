@@ -44,12 +44,12 @@ func crashImage(t *testing.T, n int) string {
 func refused(t *testing.T, path, want string) {
 	t.Helper()
 	before := sizes(path)
-	_, err := Open(context.Background(), path, Options{})
+	_, err := Open(context.Background(), path, settings(Options{}))
 	if !errors.Is(err, store.ErrCorrupt) || !errors.Is(err, storeid.ErrDamaged) || !strings.Contains(err.Error(), path) ||
 		!strings.Contains(err.Error(), want) {
 		t.Fatalf("open = %v, want a damaged store naming %s and %q", err, path, want)
 	}
-	if _, err := OpenLazy(context.Background(), path, Options{}); !errors.Is(err, store.ErrCorrupt) || !errors.Is(err, storeid.ErrDamaged) {
+	if _, err := OpenLazy(context.Background(), path, settings(Options{})); !errors.Is(err, store.ErrCorrupt) || !errors.Is(err, storeid.ErrDamaged) {
 		t.Fatalf("lazy open = %v, want a damaged store", err)
 	}
 	if after := sizes(path); after != before {
@@ -192,7 +192,7 @@ func TestStoreIdentityAdopted_RINPUT01(t *testing.T) {
 	ctx := context.Background()
 	reopen := func(t *testing.T, path string, entries int) {
 		t.Helper()
-		s, err := Open(ctx, path, Options{})
+		s, err := Open(ctx, path, settings(Options{}))
 		if err != nil {
 			t.Fatalf("reopen: %v", err)
 		}
@@ -204,7 +204,7 @@ func TestStoreIdentityAdopted_RINPUT01(t *testing.T) {
 	closed := func(t *testing.T) (string, int64) {
 		t.Helper()
 		path := filepath.Join(t.TempDir(), "schedd.db")
-		s, err := Open(ctx, path, Options{})
+		s, err := Open(ctx, path, settings(Options{}))
 		if err != nil {
 			t.Fatal(err)
 		}

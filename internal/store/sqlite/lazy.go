@@ -37,6 +37,9 @@ var _ store.Store = (*Lazy)(nil)
 // whose identity record or WAL is left is not a store never used: it is refused as Open
 // refuses it, now.
 func OpenLazy(ctx context.Context, path string, opts Options) (*Lazy, error) {
+	if err := checkOptions(opts); err != nil {
+		return nil, err
+	}
 	l := &Lazy{path: path, opts: opts, sem: make(chan struct{}, 1), opened: make(chan struct{})}
 	if _, err := storeid.Inspect(path); err != nil {
 		return nil, (&SQLite{path: path}).openError(err)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/schedd/schedd/internal/store"
+	"github.com/schedd/schedd/internal/store/storetest"
 )
 
 // A lazy store creates nothing until the first enqueue: reads answer as an empty store,
@@ -16,7 +17,7 @@ import (
 func TestLazyOpensOnFirstEnqueue(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "q.db")
-	l, err := OpenLazy(ctx, path, Options{})
+	l, err := OpenLazy(ctx, path, settings(Options{}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,13 +55,13 @@ func TestLazyOpensOnFirstEnqueue(t *testing.T) {
 		t.Errorf("purge = %d, %v", n, err)
 	}
 	// Refused before the file is created for it.
-	if _, _, err := l.Enqueue(ctx, store.NewEntry{Sink: "hook", Key: "big", Payload: make([]byte, store.DefaultMaxPayload+1)}); !errors.Is(err, store.ErrPayloadTooLarge) {
+	if _, _, err := l.Enqueue(ctx, store.NewEntry{Sink: "hook", Key: "big", Payload: make([]byte, storetest.MaxPayload+1)}); !errors.Is(err, store.ErrPayloadTooLarge) {
 		t.Fatalf("enqueue of a large payload = %v", err)
 	}
 	if _, _, err := l.Enqueue(ctx, store.NewEntry{Key: "no-sink"}); !errors.Is(err, store.ErrInvalid) {
 		t.Fatalf("enqueue without a sink = %v", err)
 	}
-	res, err := l.EnqueueBatch(ctx, []store.NewEntry{{Key: "no-sink"}, {Sink: "hook", Key: "big", Payload: make([]byte, store.DefaultMaxPayload+1)}})
+	res, err := l.EnqueueBatch(ctx, []store.NewEntry{{Key: "no-sink"}, {Sink: "hook", Key: "big", Payload: make([]byte, storetest.MaxPayload+1)}})
 	if err != nil || len(res) != 2 || !errors.Is(res[0].Err, store.ErrInvalid) || !errors.Is(res[1].Err, store.ErrPayloadTooLarge) {
 		t.Fatalf("a batch of refused entries = %+v, %v", res, err)
 	}
@@ -108,7 +109,7 @@ func TestLazyOpensExistingFile(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	l, err := OpenLazy(ctx, path, Options{})
+	l, err := OpenLazy(ctx, path, settings(Options{}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,12 +129,12 @@ func TestLazyOpensExistingFile(t *testing.T) {
 	if err := os.WriteFile(bad, []byte("not a database, not at all, not even close to one"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := OpenLazy(ctx, bad, Options{}); !errors.Is(err, store.ErrCorrupt) {
+	if _, err := OpenLazy(ctx, bad, settings(Options{})); !errors.Is(err, store.ErrCorrupt) {
 		t.Fatalf("open of a damaged file = %v, want ErrCorrupt", err)
 	}
 
 	never := filepath.Join(dir, "never.db")
-	l, err = OpenLazy(ctx, never, Options{})
+	l, err = OpenLazy(ctx, never, settings(Options{}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -44,15 +44,17 @@ const (
 	CheckOff   = "off"
 )
 
-// Options configure the SQLite store. Zero values take the defaults.
+// Options configure the SQLite store. Synchronous, MaxPayload and MaxEntries are settings
+// of the config file, which gives them their defaults: they are required here. The other
+// fields are the driver's own tuning; their zero values take the defaults named.
 type Options struct {
-	// Synchronous is SyncFull (default) or SyncNormal.
+	// Synchronous is SyncFull or SyncNormal; required.
 	Synchronous string
 	// BusyTimeout is how long a statement waits for a lock (default 5 s).
 	BusyTimeout time.Duration
-	// MaxPayload bounds one payload in bytes (default DefaultMaxPayload).
+	// MaxPayload bounds one payload in bytes; required, > 0.
 	MaxPayload int
-	// MaxEntries bounds pending+sending entries (default DefaultMaxEntries).
+	// MaxEntries bounds pending+sending entries; required, > 0.
 	MaxEntries int
 	// MaxBatch bounds how many operations one group commit carries (default 256).
 	MaxBatch int
@@ -133,6 +135,9 @@ func Open(ctx context.Context, path string, opts Options) (*SQLite, error) {
 	if path == "" || strings.ContainsRune(path, '?') {
 		return nil, fmt.Errorf("open store: invalid path %q", path)
 	}
+	if err := checkOptions(opts); err != nil {
+		return nil, err
+	}
 	opts = withDefaults(opts)
 	s := &SQLite{path: path, opts: opts, log: opts.Log, now: opts.Now}
 	s.writer.MaxRunning, s.writer.MaxItems = 1, opts.MaxBatch
@@ -165,18 +170,23 @@ func Open(ctx context.Context, path string, opts Options) (*SQLite, error) {
 	return s, nil
 }
 
-func withDefaults(o Options) Options {
-	if o.Synchronous == "" {
-		o.Synchronous = SyncFull
+// checkOptions refuses what the caller must give: the settings the config file holds.
+func checkOptions(o Options) error {
+	switch {
+	case o.Synchronous == "":
+		return errors.New("sqlite store: Options.Synchronous is required (full or normal)")
+	case o.MaxPayload <= 0:
+		return fmt.Errorf("sqlite store: Options.MaxPayload %d must be positive", o.MaxPayload)
+	case o.MaxEntries <= 0:
+		return fmt.Errorf("sqlite store: Options.MaxEntries %d must be positive", o.MaxEntries)
 	}
+	return nil
+}
+
+// withDefaults gives the driver's own tuning its defaults.
+func withDefaults(o Options) Options {
 	if o.BusyTimeout <= 0 {
 		o.BusyTimeout = 5 * time.Second
-	}
-	if o.MaxPayload <= 0 {
-		o.MaxPayload = store.DefaultMaxPayload
-	}
-	if o.MaxEntries <= 0 {
-		o.MaxEntries = store.DefaultMaxEntries
 	}
 	if o.MaxBatch <= 0 {
 		o.MaxBatch = 256

@@ -16,10 +16,26 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/schedd/schedd/internal/store"
+	"github.com/schedd/schedd/internal/store/storetest"
 )
 
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
+}
+
+// settings gives o what the config file gives the store: synchronous FULL and the tests'
+// bounds, where o leaves them unset.
+func settings(o Options) Options {
+	if o.Synchronous == "" {
+		o.Synchronous = SyncFull
+	}
+	if o.MaxPayload == 0 {
+		o.MaxPayload = storetest.MaxPayload
+	}
+	if o.MaxEntries == 0 {
+		o.MaxEntries = storetest.MaxEntries
+	}
+	return o
 }
 
 func openTest(t *testing.T, path string, o Options) *SQLite {
@@ -27,7 +43,7 @@ func openTest(t *testing.T, path string, o Options) *SQLite {
 	if path == "" {
 		path = filepath.Join(t.TempDir(), "q.db")
 	}
-	s, err := Open(context.Background(), path, o)
+	s, err := Open(context.Background(), path, settings(o))
 	if err != nil {
 		t.Fatalf("open: %v", err)
 	}
@@ -58,7 +74,7 @@ func TestOpenSettings(t *testing.T) {
 	if got := n.Info().Synchronous; got != SyncNormal {
 		t.Fatalf("synchronous = %q, want normal", got)
 	}
-	if _, err := Open(context.Background(), filepath.Join(t.TempDir(), "x.db"), Options{Synchronous: "off"}); err == nil {
+	if _, err := Open(context.Background(), filepath.Join(t.TempDir(), "x.db"), settings(Options{Synchronous: "off"})); err == nil {
 		t.Fatal("synchronous=off accepted")
 	}
 	fi, err := os.Stat(s.Path())
@@ -73,7 +89,7 @@ func TestOpenSettings(t *testing.T) {
 // Acknowledged entries survive closing and reopening, with their states (P1 at package level).
 func TestReopenKeepsEntries(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "q.db")
-	s, err := Open(context.Background(), path, Options{})
+	s, err := Open(context.Background(), path, settings(Options{}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -302,14 +318,14 @@ func TestCorruptFileAtOpen(t *testing.T) {
 		if err := os.WriteFile(path, []byte(strings.Repeat("this is not sqlite ", 512)), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		_, err := Open(context.Background(), path, Options{})
+		_, err := Open(context.Background(), path, settings(Options{}))
 		if !errors.Is(err, store.ErrCorrupt) || !strings.Contains(err.Error(), path) {
 			t.Fatalf("err = %v, want ErrCorrupt naming %s", err, path)
 		}
 	})
 	t.Run("damaged pages", func(t *testing.T) {
 		path := filepath.Join(dir, "damaged.db")
-		s, err := Open(context.Background(), path, Options{})
+		s, err := Open(context.Background(), path, settings(Options{}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -336,14 +352,14 @@ func TestCorruptFileAtOpen(t *testing.T) {
 		if err := os.WriteFile(path, data, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		_, err = Open(context.Background(), path, Options{})
+		_, err = Open(context.Background(), path, settings(Options{}))
 		if !errors.Is(err, store.ErrCorrupt) || !strings.Contains(err.Error(), path) {
 			t.Fatalf("err = %v, want ErrCorrupt naming %s", err, path)
 		}
 	})
 	t.Run("newer schema", func(t *testing.T) {
 		path := filepath.Join(dir, "newer.db")
-		s, err := Open(context.Background(), path, Options{})
+		s, err := Open(context.Background(), path, settings(Options{}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -351,7 +367,7 @@ func TestCorruptFileAtOpen(t *testing.T) {
 			t.Fatal(err)
 		}
 		s.Close()
-		if _, err := Open(context.Background(), path, Options{}); err == nil || !strings.Contains(err.Error(), "newer") {
+		if _, err := Open(context.Background(), path, settings(Options{})); err == nil || !strings.Contains(err.Error(), "newer") {
 			t.Fatalf("err = %v, want a newer-schema error", err)
 		}
 	})

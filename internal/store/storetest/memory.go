@@ -42,11 +42,18 @@ type memEntry struct {
 
 var _ store.Store = (*Memory)(nil)
 
-// NewMemory returns an empty store.
+// The bounds of the tests' stores: the in-memory one's, and what the drivers' tests give
+// (the drivers take them from the config file, which has its own defaults).
+const (
+	MaxPayload = 1 << 20
+	MaxEntries = 1_000_000
+)
+
+// NewMemory returns an empty store bounded by MaxEntries and MaxPayload.
 func NewMemory() *Memory {
 	return &Memory{
-		MaxEntries: store.DefaultMaxEntries,
-		MaxPayload: store.DefaultMaxPayload,
+		MaxEntries: MaxEntries,
+		MaxPayload: MaxPayload,
 		entries:    map[int64]*memEntry{},
 		keys:       map[string]int64{},
 		calls:      map[string]int{},
