@@ -250,7 +250,7 @@ func TestHorizonSQLite(t *testing.T) {
 	const n = 1000
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
-		st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "schedd.db"), sqlite.Options{})
+		st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "schedd.db"), sqliteSettings)
 		if err != nil {
 			t.Fatal(err)
 		}
