@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"context"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -47,5 +48,24 @@ func TestIdleTransactionTimeout(t *testing.T) {
 	}
 	if v != "1500ms" {
 		t.Fatalf("idle_in_transaction_session_timeout = %q, want 1500ms", v)
+	}
+}
+
+// TestOpenNeedsTheConfigSettings: the settings the config file gives (the lease, the pool,
+// the bounds) are required; a zero is refused before any connection, naming the option.
+func TestOpenNeedsTheConfigSettings(t *testing.T) {
+	full := postgres.WithTestSettings(postgres.Options{HostID: "h"})
+	for name, clear := range map[string]func(*postgres.Options){
+		"HostLease":  func(o *postgres.Options) { o.HostLease = 0 },
+		"MaxConns":   func(o *postgres.Options) { o.MaxConns = 0 },
+		"MaxPayload": func(o *postgres.Options) { o.MaxPayload = 0 },
+		"MaxEntries": func(o *postgres.Options) { o.MaxEntries = 0 },
+	} {
+		o := full
+		clear(&o)
+		// An unreachable DSN: the refusal comes first.
+		if _, err := postgres.Open(context.Background(), "postgres://127.0.0.1:1/none", o); err == nil || !strings.Contains(err.Error(), name) {
+			t.Errorf("Open without %s: %v, want an error naming it", name, err)
+		}
 	}
 }

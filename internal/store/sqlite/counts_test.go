@@ -142,7 +142,7 @@ func TestCountsFilledOnUpgrade(t *testing.T) {
 	}
 	db.Close()
 	s := openTest(t, path, Options{})
-	if s.Info().Schema != 4 {
+	if s.Info().Schema != SchemaVersion {
 		t.Fatalf("schema %d after the upgrade", s.Info().Schema)
 	}
 	db = side(t, path)

@@ -10,13 +10,6 @@ import (
 	"github.com/schedd/schedd/internal/store"
 )
 
-// nearIndexSQL is the index Near and FirstDue read the pending entries from, in due order.
-// An insert touches it (one more page per commit, at its right edge when entries are due
-// in the order they come); a delivery runtime then reads what is due soon, not every live
-// entry. It is created at open when missing (once, on an existing store: a build of the
-// index).
-const nearIndexSQL = `CREATE INDEX IF NOT EXISTS deliveries_next ON deliveries(next_attempt_at, id) WHERE state = 'pending'`
-
 // refCols are the columns of a store.Ref, in the order refs scans them.
 const refCols = "id, sink, priority, state, failures, next_attempt_at, expires_at, owner_epoch"
 

@@ -101,6 +101,11 @@ var deliveriesSchema = schema{name: "delivery store", metaFrom: 1, steps: []stri
 	CREATE TRIGGER deliveries_count_delete AFTER DELETE ON deliveries BEGIN
 		UPDATE delivery_counts SET n = n - 1 WHERE state = old.state AND quarantined = old.quarantined;
 	END;`,
+	// 5: the delivery runtime arms only what is due within its horizon and reads the rest
+	// when the horizon reaches it: Near and FirstDue read the pending entries in due order
+	// from this index (near.go). An insert touches it: one more page per commit, at its
+	// right edge when entries are due in the order they come. Upgrading builds it once.
+	`CREATE INDEX deliveries_next ON deliveries(next_attempt_at, id) WHERE state = 'pending';`,
 }}
 
 // tasksSchema is cron's task store, cron.db (store.TaskStore says what its tables keep).

@@ -29,7 +29,7 @@ func TestMigrateFromFirstSchema(t *testing.T) {
 	}
 	db.Close()
 	s := openTest(t, path, Options{})
-	if s.Info().Schema != SchemaVersion || SchemaVersion != 4 {
+	if s.Info().Schema != SchemaVersion || SchemaVersion != 5 {
 		t.Fatalf("schema %d, SchemaVersion %d", s.Info().Schema, SchemaVersion)
 	}
 	var v int

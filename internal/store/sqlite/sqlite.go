@@ -261,9 +261,6 @@ func (s *SQLite) open(ctx context.Context, rec storeid.Record) error {
 	if _, err := deliveriesSchema.open(ctx, s.wconn, rec, s.path, s.log); err != nil {
 		return s.openError(err)
 	}
-	if _, err := s.wconn.ExecContext(ctx, nearIndexSQL); err != nil {
-		return s.openError(err)
-	}
 	var sync int
 	if err := s.wconn.QueryRowContext(ctx, "PRAGMA synchronous").Scan(&sync); err != nil {
 		return s.openError(err)

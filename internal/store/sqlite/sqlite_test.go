@@ -472,3 +472,26 @@ func TestQueueFullWithinBatch(t *testing.T) {
 
 // waiting is how many operations wait for the next batch.
 func waiting(s *SQLite) int { return s.writer.Waiting() }
+
+// TestOpenNeedsTheConfigSettings: the settings the config file gives (synchronous, the
+// bounds) are required; a zero is refused, naming the option, not replaced by a default
+// of the driver's own.
+func TestOpenNeedsTheConfigSettings(t *testing.T) {
+	full := settings(Options{})
+	for _, tc := range []struct {
+		name string
+		o    Options
+	}{
+		{"Synchronous", Options{MaxPayload: full.MaxPayload, MaxEntries: full.MaxEntries}},
+		{"MaxPayload", Options{Synchronous: SyncFull, MaxEntries: full.MaxEntries}},
+		{"MaxEntries", Options{Synchronous: SyncFull, MaxPayload: full.MaxPayload}},
+	} {
+		path := filepath.Join(t.TempDir(), "q.db")
+		if _, err := Open(context.Background(), path, tc.o); err == nil || !strings.Contains(err.Error(), tc.name) {
+			t.Errorf("Open without %s: %v, want an error naming it", tc.name, err)
+		}
+		if _, err := OpenLazy(context.Background(), path, tc.o); err == nil || !strings.Contains(err.Error(), tc.name) {
+			t.Errorf("OpenLazy without %s: %v, want an error naming it", tc.name, err)
+		}
+	}
+}
