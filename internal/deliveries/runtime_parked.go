@@ -20,25 +20,6 @@ type parkedSink struct {
 	gone     int        // items taken out since (expired), still in items
 }
 
-// expiryHeap orders parked items by expiry.
-type expiryHeap []item
-
-func (h expiryHeap) Len() int { return len(h) }
-func (h expiryHeap) Less(i, j int) bool {
-	if h[i].expires != h[j].expires {
-		return h[i].expires < h[j].expires
-	}
-	return h[i].seq < h[j].seq
-}
-func (h expiryHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *expiryHeap) Push(x any)   { *h = append(*h, x.(item)) }
-func (h *expiryHeap) Pop() any {
-	old := *h
-	it := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return it
-}
-
 // current reports whether it is still the arm of its id (not superseded, not of a stopped
 // runtime); the caller holds mu.
 func (r *scheduler) current(it item) bool {
