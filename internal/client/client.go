@@ -69,32 +69,19 @@ func (c *Client) StatusRaw(ctx context.Context) (json.RawMessage, error) {
 // non-nil; a *json.RawMessage gets the reply as it is). A non-2xx reply is returned as
 // *APIError.
 func (c *Client) Do(ctx context.Context, method, path string, body, out any) error {
-	var rd io.Reader
+	var b []byte
 	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
+		var err error
+		if b, err = json.Marshal(body); err != nil {
 			return fmt.Errorf("encode request: %w", err)
 		}
-		rd = bytes.NewReader(b)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, "http://schedd"+path, rd)
+	code, data, err := c.Raw(ctx, method, path, b)
 	if err != nil {
 		return err
 	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := c.HTTP.Do(req)
-	if err != nil {
-		return c.dialError(ctx, err)
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, maxReply))
-	if err != nil {
-		return fmt.Errorf("read reply of %s %s: %w", method, path, err)
-	}
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return replyError(method, path, resp.StatusCode, data)
+	if code < 200 || code > 299 {
+		return replyError(method, path, code, data)
 	}
 	if out == nil {
 		return nil
@@ -107,6 +94,33 @@ func (c *Client) Do(ctx context.Context, method, path string, body, out any) err
 		return fmt.Errorf("decode reply of %s %s: %w", method, path, err)
 	}
 	return nil
+}
+
+// Raw sends body (nil: none) as it is, as JSON, and returns the reply's status and body
+// whatever the status: for a request whose bytes matter as they are (a script's own
+// JSON, which encoding/json would change), and for reading a refusal's reply.
+func (c *Client) Raw(ctx context.Context, method, path string, body []byte) (int, []byte, error) {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, "http://schedd"+path, rd)
+	if err != nil {
+		return 0, nil, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.HTTP.Do(req)
+	if err != nil {
+		return 0, nil, c.dialError(ctx, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxReply))
+	if err != nil {
+		return 0, nil, fmt.Errorf("read reply of %s %s: %w", method, path, err)
+	}
+	return resp.StatusCode, data, nil
 }
 
 // dialError says what to do about a request that got no reply.

@@ -3,7 +3,6 @@ package daemon
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -16,20 +15,11 @@ import (
 // encoding/json replaces bytes that are not UTF-8) and returns the status and the reply.
 func postRaw(t *testing.T, cl *client.Client, body string) (int, []byte) {
 	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, "http://schedd/v1/deliveries", strings.NewReader(body))
+	code, b, err := cl.Raw(t.Context(), http.MethodPost, "/v1/deliveries", []byte(body))
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, err := cl.HTTP.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp.StatusCode, b
+	return code, b
 }
 
 // stored lists every stored delivery.

@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -29,20 +28,11 @@ func TestE2ERestartRequestsBounded_RINPUT06(t *testing.T) {
 	defer cl.Close()
 	post := func(body string) (int, []byte) {
 		t.Helper()
-		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, "http://schedd/v1/restart", strings.NewReader(body))
+		code, b, err := cl.Raw(t.Context(), http.MethodPost, "/v1/restart", []byte(body))
 		if err != nil {
 			t.Fatal(err)
 		}
-		resp, err := cl.HTTP.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return resp.StatusCode, b
+		return code, b
 	}
 
 	const n = 3000
