@@ -23,23 +23,14 @@ const dupeWindow = 16
 // have the same shape everywhere, and 16 of them in a row prove nothing.
 const dupeMinDoing = 8
 
-// dupesAllowed are the blocks that still stand twice in packages being rewritten, by the
-// two files that hold the copies: the check passes over them until the rewrite lands, and
-// fails on an entry that no longer matches, so the list only shrinks.
-var dupesAllowed = []struct{ a, b, reason string }{
-	{"internal/deliveries/runtime.go", "internal/deliveries/runtime_parked.go", "being rewritten: the delivery engine"},
-	{"internal/daemon/deliveries_input_test.go", "internal/e2e/restart_bounded_e2e_test.go", "being rewritten: the end-to-end tests (a raw POST to the control socket)"},
-	{"internal/e2e/deliveries_crash_test.go", "internal/e2e/gwsockets_e2e_test.go", "being rewritten: the end-to-end tests (waiting for the socket to serve)"},
-}
-
 // TestNoDuplicateBlocks: no block of more than 15 code lines stands twice inside
 // internal/, as the same lines or as the same shape with other names (every name is one
 // token, every literal one token of its kind; comments, blank lines, package clauses and
 // imports are left out).
 //
 // It reads the tests too: the rule is about internal/, a test helper written twice drifts
-// as production code does, and with the two rules below the tests' 36,000 lines hold only
-// two such blocks (both in the end-to-end tests). What tests are full of, rows of tables
+// as production code does, and with the two rules below the tests' 36,000 lines held only
+// two such blocks (both in the end-to-end tests, now one helper each). What tests are full of, rows of tables
 // and lists of values, is data, not code to move into a function:
 //   - a window counts only if at least dupeMinDoing of its 16 lines hold a keyword, an
 //     operator or a call; without this rule ten more blocks are reported today, all rows
@@ -70,20 +61,8 @@ func TestNoDuplicateBlocks(t *testing.T) {
 	if len(files) < 200 {
 		t.Fatalf("read only %d files", len(files))
 	}
-	allowedSeen := make([]bool, len(dupesAllowed))
 	for _, p := range findDuplicates(files) {
-		if i := slices.IndexFunc(dupesAllowed, func(e struct{ a, b, reason string }) bool {
-			return e.a == p.a.file && e.b == p.b.file
-		}); i >= 0 {
-			allowedSeen[i] = true
-			continue
-		}
 		t.Errorf("%s and %s: the same block stands twice: move it to one function and call it from both", p.a, p.b)
-	}
-	for i, seen := range allowedSeen {
-		if !seen {
-			t.Errorf("dupesAllowed: %s and %s no longer share a block: remove the entry", dupesAllowed[i].a, dupesAllowed[i].b)
-		}
 	}
 }
 

@@ -204,21 +204,7 @@ func startCmd(t *testing.T, d *testDaemon) {
 			t.Logf("schedd output:\n%s", d.out.String())
 		}
 	})
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		if _, err := d.status(); err == nil {
-			return
-		}
-		select {
-		case <-d.done:
-			t.Fatalf("schedd exited with %d before serving:\n%s", d.code, d.out.String())
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("schedd did not serve its socket in time:\n%s", d.out.String())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitServing(t, d)
 }
 
 // TestE2ESocketsBindFails_RSOCK02: a gateway socket that cannot be bound is a config
