@@ -1,9 +1,11 @@
 package store
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"strings"
 	"time"
 )
@@ -216,25 +218,53 @@ func (n NewEntry) Check(maxPayload int) error {
 	return nil
 }
 
-// Encode checks n (Check) and encodes what every store keeps of it: its headers as a JSON
-// object ("{}" for none), its payload (never nil) and the payload's SHA-256, which tells a
-// reused idempotency key from the same entry enqueued again.
-func (n NewEntry) Encode(maxPayload int) (headers string, payload []byte, sum [sha256.Size]byte, err error) {
+// Encoded is a new entry checked and encoded for its insert: what every store keeps of it.
+type Encoded struct {
+	New     NewEntry
+	Headers string // a JSON object, "{}" for none
+	Payload []byte // never nil
+	// Sum is the payload's SHA-256, which tells a reused idempotency key from the same
+	// entry enqueued again.
+	Sum [sha256.Size]byte
+}
+
+// Encode checks n (Check) and encodes what every store keeps of it.
+func (n NewEntry) Encode(maxPayload int) (Encoded, error) {
 	if err := n.Check(maxPayload); err != nil {
-		return "", nil, sum, fmt.Errorf("enqueue: %w", err)
+		return Encoded{}, fmt.Errorf("enqueue: %w", err)
 	}
-	headers, payload, sum = "{}", n.Payload, sha256.Sum256(n.Payload)
+	e := Encoded{New: n, Headers: "{}", Payload: n.Payload, Sum: sha256.Sum256(n.Payload)}
 	if len(n.Headers) > 0 {
 		h, err := json.Marshal(n.Headers)
 		if err != nil {
-			return "", nil, sum, fmt.Errorf("enqueue: %w", err)
+			return Encoded{}, fmt.Errorf("enqueue: %w", err)
 		}
-		headers = string(h)
+		e.Headers = string(h)
 	}
-	if payload == nil {
-		payload = []byte{}
+	if e.Payload == nil {
+		e.Payload = []byte{}
 	}
-	return headers, payload, sum, nil
+	return e, nil
+}
+
+// Stored is the entry e's insert stored: id, pending, due at nextMs, created at nowMs
+// (Unix milliseconds, as the stores keep instants), with copies of its headers and
+// payload.
+func (e Encoded) Stored(id, nextMs, nowMs int64) Entry {
+	var headers map[string]string
+	if len(e.New.Headers) > 0 {
+		headers = maps.Clone(e.New.Headers)
+	}
+	var expires time.Time
+	if !e.New.ExpiresAt.IsZero() {
+		expires = time.UnixMilli(e.New.ExpiresAt.UnixMilli()).UTC()
+	}
+	now := time.UnixMilli(nowMs).UTC()
+	return Entry{
+		ID: id, Sink: e.New.Sink, Key: e.New.Key, Headers: headers, Payload: bytes.Clone(e.Payload),
+		PayloadSize: len(e.Payload), Priority: e.New.Priority, State: StatePending,
+		NextAttemptAt: time.UnixMilli(nextMs).UTC(), CreatedAt: now, UpdatedAt: now, ExpiresAt: expires,
+	}
 }
 
 // EnqueueResult is the outcome of one entry of EnqueueBatch: the entry that holds its key

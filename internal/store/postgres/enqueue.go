@@ -3,32 +3,14 @@ package postgres
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
-	"maps"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/schedd/schedd/internal/store"
 )
-
-// newRow is a new entry checked and encoded for its insert.
-type newRow struct {
-	n       store.NewEntry
-	headers string
-	payload []byte
-	sum     [sha256.Size]byte
-}
-
-func (s *Store) prepare(n store.NewEntry) (newRow, error) {
-	headers, payload, sum, err := n.Encode(s.opts.MaxPayload)
-	if err != nil {
-		return newRow{}, err
-	}
-	return newRow{n: n, headers: headers, payload: payload, sum: sum}, nil
-}
 
 // Enqueue stores a new entry, or returns the one holding the same idempotency key.
 func (s *Store) Enqueue(ctx context.Context, n store.NewEntry) (store.Entry, bool, error) {
@@ -45,11 +27,11 @@ func (s *Store) Enqueue(ctx context.Context, n store.NewEntry) (store.Entry, boo
 // entries whose key was there get the stored entry back, read after. Near the bound every
 // entry is checked against a count of the live entries in one transaction (enqueueExact).
 func (s *Store) EnqueueBatch(ctx context.Context, ns []store.NewEntry) ([]store.EnqueueResult, error) {
-	rows := make([]newRow, len(ns))
+	rows := make([]store.Encoded, len(ns))
 	out := make([]store.EnqueueResult, len(ns)) // an entry that fails its checks has its Err already
 	var todo []int
 	for i, n := range ns {
-		if rows[i], out[i].Err = s.prepare(n); out[i].Err == nil {
+		if rows[i], out[i].Err = n.Encode(s.opts.MaxPayload); out[i].Err == nil {
 			todo = append(todo, i)
 		}
 	}
@@ -105,7 +87,7 @@ const insertOneSQL = `INSERT INTO schedd_deliveries (sink, idem_key, headers, pa
 // insertMany stores rows[i] for i in todo with one statement and fills out[i]: created, or
 // the entry stored before under its key (or a KeyMismatchError). It returns the entries it
 // could not settle (their key's entry was gone by the time it was read), for enqueueExact.
-func (s *Store) insertMany(ctx context.Context, rows []newRow, todo []int, out []store.EnqueueResult) ([]int, error) {
+func (s *Store) insertMany(ctx context.Context, rows []store.Encoded, todo []int, out []store.EnqueueResult) ([]int, error) {
 	if err := s.usable(); err != nil {
 		return nil, err
 	}
@@ -116,10 +98,10 @@ func (s *Store) insertMany(ctx context.Context, rows []newRow, todo []int, out [
 	now := s.now()
 	for j, i := range todo {
 		r := &rows[i]
-		sinks[j], keys[j], headers[j], payloads[j], hashes[j] = r.n.Sink, r.n.Key, r.headers, r.payload, r.sum[:]
-		priorities[j], nexts[j], expires[j] = int32(r.n.Priority), now, nullMs(r.n.ExpiresAt)
-		if !r.n.NotBefore.IsZero() {
-			nexts[j] = max(now, r.n.NotBefore.UnixMilli())
+		sinks[j], keys[j], headers[j], payloads[j], hashes[j] = r.New.Sink, r.New.Key, r.Headers, r.Payload, r.Sum[:]
+		priorities[j], nexts[j], expires[j] = int32(r.New.Priority), now, nullMs(r.New.ExpiresAt)
+		if !r.New.NotBefore.IsZero() {
+			nexts[j] = max(now, r.New.NotBefore.UnixMilli())
 		}
 	}
 	created := make(map[string]int64, k)
@@ -157,16 +139,7 @@ func (s *Store) insertMany(ctx context.Context, rows []newRow, todo []int, out [
 			continue
 		}
 		delete(created, keys[j]) // a second entry with the key gets the first one's entry
-		r := &rows[i]
-		var hs map[string]string
-		if len(r.n.Headers) > 0 {
-			hs = maps.Clone(r.n.Headers)
-		}
-		out[i] = store.EnqueueResult{Created: true, Entry: store.Entry{
-			ID: id, Sink: r.n.Sink, Key: r.n.Key, Headers: hs, Payload: bytes.Clone(r.payload),
-			PayloadSize: len(r.payload), Priority: r.n.Priority, State: store.StatePending,
-			NextAttemptAt: ms(nexts[j]), CreatedAt: ms(now), UpdatedAt: ms(now), ExpiresAt: ms(expires[j]),
-		}}
+		out[i] = store.EnqueueResult{Created: true, Entry: rows[i].Stored(id, nexts[j], now)}
 	}
 	if len(seen) == 0 {
 		return nil, nil
@@ -183,7 +156,7 @@ func (s *Store) insertMany(ctx context.Context, rows []newRow, todo []int, out [
 		switch {
 		case !ok:
 			again = append(again, i) // dropped since: store it anew
-		case e.Sink != rows[i].n.Sink || !bytes.Equal(e.hash, rows[i].sum[:]):
+		case e.Sink != rows[i].New.Sink || !bytes.Equal(e.hash, rows[i].Sum[:]):
 			out[i].Err = fmt.Errorf("enqueue: %w", &store.KeyMismatchError{Key: keys[j], Existing: e.Entry})
 		default:
 			out[i].Entry = e.Entry
@@ -194,7 +167,7 @@ func (s *Store) insertMany(ctx context.Context, rows []newRow, todo []int, out [
 
 // enqueueJob is one caller's share of a grouped insertMany.
 type enqueueJob struct {
-	rows  []newRow
+	rows  []store.Encoded
 	todo  []int
 	out   []store.EnqueueResult
 	again []int
@@ -202,7 +175,7 @@ type enqueueJob struct {
 
 // insertGrouped is insertMany for the room that room reserved, run with the inserts of
 // concurrent callers (Store.inserts) in one statement; it settles the reservation.
-func (s *Store) insertGrouped(ctx context.Context, rows []newRow, todo []int, out []store.EnqueueResult) ([]int, error) {
+func (s *Store) insertGrouped(ctx context.Context, rows []store.Encoded, todo []int, out []store.EnqueueResult) ([]int, error) {
 	j := &enqueueJob{rows: rows, todo: todo, out: out}
 	_, err := s.inserts.Do(ctx, j)
 	made := 0
@@ -226,7 +199,7 @@ func (s *Store) insertJobs(ctx context.Context, jobs []*enqueueJob) ([]struct{},
 		j.again, err = s.insertMany(ctx, j.rows, j.todo, j.out)
 		return make([]struct{}, 1), err
 	}
-	var rows []newRow
+	var rows []store.Encoded
 	for _, j := range jobs {
 		for _, i := range j.todo {
 			rows = append(rows, j.rows[i])
@@ -291,7 +264,7 @@ func (s *Store) byKeys(ctx context.Context, keys []string) (map[string]hashedEnt
 // created any. This host runs one at a time, each counting what the one before committed
 // and the entries being inserted on room's word, so that the host alone never passes the
 // bound.
-func (s *Store) enqueueExact(ctx context.Context, rows []newRow, todo []int, out []store.EnqueueResult) error {
+func (s *Store) enqueueExact(ctx context.Context, rows []store.Encoded, todo []int, out []store.EnqueueResult) error {
 	select {
 	case s.exact <- struct{}{}:
 		defer func() { <-s.exact }()
@@ -331,15 +304,15 @@ func (s *Store) enqueueExact(ctx context.Context, rows []newRow, todo []int, out
 }
 
 // insertTx stores r, or returns the entry that holds its key (P11).
-func (s *Store) insertTx(ctx context.Context, tx pgx.Tx, r *newRow, live int) (store.Entry, bool, error) {
-	n := &r.n
+func (s *Store) insertTx(ctx context.Context, tx pgx.Tx, r *store.Encoded, live int) (store.Entry, bool, error) {
+	n := &r.New
 	existing := func() (store.Entry, bool, error) {
 		var hash []byte
 		e, err := scanEntry(tx.QueryRow(ctx, "SELECT "+colsPayload+", payload_hash FROM schedd_deliveries WHERE idem_key = $1", n.Key), true, &hash)
 		if err != nil {
 			return store.Entry{}, false, err
 		}
-		if e.Sink != n.Sink || !bytes.Equal(hash, r.sum[:]) {
+		if e.Sink != n.Sink || !bytes.Equal(hash, r.Sum[:]) {
 			return store.Entry{}, false, &store.KeyMismatchError{Key: n.Key, Existing: e}
 		}
 		return e, false, nil
@@ -357,22 +330,14 @@ func (s *Store) insertTx(ctx context.Context, tx pgx.Tx, r *newRow, live int) (s
 	}
 	var id int64
 	err := tx.QueryRow(ctx, insertOneSQL,
-		n.Sink, n.Key, r.headers, r.payload, len(r.payload), r.sum[:], n.Priority, next, now, nullMs(n.ExpiresAt)).Scan(&id, nil)
+		n.Sink, n.Key, r.Headers, r.Payload, len(r.Payload), r.Sum[:], n.Priority, next, now, nullMs(n.ExpiresAt)).Scan(&id, nil)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return existing()
 	}
 	if err != nil {
 		return store.Entry{}, false, err
 	}
-	var headers map[string]string
-	if len(n.Headers) > 0 {
-		headers = maps.Clone(n.Headers)
-	}
-	return store.Entry{
-		ID: id, Sink: n.Sink, Key: n.Key, Headers: headers, Payload: bytes.Clone(r.payload),
-		PayloadSize: len(r.payload), Priority: n.Priority, State: store.StatePending,
-		NextAttemptAt: ms(next), CreatedAt: ms(now), UpdatedAt: ms(now), ExpiresAt: ms(nullMs(n.ExpiresAt)),
-	}, true, nil
+	return r.Stored(id, next, now), true, nil
 }
 
 // nullMs is t in milliseconds, or 0 (stored as NULL by the callers' NULLIF) for zero.

@@ -3,36 +3,16 @@ package sqlite
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"database/sql"
 	"errors"
 	"fmt"
-	"maps"
-	"time"
 
 	"github.com/schedd/schedd/internal/store"
 )
 
-// newRow is a new entry checked and encoded for its insert.
-type newRow struct {
-	n       store.NewEntry
-	headers string
-	payload []byte
-	sum     [sha256.Size]byte
-}
-
-// prepare checks n and encodes what its row stores, before anything is submitted.
-func (s *SQLite) prepare(n store.NewEntry) (newRow, error) {
-	headers, payload, sum, err := n.Encode(s.opts.MaxPayload)
-	if err != nil {
-		return newRow{}, err
-	}
-	return newRow{n: n, headers: headers, payload: payload, sum: sum}, nil
-}
-
 // Enqueue stores a new entry, or returns the one holding the same idempotency key.
 func (s *SQLite) Enqueue(ctx context.Context, n store.NewEntry) (store.Entry, bool, error) {
-	r, err := s.prepare(n)
+	r, err := n.Encode(s.opts.MaxPayload)
 	if err != nil {
 		return store.Entry{}, false, err
 	}
@@ -51,10 +31,10 @@ func (s *SQLite) Enqueue(ctx context.Context, n store.NewEntry) (store.Entry, bo
 // EnqueueBatch stores the entries of ns in one operation of the group commit, so in one
 // transaction: each entry as Enqueue stores it, in order.
 func (s *SQLite) EnqueueBatch(ctx context.Context, ns []store.NewEntry) ([]store.EnqueueResult, error) {
-	rows := make([]newRow, len(ns))
+	rows := make([]store.Encoded, len(ns))
 	bad := make([]error, len(ns)) // what prepare refused: never submitted
 	for i, n := range ns {
-		rows[i], bad[i] = s.prepare(n)
+		rows[i], bad[i] = n.Encode(s.opts.MaxPayload)
 	}
 	out := make([]store.EnqueueResult, len(ns))
 	err := s.submit(ctx, opEnqueueBatch, func(tx wtx, b *batch) error {
@@ -82,8 +62,8 @@ func (s *SQLite) EnqueueBatch(ctx context.Context, ns []store.NewEntry) ([]store
 
 // insertTx stores r in the writer's transaction, or returns the entry that holds its key
 // (P11). It counts a stored entry in b.delta.
-func (s *SQLite) insertTx(tx wtx, b *batch, r *newRow) (store.Entry, bool, error) {
-	n := &r.n
+func (s *SQLite) insertTx(tx wtx, b *batch, r *store.Encoded) (store.Entry, bool, error) {
+	n := &r.New
 	// The existing entry holding the key, if any.
 	existing := func() (store.Entry, bool, error) {
 		var id int64
@@ -96,7 +76,7 @@ func (s *SQLite) insertTx(tx wtx, b *batch, r *newRow) (store.Entry, bool, error
 		if err != nil {
 			return store.Entry{}, false, err
 		}
-		if e.Sink != n.Sink || !bytes.Equal(hash, r.sum[:]) {
+		if e.Sink != n.Sink || !bytes.Equal(hash, r.Sum[:]) {
 			return store.Entry{}, false, &store.KeyMismatchError{Key: n.Key, Existing: e}
 		}
 		return e, false, nil
@@ -120,7 +100,7 @@ func (s *SQLite) insertTx(tx wtx, b *batch, r *newRow) (store.Entry, bool, error
 	res, err := tx.Exec(`INSERT INTO deliveries (sink, idem_key, headers, payload, payload_size, payload_hash,
 		priority, state, next_attempt_at, created_at, updated_at, expires_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?) ON CONFLICT (idem_key) DO NOTHING`,
-		n.Sink, n.Key, r.headers, r.payload, len(r.payload), r.sum[:], n.Priority, next, now, now, nullMs(n.ExpiresAt))
+		n.Sink, n.Key, r.Headers, r.Payload, len(r.Payload), r.Sum[:], n.Priority, next, now, now, nullMs(n.ExpiresAt))
 	if err != nil {
 		return store.Entry{}, false, err
 	}
@@ -134,24 +114,5 @@ func (s *SQLite) insertTx(tx wtx, b *batch, r *newRow) (store.Entry, bool, error
 		return store.Entry{}, false, err
 	}
 	b.delta++
-	return store.Entry{
-		ID: id, Sink: n.Sink, Key: n.Key, Headers: cloneHeaders(n.Headers), Payload: bytes.Clone(r.payload),
-		PayloadSize: len(r.payload), Priority: n.Priority, State: store.StatePending,
-		NextAttemptAt: time.UnixMilli(next).UTC(), CreatedAt: time.UnixMilli(now).UTC(),
-		UpdatedAt: time.UnixMilli(now).UTC(), ExpiresAt: truncMs(n.ExpiresAt),
-	}, true, nil
-}
-
-func cloneHeaders(h map[string]string) map[string]string {
-	if len(h) == 0 {
-		return nil
-	}
-	return maps.Clone(h)
-}
-
-func truncMs(t time.Time) time.Time {
-	if t.IsZero() {
-		return t
-	}
-	return time.UnixMilli(t.UnixMilli()).UTC()
+	return r.Stored(id, next, now), true, nil
 }
