@@ -266,8 +266,10 @@ func (s *SQLite) open(ctx context.Context, rec storeid.Record) error {
 		return s.openError(err)
 	}
 	s.info = store.Info{Driver: "sqlite", Path: s.path, Synchronous: syncName(sync), Schema: SchemaVersion}
+	// The live count the bound is checked against, from the counts the triggers keep (a
+	// few rows), not a count of the live entries' index.
 	if err := s.wconn.QueryRowContext(ctx,
-		"SELECT count(*) FROM deliveries WHERE state IN ('pending', 'sending')").Scan(&s.live); err != nil {
+		"SELECT coalesce(sum(n), 0) FROM delivery_counts WHERE state IN ('pending', 'sending')").Scan(&s.live); err != nil {
 		return s.openError(err)
 	}
 	// The writer keeps wconn for its own (wtx).
