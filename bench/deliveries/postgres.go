@@ -30,12 +30,13 @@ func openStore(path, dsn string) (store.Store, error) {
 	return sqlite.Open(context.Background(), path, sqlite.Options{Synchronous: sqlite.SyncFull, MaxPayload: maxPayload, MaxEntries: maxEntries})
 }
 
-// storeEnqueueCmd enqueues through the Postgres store in this process, one entry per call,
-// each with its own key and a payload of -size bytes: the store beside River's Insert, with
-// no control API in between.
+// storeEnqueueCmd enqueues through the Postgres store (or the SQLite one of -db) in this
+// process, one entry per call, each with its own key and a payload of -size bytes: the
+// store beside River's Insert, with no control API in between.
 func storeEnqueueCmd(args []string) error {
 	fs := flag.NewFlagSet("storeenqueue", flag.ExitOnError)
 	dsn := fs.String("dsn", "", "the database of the Postgres store")
+	db := fs.String("db", "", "the SQLite store's file, when no -dsn")
 	clients := fs.Int("clients", 1, "concurrent callers")
 	n := fs.Int("n", 5000, "entries in all")
 	size := fs.Int("size", 256, "payload bytes")
@@ -43,7 +44,7 @@ func storeEnqueueCmd(args []string) error {
 	fs.IntVar(&load.DatabasePID, "db-pid", 0, "the postmaster's pid, to report the cluster's CPU time per entry")
 	fs.Parse(args)
 	ctx := context.Background()
-	st, err := openStore("", *dsn)
+	st, err := openStore(*db, *dsn)
 	if err != nil {
 		return err
 	}

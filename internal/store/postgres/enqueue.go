@@ -274,7 +274,7 @@ func (s *Store) enqueueExact(ctx context.Context, rows []store.Encoded, todo []i
 	return s.tx(ctx, func(tx pgx.Tx) error {
 		var live int
 		counted := time.Now()
-		if err := tx.QueryRow(ctx, `SELECT count(*) FROM schedd_deliveries WHERE state IN ('pending', 'sending')`).Scan(&live); err != nil {
+		if err := tx.QueryRow(ctx, liveSQL).Scan(&live); err != nil {
 			return err
 		}
 		live += s.reserved()

@@ -7,12 +7,17 @@ import (
 	"github.com/schedd/schedd/internal/store"
 )
 
+// liveSQL counts the live entries (pending or sending) from the counts the store keeps as
+// it writes (schedd_delivery_counts): a few rows, not a scan of every live entry. In a
+// transaction it sees what the committed writes left, as a count of the rows would.
+const liveSQL = `SELECT COALESCE(sum(pending + sending), 0) FROM schedd_delivery_counts`
+
 // liveFresh is how long a count of the live entries stands in for a new one.
 const liveFresh = time.Second
 
 // liveCount is this host's view of how many entries are live (pending or sending): the
-// last count, plus the entries this host created since. Counting them is a scan of every
-// live entry, too slow for each enqueue of a long queue: an enqueue counts them in its
+// last count, plus the entries this host created since. Counting them reads the kept counts
+// (liveSQL), a round trip that each enqueue need not make: an enqueue counts them in its
 // transaction (enqueueExact) only when this view, at most liveFresh old, says the live
 // entries, with the new ones, come within a tenth of MaxEntries (liveSlack). Farther below,
 // the bound cannot be passed by this host; the other hosts of a fleet could pass it only by
@@ -39,7 +44,7 @@ func (s *Store) room(ctx context.Context, k int) (bool, error) {
 		}
 		at := time.Now()
 		var n int
-		err := s.pool.QueryRow(ctx, `SELECT count(*) FROM schedd_deliveries WHERE state IN ('pending', 'sending')`).Scan(&n)
+		err := s.pool.QueryRow(ctx, liveSQL).Scan(&n)
 		if err != nil {
 			return false, s.fail(err)
 		}
