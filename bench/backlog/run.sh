@@ -150,6 +150,7 @@ run_deliveries() { # STORE N
 	local store=$1 n=$2 name=$1-$2 fill=()
 	if [[ $store == postgres ]]; then
 		"${PSQL[@]}" -c "CREATE DATABASE db_$n"
+		"${PSQL[@]}" -d "db_$n" -c "CREATE EXTENSION pg_stat_statements"
 		fill=(-dsn "$(dsn "db_$n")")
 	else
 		mkdir -p "$WORK/$name"
@@ -205,7 +206,15 @@ EOF
 	sed "s/^{/{\"store\":\"$store\",\"backlog\":$n,/" "$WORK/sink.json" >>"$RESULTS"
 	stop_schedd
 	[[ $store == sqlite ]] && rm -rf "$WORK/$name"
-	[[ $store == postgres ]] && "${PSQL[@]}" -c "DROP DATABASE db_$n"
+	if [[ $store == postgres ]]; then
+		# What the database spent its time on, for this backlog (the statements of the
+		# prefill included): the first place to look when a figure grows with it.
+		"${PSQL[@]}" -d "db_$n" -F ' | ' -c "SELECT calls, round(total_exec_time) AS total_ms,
+			round(mean_exec_time::numeric, 3) AS mean_ms, left(regexp_replace(query, '\s+', ' ', 'g'), 160)
+			FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
+			ORDER BY total_exec_time DESC LIMIT 12" >"$OUT/$name-statements.txt"
+		"${PSQL[@]}" -c "DROP DATABASE db_$n"
+	fi
 	true
 }
 
@@ -232,7 +241,7 @@ for store in $STORES; do
 		[[ $EUID -eq 0 ]] && chown postgres: "$WORK/pg"
 		"${AS[@]+"${AS[@]}"}" "$PG_BIN/initdb" -D "$PGDATA" -A trust -U postgres -E UTF8 >"$OUT/initdb.log" 2>&1 || die "initdb failed"
 		"${AS[@]+"${AS[@]}"}" "$PG_BIN/pg_ctl" -D "$PGDATA" -l "$WORK/pg/log" -w -t 60 \
-			-o "-h 127.0.0.1 -p $PG_PORT -k $WORK/pg -c max_connections=100" start >/dev/null || die "pg_ctl start failed"
+			-o "-h 127.0.0.1 -p $PG_PORT -k $WORK/pg -c max_connections=100 -c shared_preload_libraries=pg_stat_statements" start >/dev/null || die "pg_ctl start failed"
 		PSQL=("$PG_BIN/psql" -h 127.0.0.1 -p "$PG_PORT" -U postgres -d postgres -qAtX -v ON_ERROR_STOP=1)
 		dsn() { echo "host=127.0.0.1 port=$PG_PORT user=postgres dbname=$1 sslmode=disable"; }
 	fi
