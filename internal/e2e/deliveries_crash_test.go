@@ -273,26 +273,6 @@ func waitDrained(t *testing.T, d *testDaemon) {
 	}
 }
 
-// waitServing waits until d answers on its control socket (or exits).
-func waitServing(t *testing.T, d *testDaemon) {
-	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		if _, err := d.status(); err == nil {
-			return
-		}
-		select {
-		case <-d.done:
-			t.Fatalf("schedd exited with %d before serving:\n%s", d.code, d.out.String())
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("schedd did not serve in time:\n%s", d.out.String())
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
-
 // killGateways kills the gateways a killed schedd left behind (they run in their own
 // process groups, and would end on their own once they see schedd gone) and empties the
 // pid file.

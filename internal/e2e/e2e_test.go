@@ -93,6 +93,17 @@ func startDaemon(t *testing.T, o daemonOpts) *testDaemon {
 		t.Skip("end-to-end test")
 	}
 	d := newDaemon(t, o)
+	startCmd(t, d)
+	return d
+}
+
+// startCmd starts a daemon made with newDaemon and waits until it serves its socket; the
+// test's end kills it if it still runs.
+func startCmd(t *testing.T, d *testDaemon) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("end-to-end test")
+	}
 	if err := d.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -112,10 +123,16 @@ func startDaemon(t *testing.T, o daemonOpts) *testDaemon {
 			t.Logf("schedd output:\n%s", d.out.String())
 		}
 	})
+	waitServing(t, d)
+}
+
+// waitServing waits until d answers on its control socket (or exits).
+func waitServing(t *testing.T, d *testDaemon) {
+	t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
 	for {
 		if _, err := d.status(); err == nil {
-			return d
+			return
 		}
 		select {
 		case <-d.done:
@@ -123,9 +140,9 @@ func startDaemon(t *testing.T, o daemonOpts) *testDaemon {
 		default:
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("schedd did not serve its socket in time:\n%s", d.out.String())
+			t.Fatalf("schedd did not serve in time:\n%s", d.out.String())
 		}
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(2 * time.Millisecond)
 	}
 }
 

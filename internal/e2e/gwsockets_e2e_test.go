@@ -183,30 +183,6 @@ func TestE2ESocketsListenPID_RSOCK01(t *testing.T) {
 	}
 }
 
-// startCmd starts a daemon made with newDaemon and waits until it serves its socket.
-func startCmd(t *testing.T, d *testDaemon) {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("end-to-end test")
-	}
-	if err := d.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		err := d.cmd.Wait()
-		d.code = exitCode(err)
-		close(d.done)
-	}()
-	t.Cleanup(func() {
-		d.cmd.Process.Signal(syscall.SIGKILL)
-		<-d.done
-		if t.Failed() {
-			t.Logf("schedd output:\n%s", d.out.String())
-		}
-	})
-	waitServing(t, d)
-}
-
 // TestE2ESocketsBindFails_RSOCK02: a gateway socket that cannot be bound is a config
 // error: schedd exits 78 naming the file, line, column and the socket's key.
 func TestE2ESocketsBindFails_RSOCK02(t *testing.T) {
