@@ -55,8 +55,12 @@ var (
 	// claimManySQL claims the entries that are claimable ($5: this host).
 	claimManySQL = claimSQL(strings.NewReplacer("@now", "$1", "@epoch", "$2", "@host", "$5").Replace(claimable))
 	// claimDueManySQL claims the entries that are pending, due, not expired and under a
-	// number of failures ($5).
-	claimDueManySQL = claimSQL(`d.state = 'pending' AND d.next_attempt_at <= $1
+	// number of failures ($5). It finds them by id: the due time is compared as an
+	// expression (next_attempt_at + 0) that no index serves. Compared as the column, it
+	// let the planner search the due index instead, when the statistics of a backlog due
+	// later said nothing was due now; the entries enqueued since are, and each claim read
+	// every one of them.
+	claimDueManySQL = claimSQL(`d.state = 'pending' AND d.next_attempt_at + 0 <= $1
 		AND (d.expires_at IS NULL OR d.expires_at > $1) AND d.failures < $5`)
 )
 

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/schedd/schedd/internal/store/postgres/pgtest"
 	"github.com/schedd/schedd/internal/store/storetest"
 )
@@ -34,21 +36,9 @@ func TestNearUsesIndexes(t *testing.T) {
 	if _, err := s.pool.Exec(ctx, "VACUUM ANALYZE schedd_deliveries"); err != nil {
 		t.Fatal(err)
 	}
-	rows, err := s.pool.Query(ctx, "EXPLAIN "+countsSQL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var plan []string
-	for rows.Next() {
-		var line string
-		if err := rows.Scan(&line); err != nil {
-			t.Fatal(err)
-		}
-		plan = append(plan, line)
-	}
-	if p := strings.Join(plan, "\n"); rows.Err() != nil || strings.Contains(p, "Seq Scan on schedd_deliveries") ||
+	if p := explain(t, s.pool, countsSQL); strings.Contains(p, "Seq Scan on schedd_deliveries") ||
 		!strings.Contains(p, "schedd_delivery_counts") {
-		t.Errorf("plan of the counts:\n%s\nwant the kept counts and no scan of the deliveries (%v)", p, rows.Err())
+		t.Errorf("plan of the counts:\n%s\nwant the kept counts and no scan of the deliveries", p)
 	}
 	for _, q := range []struct {
 		sql, index string
@@ -58,29 +48,30 @@ func TestNearUsesIndexes(t *testing.T) {
 		{nearSendingSQL, "schedd_deliveries_sending", []any{int64(0), 10000}},
 		{firstDueSQL, "schedd_deliveries_next", []any{int64(1000000 + 100*1728)}},
 	} {
-		rows, err := s.pool.Query(ctx, "EXPLAIN "+q.sql, q.args...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var plan []string
-		for rows.Next() {
-			var line string
-			if err := rows.Scan(&line); err != nil {
-				t.Fatal(err)
-			}
-			plan = append(plan, line)
-		}
-		if err := rows.Err(); err != nil {
-			t.Fatal(err)
-		}
-		p := strings.Join(plan, "\n")
+		p := explain(t, s.pool, q.sql, q.args...)
 		if !strings.Contains(p, q.index) || strings.Contains(p, "Seq Scan") || strings.Contains(p, "schedd_deliveries_live") {
 			t.Errorf("plan of\n%s\nis\n%s\nwant a scan of %s", q.sql, p, q.index)
 		}
 	}
 }
 
-// internalSettings gives o what the config file gives the store where o leaves it unset.
+// explain is the plan the server makes for sql with args, one line per node.
+func explain(t *testing.T, q interface {
+	Query(context.Context, string, ...any) (pgx.Rows, error)
+}, sql string, args ...any) string {
+	t.Helper()
+	rows, err := q.Query(context.Background(), "EXPLAIN "+sql, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Join(lines, "\n")
+}
+
+// WithTestSettings gives o what the config file gives the store where o leaves it unset.
 func WithTestSettings(o Options) Options {
 	if o.HostLease == 0 {
 		o.HostLease = 30 * time.Second
