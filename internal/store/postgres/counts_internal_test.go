@@ -127,7 +127,7 @@ func TestCountsFilledOnUpgrade(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := openCounted(t, dsn, "host-a")
-	if s.Info().Schema != 3 || SchemaVersion != 3 {
+	if s.Info().Schema != 4 || SchemaVersion != 4 {
 		t.Fatalf("schema %d, SchemaVersion %d", s.Info().Schema, SchemaVersion)
 	}
 	if err := keptCounts(ctx, pool); err != nil {
@@ -154,5 +154,74 @@ func TestCountsFilledOnUpgrade(t *testing.T) {
 	}
 	if c, err := s.Counts(ctx); err != nil || c != (store.Counts{}) {
 		t.Fatalf("counts after a truncate %+v, %v", c, err)
+	}
+}
+
+// A statement's counts go to a slot found through the slots' key: it reads a few pages of
+// the slots' table however many versions of the slot rows it holds. The table grows when a
+// long transaction keeps the versions of its busy rows from being pruned; a pick that read
+// every row read every one of those pages, in every statement that changed the deliveries.
+func TestCountsSlotPickedByKey(t *testing.T) {
+	ctx := context.Background()
+	s := openCounted(t, pgtest.DSN(t), "host-a")
+	old, err := s.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := old.Exec(ctx, "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := old.Exec(ctx, "SELECT count(*) FROM schedd_delivery_counts"); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3000 {
+		if _, err := s.pool.Exec(ctx, "UPDATE schedd_delivery_counts SET pending = pending WHERE slot = $1", i%16+1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := old.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c, err := s.pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Release()
+	var pages int64
+	if err := c.QueryRow(ctx, "SELECT pg_relation_size('schedd_delivery_counts') / current_setting('block_size')::int").Scan(&pages); err != nil || pages < 20 {
+		t.Fatalf("the slots' table has %d pages (%v); the test wants at least 20", pages, err)
+	}
+	blocks := func() int64 {
+		t.Helper()
+		var n int64
+		if _, err := c.Exec(ctx, "SELECT pg_stat_force_next_flush()"); err != nil {
+			t.Fatal(err)
+		}
+		err := c.QueryRow(ctx, `SELECT pg_stat_clear_snapshot()::text || '', COALESCE(heap_blks_hit, 0) + COALESCE(heap_blks_read, 0)
+			FROM pg_statio_user_tables WHERE relname = 'schedd_delivery_counts'`).Scan(new(string), &n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	// The first pick of each slot steps over the index entries of its dead versions and
+	// marks them so; the picks after that do not.
+	const n = 50
+	before := int64(0)
+	for i := range 2 * n {
+		if i == n {
+			before = blocks()
+		}
+		_, err := c.Exec(ctx, `INSERT INTO schedd_deliveries (sink, idem_key, payload, payload_size, payload_hash,
+			state, next_attempt_at, created_at, updated_at) VALUES ('hook', $1, '\x00', 1, '\x00', 'pending', 0, 0, 0)`, fmt.Sprint("pick-", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if per := float64(blocks()-before) / n; per > 8 {
+		t.Errorf("each insert read %.1f pages of the slots' table (%d pages); want a few", per, pages)
+	}
+	if err := keptCounts(ctx, s.pool); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -162,7 +162,7 @@ func (s *Store) Near(ctx context.Context, before time.Time, page int, f func([]s
 }
 
 // countsSQL sums the counts the store keeps in its slots as it writes (the table
-// schedd_delivery_counts and its triggers, schema step 3): a few rows whatever the size of
+// schedd_delivery_counts and its triggers, schema steps 3 and 4): a few rows whatever the size of
 // the queue. The oldest live entry is the first one enqueued that is still live, the first
 // entry of the live index.
 const countsSQL = `SELECT COALESCE(sum(pending), 0), COALESCE(sum(sending), 0), COALESCE(sum(delivered), 0),

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -70,7 +71,36 @@ var migrations = []string{
 		dead        BIGINT NOT NULL DEFAULT 0,
 		quarantined BIGINT NOT NULL DEFAULT 0
 	);
-	CREATE FUNCTION schedd_count_deliveries() RETURNS trigger LANGUAGE plpgsql AS $$
+` + countsFunction + `	CREATE TRIGGER schedd_deliveries_count_insert AFTER INSERT ON schedd_deliveries
+		REFERENCING NEW TABLE AS schedd_counted_new
+		FOR EACH STATEMENT EXECUTE FUNCTION schedd_count_deliveries();
+	CREATE TRIGGER schedd_deliveries_count_update AFTER UPDATE ON schedd_deliveries
+		REFERENCING OLD TABLE AS schedd_counted_old NEW TABLE AS schedd_counted_new
+		FOR EACH STATEMENT EXECUTE FUNCTION schedd_count_deliveries();
+	CREATE TRIGGER schedd_deliveries_count_delete AFTER DELETE ON schedd_deliveries
+		REFERENCING OLD TABLE AS schedd_counted_old
+		FOR EACH STATEMENT EXECUTE FUNCTION schedd_count_deliveries();
+	CREATE TRIGGER schedd_deliveries_count_truncate AFTER TRUNCATE ON schedd_deliveries
+		FOR EACH STATEMENT EXECUTE FUNCTION schedd_count_deliveries();
+	INSERT INTO schedd_delivery_counts (pending, sending, delivered, dead, quarantined)
+		SELECT count(*) FILTER (WHERE state = 'pending'), count(*) FILTER (WHERE state = 'sending'),
+			count(*) FILTER (WHERE state = 'delivered'), count(*) FILTER (WHERE state = 'dead'),
+			count(*) FILTER (WHERE state = 'dead' AND quarantined)
+		FROM schedd_deliveries;
+	INSERT INTO schedd_delivery_counts (pending) SELECT 0 FROM generate_series(2, 16);`,
+	// 4: a statement finds its slot through the slots' key: a random start among the first
+	// 16, the next one no other transaction holds, else the first from the start. Ordered
+	// by random(), the pick read every version of every slot row; their page is updated by
+	// every writer at once, too busy to be pruned as it goes, and grew to hundreds of pages
+	// while a million entries were written (each statement then read them all: the claims
+	// of a drain took twice as long).
+	countsFunctionByKey,
+}
+
+// countsFunction is the counts triggers' function of schema step 3, which adds what a
+// statement changed to a slot; countsFunctionByKey is the same with the slot picked by its
+// key (step 4).
+const countsFunction = `	CREATE FUNCTION schedd_count_deliveries() RETURNS trigger LANGUAGE plpgsql AS $$
 	DECLARE
 		p BIGINT := 0; s BIGINT := 0; dl BIGINT := 0; dd BIGINT := 0; q BIGINT := 0;
 	BEGIN
@@ -101,24 +131,22 @@ var migrations = []string{
 		END IF;
 		RETURN NULL;
 	END $$;
-	CREATE TRIGGER schedd_deliveries_count_insert AFTER INSERT ON schedd_deliveries
-		REFERENCING NEW TABLE AS schedd_counted_new
-		FOR EACH STATEMENT EXECUTE FUNCTION schedd_count_deliveries();
-	CREATE TRIGGER schedd_deliveries_count_update AFTER UPDATE ON schedd_deliveries
-		REFERENCING OLD TABLE AS schedd_counted_old NEW TABLE AS schedd_counted_new
-		FOR EACH STATEMENT EXECUTE FUNCTION schedd_count_deliveries();
-	CREATE TRIGGER schedd_deliveries_count_delete AFTER DELETE ON schedd_deliveries
-		REFERENCING OLD TABLE AS schedd_counted_old
-		FOR EACH STATEMENT EXECUTE FUNCTION schedd_count_deliveries();
-	CREATE TRIGGER schedd_deliveries_count_truncate AFTER TRUNCATE ON schedd_deliveries
-		FOR EACH STATEMENT EXECUTE FUNCTION schedd_count_deliveries();
-	INSERT INTO schedd_delivery_counts (pending, sending, delivered, dead, quarantined)
-		SELECT count(*) FILTER (WHERE state = 'pending'), count(*) FILTER (WHERE state = 'sending'),
-			count(*) FILTER (WHERE state = 'delivered'), count(*) FILTER (WHERE state = 'dead'),
-			count(*) FILTER (WHERE state = 'dead' AND quarantined)
-		FROM schedd_deliveries;
-	INSERT INTO schedd_delivery_counts (pending) SELECT 0 FROM generate_series(2, 16);`,
-}
+`
+
+var countsFunctionByKey = strings.NewReplacer(
+	"CREATE FUNCTION", "CREATE OR REPLACE FUNCTION",
+	"q BIGINT := 0;", "q BIGINT := 0; start BIGINT := 1 + floor(random() * 16)::bigint; n BIGINT;",
+	`		UPDATE schedd_delivery_counts SET pending = pending + p, sending = sending + s,
+			delivered = delivered + dl, dead = dead + dd, quarantined = quarantined + q
+		WHERE slot = (SELECT slot FROM schedd_delivery_counts ORDER BY random() LIMIT 1 FOR UPDATE SKIP LOCKED);`,
+	`		SELECT slot INTO n FROM schedd_delivery_counts WHERE slot >= start ORDER BY slot LIMIT 1 FOR UPDATE SKIP LOCKED;
+		IF NOT FOUND THEN
+			SELECT slot INTO n FROM schedd_delivery_counts ORDER BY slot LIMIT 1 FOR UPDATE SKIP LOCKED;
+		END IF;
+		UPDATE schedd_delivery_counts SET pending = pending + p, sending = sending + s,
+			delivered = delivered + dl, dead = dead + dd, quarantined = quarantined + q
+		WHERE slot = n;`,
+).Replace(countsFunction)
 
 // SchemaVersion is the schema this build writes.
 var SchemaVersion = len(migrations)
