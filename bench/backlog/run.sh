@@ -21,7 +21,9 @@
 #
 # Knobs: SIZES ("0 10000 100000"; 0 is the empty store the rates are compared with),
 # CRON_SIZES ("10000 100000"), STORES ("sqlite postgres"; postgres needs initdb, PG_BIN),
-# IDLE_SECS (30), N_WORK (20000), PG_ANALYZE (1: VACUUM ANALYZE a Postgres backlog after the prefill), BENCH_DIR (bench/backlog/.work), SCHEDD and DLBENCH (built
+# IDLE_SECS (30), N_WORK (20000), PG_ANALYZE (1: VACUUM ANALYZE and CHECKPOINT a Postgres backlog
+# after the prefill), PG_OPTS (more server settings, e.g. "-c shared_preload_libraries=pg_stat_statements,auto_explain
+# -c auto_explain.log_min_duration=5"; the server's log is kept as postgres.log), BENCH_DIR (bench/backlog/.work), SCHEDD and DLBENCH (built
 # binaries; default: both built here).
 # Raw figures (one JSON object per line) go to bench/backlog/results/<UTC time>/.
 set -euo pipefail
@@ -53,6 +55,7 @@ cleanup() {
 	for p in "${PIDS[@]+"${PIDS[@]}"}"; do kill -TERM "$p" 2>/dev/null || true; done
 	wait 2>/dev/null || true
 	[[ -f $PGDATA/postmaster.pid ]] && "${AS[@]+"${AS[@]}"}" "$PG_BIN/pg_ctl" -D "$PGDATA" -m fast -w stop >/dev/null 2>&1
+	[[ -f $WORK/pg/log ]] && cp "$WORK/pg/log" "$OUT/postgres.log"
 	rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -159,10 +162,14 @@ run_deliveries() { # STORE N
 	if ((n > 0)); then
 		log "$name: prefill $n entries due in 24 h"
 		"$DLBENCH" prefill "${fill[@]}" -n "$n" -sink later -due-at $(($(date +%s%3N) + 86400000)) >>"$RESULTS"
-		# A backlog that grew over a day has been vacuumed and analyzed by autovacuum; one
-		# loaded in a minute has not (PG_ANALYZE=0 measures it as loaded).
+		# A backlog that grew over a day has been vacuumed and analyzed by autovacuum, and
+		# written out by checkpoints; one loaded in a minute has not (PG_ANALYZE=0 measures it
+		# as loaded: the checkpoint the load started then runs through the measures).
 		if [[ $store == postgres && ${PG_ANALYZE:-1} == 1 ]]; then
 			"${PSQL[@]}" -d "db_$n" -c "VACUUM ANALYZE"
+			"${PSQL[@]}" -d "db_$n" -c "CHECKPOINT"
+			"${PSQL[@]}" -d "db_$n" -c "SELECT pg_size_pretty(pg_total_relation_size('schedd_deliveries'))" |
+				sed "s/^/$name: the deliveries table and its indexes: /" >&2
 		fi
 	fi
 	# Start 1: the gateway is ready at once; nothing is due.
@@ -241,7 +248,7 @@ for store in $STORES; do
 		[[ $EUID -eq 0 ]] && chown postgres: "$WORK/pg"
 		"${AS[@]+"${AS[@]}"}" "$PG_BIN/initdb" -D "$PGDATA" -A trust -U postgres -E UTF8 >"$OUT/initdb.log" 2>&1 || die "initdb failed"
 		"${AS[@]+"${AS[@]}"}" "$PG_BIN/pg_ctl" -D "$PGDATA" -l "$WORK/pg/log" -w -t 60 \
-			-o "-h 127.0.0.1 -p $PG_PORT -k $WORK/pg -c max_connections=100 -c shared_preload_libraries=pg_stat_statements" start >/dev/null || die "pg_ctl start failed"
+			-o "-h 127.0.0.1 -p $PG_PORT -k $WORK/pg -c max_connections=100 -c shared_preload_libraries=pg_stat_statements ${PG_OPTS:-}" start >/dev/null || die "pg_ctl start failed"
 		PSQL=("$PG_BIN/psql" -h 127.0.0.1 -p "$PG_PORT" -U postgres -d postgres -qAtX -v ON_ERROR_STOP=1)
 		dsn() { echo "host=127.0.0.1 port=$PG_PORT user=postgres dbname=$1 sslmode=disable"; }
 	fi
