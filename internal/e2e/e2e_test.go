@@ -450,7 +450,9 @@ func TestE2ENotifySocket(t *testing.T) {
 	})
 	st := d.waitFor("ready", func(g api.Gateway) bool { return g.State == api.GatewayReady })
 	deadline := time.Now().Add(10 * time.Second)
-	for !slices.Contains(got(), "WATCHDOG=1") && time.Now().Before(deadline) {
+	// The status says ready as the gateway is; READY=1 and the first WATCHDOG=1 reach the
+	// service manager's socket on their own time.
+	for m := got(); !(slices.Contains(m, "WATCHDOG=1") && slices.Contains(m, "READY=1")) && time.Now().Before(deadline); m = got() {
 		time.Sleep(10 * time.Millisecond)
 	}
 	m := got()
