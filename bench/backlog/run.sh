@@ -11,7 +11,7 @@
 #     through the control API, 16 clients; then the gateway gets ready and they drain to a
 #     no-op local sink (dlbench sink), 16 workers;
 #
-# and the same with N cron jobs (`every: 24h`, nothing due) on the SQLite store: start-up,
+# and the same with N cron jobs (`every: 24h`, nothing due) on each store: start-up,
 # RSS, idle CPU, status latency.
 #
 #   bash bench/backlog/run.sh                                # 0, 10k, 100k; cron 10k, 100k
@@ -225,19 +225,24 @@ EOF
 	true
 }
 
-run_cron() { # N
-	local n=$1 name=cron-$1
+run_cron() { # STORE N (postgres: cron's tables in the database db_cron_N)
+	local store=$1 n=$2 name=cron-$1-$2
 	log "$name: $n cron jobs, every 24h"
+	[[ $store == postgres ]] && "${PSQL[@]}" -c "CREATE DATABASE db_cron_$n"
 	{
-		printf 'gateway:\n  command: [sleep, "3600"]\ncron:\n  jobs:\n'
+		printf 'gateway:\n  command: [sleep, "3600"]\n'
+		[[ $store == postgres ]] && printf 'deliveries:\n%s\n' "$(store_yaml postgres "cron_$n")"
+		printf 'cron:\n  jobs:\n'
 		for ((i = 0; i < n; i++)); do
 			printf '    - {name: j%07d, every: 24h, action: {http: {url: "http://127.0.0.1:9/"}}}\n' "$i"
 		done
 	} >"$WORK/$name.yaml"
 	start "$name" "$WORK/$name.yaml"
-	measure_idle "$name" sqlite "$n" cron "$SOCK_MS"
+	measure_idle "$name" "$store" "$n" cron "$SOCK_MS"
 	stop_schedd
 	rm -rf "$WORK/$name"
+	[[ $store == postgres ]] && "${PSQL[@]}" -c "DROP DATABASE db_cron_$n"
+	true
 }
 
 for store in $STORES; do
@@ -253,8 +258,8 @@ for store in $STORES; do
 		dsn() { echo "host=127.0.0.1 port=$PG_PORT user=postgres dbname=$1 sslmode=disable"; }
 	fi
 	for n in $SIZES; do run_deliveries "$store" "$n"; done
+	for n in $CRON_SIZES; do run_cron "$store" "$n"; done
 done
-for n in $CRON_SIZES; do run_cron "$n"; done
 
 loadavg end
 log "done: $OUT"
