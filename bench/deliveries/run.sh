@@ -182,9 +182,10 @@ stop_schedd
 
 # ---------------------------------------------------------------------------------------
 log "4/4 startup with $N_PENDING pending entries"
-# The entries are due in an hour: the recovery pass defers them all, and the runtime arms
-# every one of them in its timer heap.
-"$DLBENCH" prefill -db "$WORK/pending/schedd.db" -n "$N_PENDING" -due-at $(($(date +%s%3N) + 3600000)) >>"$RESULTS"
+# The entries are due in five minutes, within the runtime's ten-minute horizon: the recovery
+# pass defers them all, and the runtime arms every one of them in its timer heap. (Entries
+# due later stay in the store until the horizon reaches them; bench/backlog measures that.)
+"$DLBENCH" prefill -db "$WORK/pending/schedd.db" -n "$N_PENDING" -due-at $(($(date +%s%3N) + 300000)) >>"$RESULTS"
 cat >"$WORK/pending.yaml" <<EOF
 gateway:
   command: [sleep, "3600"]
