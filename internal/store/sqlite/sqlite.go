@@ -261,6 +261,14 @@ func (s *SQLite) open(ctx context.Context, rec storeid.Record) error {
 	if _, err := deliveriesSchema.open(ctx, s.wconn, rec, s.path, s.log); err != nil {
 		return s.openError(err)
 	}
+	// A statement that fires the counts' triggers, and every statement in a savepoint,
+	// copies each page it first changes to a statement journal, so that it can be undone
+	// alone. By default that journal is a temporary file, a write(2) per page. The writer
+	// keeps it in memory: a few pages per statement. (Set after the migrations, whose index
+	// builds sort in temporary storage too, and should spill to disk.)
+	if _, err := s.wconn.ExecContext(ctx, "PRAGMA temp_store = MEMORY"); err != nil {
+		return s.openError(err)
+	}
 	var sync int
 	if err := s.wconn.QueryRowContext(ctx, "PRAGMA synchronous").Scan(&sync); err != nil {
 		return s.openError(err)
