@@ -105,15 +105,7 @@ func TestOpsGroupOneBatch(t *testing.T) {
 // the empty store's rate); each statement's plan looks its ids up.
 func TestClaimsFindTheirRowsByID(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(ctx, pgtest.DSN(t), WithTestSettings(Options{HostID: "claims"}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	<-s.Opened()
-	if err := s.ready(); err != nil {
-		t.Fatal(err)
-	}
+	s := openReady(t, pgtest.DSN(t), "claims")
 	now := time.Now().UnixMilli()
 	fill := func(from, to int, next int64) {
 		t.Helper()

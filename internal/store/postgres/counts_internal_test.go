@@ -33,7 +33,8 @@ func keptCounts(ctx context.Context, pool *pgxpool.Pool) error {
 	return nil
 }
 
-func openCounted(t *testing.T, dsn, host string) *Store {
+// openReady opens a store as host and waits until its schema is in place.
+func openReady(t *testing.T, dsn, host string) *Store {
 	t.Helper()
 	s, err := Open(context.Background(), dsn, WithTestSettings(Options{HostID: host}))
 	if err != nil {
@@ -53,7 +54,7 @@ func openCounted(t *testing.T, dsn, host string) *Store {
 func TestCountsKeptBySlots(t *testing.T) {
 	ctx := context.Background()
 	dsn := pgtest.DSN(t)
-	a := openCounted(t, dsn, "host-a")
+	a := openReady(t, dsn, "host-a")
 	storetest.Churn(t, a, 3, 300, func(op string) {
 		if err := keptCounts(ctx, a.pool); err != nil {
 			t.Fatalf("after %s: %v", op, err)
@@ -62,7 +63,7 @@ func TestCountsKeptBySlots(t *testing.T) {
 	})
 	t.Run("hosts", func(t *testing.T) {
 		for i := range 4 {
-			s := openCounted(t, dsn, fmt.Sprint("host-", i))
+			s := openReady(t, dsn, fmt.Sprint("host-", i))
 			t.Run(fmt.Sprint(i), func(t *testing.T) {
 				t.Parallel()
 				storetest.Churn(t, s, uint64(10+i), 400, func(string) {})
@@ -126,7 +127,7 @@ func TestCountsFilledOnUpgrade(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := openCounted(t, dsn, "host-a")
+	s := openReady(t, dsn, "host-a")
 	if s.Info().Schema != 4 || SchemaVersion != 4 {
 		t.Fatalf("schema %d, SchemaVersion %d", s.Info().Schema, SchemaVersion)
 	}
@@ -163,7 +164,7 @@ func TestCountsFilledOnUpgrade(t *testing.T) {
 // every row read every one of those pages, in every statement that changed the deliveries.
 func TestCountsSlotPickedByKey(t *testing.T) {
 	ctx := context.Background()
-	s := openCounted(t, pgtest.DSN(t), "host-a")
+	s := openReady(t, pgtest.DSN(t), "host-a")
 	old, err := s.pool.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)

@@ -17,16 +17,8 @@ import (
 // scans the table, and Near's do not scan the index of every live entry.
 func TestNearUsesIndexes(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(ctx, pgtest.DSN(t), WithTestSettings(Options{HostID: "near"}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	<-s.Opened()
-	if err := s.ready(); err != nil {
-		t.Fatal(err)
-	}
-	_, err = s.pool.Exec(ctx, `INSERT INTO schedd_deliveries
+	s := openReady(t, pgtest.DSN(t), "near")
+	_, err := s.pool.Exec(ctx, `INSERT INTO schedd_deliveries
 		(sink, idem_key, payload, payload_size, payload_hash, state, next_attempt_at, created_at, updated_at, owner_epoch, lease_until)
 		SELECT 'hook', 'near-' || g, '\x00', 1, '\x00', CASE WHEN g % 10000 = 0 THEN 'sending' ELSE 'pending' END,
 			1000000 + g * 1728, 0, 0, 1, 0 FROM generate_series(1, 50000) g`)
