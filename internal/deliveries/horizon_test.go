@@ -70,9 +70,7 @@ func TestHorizonBacklogDueInADay(t *testing.T) {
 		}
 		ds := &nearCounter{Store: mem}
 		sink := &fakeSink{}
-		s := newService(t, parityConfig(), ds, map[string]Sink{"hook": sink})
-		stop := start(t, s)
-		defer stop()
+		s := runHook(t, ds, sink)
 		synctest.Wait()
 		moves := due.Add(-Horizon / 2)
 		wantIdle(t, s, moves)
@@ -254,7 +252,7 @@ func TestHorizonSQLite(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer st.Close()
+		t.Cleanup(func() { st.Close() }) // after the service stops (cleanups run last first)
 		t0 := time.Now()
 		due := t0.Add(24 * time.Hour)
 		ns := make([]store.NewEntry, n)
@@ -266,9 +264,7 @@ func TestHorizonSQLite(t *testing.T) {
 		}
 		ds := &nearCounter{Store: st}
 		sink := &fakeSink{}
-		s := newService(t, parityConfig(), ds, map[string]Sink{"hook": sink})
-		stop := start(t, s)
-		defer stop()
+		s := runHook(t, ds, sink)
 		synctest.Wait()
 		moves := due.Add(-Horizon / 2)
 		wantIdle(t, s, moves)
