@@ -7,6 +7,7 @@ import (
 	"maps"
 	"math/rand/v2"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	"github.com/schedd/schedd/internal/store"
@@ -65,9 +66,31 @@ func keptCounts(db *sql.DB) error {
 	return nil
 }
 
-// The counts the triggers keep equal a GROUP BY over the rows after every step of random
-// operations, quarantines of damaged rows among them, and Counts equals what List reads.
-func TestCountsKeptByTriggers(t *testing.T) {
+// damage damages a random unmarked row of state by hand, through db: its headers, or its
+// state (then the writer counts it again when it quarantines it). It returns the row's
+// id, or 0 when there is none.
+func damage(t *testing.T, db *sql.DB, rng *rand.Rand) int64 {
+	var id int64
+	state := []string{"pending", "sending", "dead"}[rng.IntN(3)]
+	if err := db.QueryRow("SELECT id FROM deliveries WHERE state = ? AND quarantined = 0 ORDER BY random() LIMIT 1",
+		state).Scan(&id); err != nil {
+		return 0
+	}
+	change := "headers = '{not json'"
+	if rng.IntN(2) == 0 {
+		change = "state = 'sideways'"
+	}
+	if _, err := db.Exec("UPDATE deliveries SET "+change+" WHERE id = ?", id); err != nil {
+		t.Error(err)
+		return 0
+	}
+	return id
+}
+
+// The counts the writer keeps equal a GROUP BY over the rows after every step of random
+// operations, quarantines of rows damaged by hand among them (a dead letter among them:
+// its quarantine changes the mark alone), and Counts equals what List reads.
+func TestCountsKeptByTheWriter(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "q.db")
 	s := openTest(t, path, Options{MaxEntries: 40})
@@ -76,23 +99,7 @@ func TestCountsKeptByTriggers(t *testing.T) {
 	var quarantined int
 	storetest.Churn(t, s, 7, 600, func(op string) {
 		if rng.IntN(8) == 0 {
-			// A row damaged by hand, which the next read quarantines: its headers, or its
-			// state (then counted under the damaged state until then).
-			// A dead letter among them: its quarantine changes the mark alone.
-			var id int64
-			state := []string{"pending", "sending", "dead"}[rng.IntN(3)]
-			if err := db.QueryRow("SELECT id FROM deliveries WHERE state = ? AND quarantined = 0 ORDER BY random() LIMIT 1",
-				state).Scan(&id); err == nil {
-				damage := "headers = '{not json'"
-				if rng.IntN(2) == 0 {
-					damage = "state = 'sideways'"
-				}
-				if _, err := db.Exec("UPDATE deliveries SET "+damage+" WHERE id = ?", id); err != nil {
-					t.Fatal(err)
-				}
-				if err := keptCounts(db); err != nil {
-					t.Fatalf("after damaging %d: %v", id, err)
-				}
+			if id := damage(t, db, rng); id != 0 {
 				if g, err := s.Get(ctx, id); err != nil || !g.Quarantined {
 					t.Fatalf("get of damaged %d: %+v, %v", id, g, err)
 				}
@@ -107,6 +114,50 @@ func TestCountsKeptByTriggers(t *testing.T) {
 	})
 	if quarantined == 0 {
 		t.Fatal("no quarantine in the sequence")
+	}
+}
+
+// Operations that share group commits keep the counts too: those that stood count, those
+// refused or rolled back to their savepoint do not. Four sequences of random operations
+// run at once on one store (and rows are damaged by hand as they run); then the counts
+// equal the rows.
+func TestCountsKeptAcrossSharedCommits(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "q.db")
+	s := openTest(t, path, Options{MaxEntries: 60})
+	db := side(t, path)
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			rng := rand.New(rand.NewPCG(uint64(g), 9))
+			storetest.Churn(t, s, uint64(100+g), 300, func(string) {
+				if rng.IntN(30) == 0 {
+					damage(t, db, rng)
+				}
+			})
+		})
+	}
+	wg.Wait()
+	if st := s.Stats(); st.Ops <= st.Commits {
+		t.Fatalf("stats %+v: no commit carried two operations", st)
+	}
+	// Reading every row quarantines what is still damaged.
+	for after := int64(0); ; {
+		page, err := s.List(context.Background(), store.Filter{AfterID: after, Limit: 1000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page) == 0 {
+			break
+		}
+		after = page[len(page)-1].ID
+	}
+	storetest.CheckCounts(t, s)
+	if err := keptCounts(db); err != nil {
+		t.Fatal(err)
+	}
+	var live int
+	if err := db.QueryRow("SELECT count(*) FROM deliveries WHERE state IN ('pending', 'sending')").Scan(&live); err != nil || s.live != live {
+		t.Fatalf("the writer's live count %d, the rows %d (%v)", s.live, live, err)
 	}
 }
 
@@ -157,7 +208,7 @@ func TestCountsFilledOnUpgrade(t *testing.T) {
 		c.Sending != want.Sending || c.Delivered != want.Delivered || c.Dead != want.Dead || c.Quarantined != want.Quarantined {
 		t.Fatalf("counts after the upgrade %+v, want %+v", c, want)
 	}
-	// From then on the triggers keep them.
+	// From then on the writer keeps them.
 	mustEnqueue(t, s, "new")
 	if _, err := s.Purge(ctx, store.PurgeFilter{State: store.StateDelivered, OlderThan: fromMs(sql.NullInt64{Int64: 1 << 50, Valid: true})}); err != nil {
 		t.Fatal(err)

@@ -13,7 +13,7 @@ import (
 )
 
 // A store written by the first schema opens under the current one: every step runs once,
-// the entries stay, and the indexes are those of the last step.
+// the entries stay, and the indexes (and no trigger) are those of the last step.
 func TestMigrateFromFirstSchema(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "v1.db")
 	db, err := sql.Open("sqlite", path)
@@ -29,7 +29,7 @@ func TestMigrateFromFirstSchema(t *testing.T) {
 	}
 	db.Close()
 	s := openTest(t, path, Options{})
-	if s.Info().Schema != SchemaVersion || SchemaVersion != 5 {
+	if s.Info().Schema != SchemaVersion || SchemaVersion != 6 {
 		t.Fatalf("schema %d, SchemaVersion %d", s.Info().Schema, SchemaVersion)
 	}
 	var v int
@@ -49,6 +49,11 @@ func TestMigrateFromFirstSchema(t *testing.T) {
 	rows.Close()
 	if want := []string{"deliveries_dead", "deliveries_finished", "deliveries_live", "deliveries_next", "deliveries_sending"}; !slices.Equal(idx, want) {
 		t.Fatalf("indexes %v, want %v", idx, want)
+	}
+	// The writer keeps the counts: no trigger is left on the table.
+	var triggers int
+	if err := s.rdb.QueryRow("SELECT count(*) FROM sqlite_master WHERE type = 'trigger'").Scan(&triggers); err != nil || triggers != 0 {
+		t.Fatalf("%d triggers after the migration (%v)", triggers, err)
 	}
 	l, err := s.List(context.Background(), store.Filter{})
 	if err != nil || len(l) != 1 || l[0].Key != "old" {

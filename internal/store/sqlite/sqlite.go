@@ -261,10 +261,10 @@ func (s *SQLite) open(ctx context.Context, rec storeid.Record) error {
 	if _, err := deliveriesSchema.open(ctx, s.wconn, rec, s.path, s.log); err != nil {
 		return s.openError(err)
 	}
-	// A statement that fires the counts' triggers, and every statement in a savepoint,
-	// copies each page it first changes to a statement journal, so that it can be undone
-	// alone. By default that journal is a temporary file, a write(2) per page. The writer
-	// keeps it in memory: a few pages per statement. (Set after the migrations, whose index
+	// Every statement in a savepoint (an operation of a group commit, counts.go) copies
+	// each page it first changes to a statement journal, so that it can be undone alone.
+	// By default that journal is a temporary file, a write(2) per page. The writer keeps
+	// it in memory: a few pages per statement. (Set after the migrations, whose index
 	// builds sort in temporary storage too, and should spill to disk.)
 	if _, err := s.wconn.ExecContext(ctx, "PRAGMA temp_store = MEMORY"); err != nil {
 		return s.openError(err)
@@ -274,10 +274,9 @@ func (s *SQLite) open(ctx context.Context, rec storeid.Record) error {
 		return s.openError(err)
 	}
 	s.info = store.Info{Driver: "sqlite", Path: s.path, Synchronous: syncName(sync), Schema: SchemaVersion}
-	// The live count the bound is checked against, from the counts the triggers keep (a
+	// The live count the bound is checked against, from the counts the writer keeps (a
 	// few rows), not a count of the live entries' index.
-	if err := s.wconn.QueryRowContext(ctx,
-		"SELECT coalesce(sum(n), 0) FROM delivery_counts WHERE state IN ('pending', 'sending')").Scan(&s.live); err != nil {
+	if err := s.wconn.QueryRowContext(ctx, liveCountSQL).Scan(&s.live); err != nil {
 		return s.openError(err)
 	}
 	// The writer keeps wconn for its own (wtx).

@@ -61,7 +61,7 @@ func (s *SQLite) EnqueueBatch(ctx context.Context, ns []store.NewEntry) ([]store
 }
 
 // insertTx stores r in the writer's transaction, or returns the entry that holds its key
-// (P11). It counts a stored entry in b.delta.
+// (P11). It counts a stored entry in b.
 func (s *SQLite) insertTx(tx wtx, b *batch, r *store.Encoded) (store.Entry, bool, error) {
 	n := &r.New
 	// The existing entry holding the key, if any.
@@ -113,6 +113,6 @@ func (s *SQLite) insertTx(tx wtx, b *batch, r *store.Encoded) (store.Entry, bool
 	if err != nil {
 		return store.Entry{}, false, err
 	}
-	b.delta++
+	b.add(keyPending, 1)
 	return r.Stored(id, next, now), true, nil
 }

@@ -293,8 +293,8 @@ func (s *SQLite) Live(ctx context.Context, afterID int64, limit int) ([]store.Re
 }
 
 // countsSQL reads the counts the store keeps per (state, quarantined) as it writes (the
-// table delivery_counts and its triggers, schema step 4): a few rows whatever the size of
-// the queue. A quarantined row is dead (a retry clears the mark), so it is counted among
+// table delivery_counts, which the writer keeps: counts.go): a few rows whatever the size
+// of the queue. A quarantined row is dead (a retry clears the mark), so it is counted among
 // the dead letters and, apart, among the quarantined.
 const countsSQL = `SELECT state, quarantined, n FROM delivery_counts`
 
@@ -355,19 +355,19 @@ func (s *SQLite) quarantine(ctx context.Context, d *damagedError) error {
 }
 
 func quarantineTx(ctx context.Context, tx wtx, w *batch, id int64, reason string, now time.Time) error {
-	var st any
-	err := tx.QueryRowContext(ctx, "SELECT state FROM deliveries WHERE id = ?", id).Scan(&st)
+	var st, marked any
+	err := tx.QueryRowContext(ctx, "SELECT state, quarantined FROM deliveries WHERE id = ?", id).Scan(&st, &marked)
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.ErrNotFound
 	}
 	if err != nil {
 		return err
 	}
-	if s, _ := asString(st); s == string(store.StatePending) || s == string(store.StateSending) {
-		w.delta--
-	}
-	_, err = tx.ExecContext(ctx, `UPDATE deliveries SET state = 'dead', quarantined = 1, dead_reason = ?,
+	if _, err = tx.ExecContext(ctx, `UPDATE deliveries SET state = 'dead', quarantined = 1, dead_reason = ?,
 		finished_at = ?, updated_at = ?, owner_epoch = NULL, lease_until = NULL WHERE id = ?`,
-		reason, now.UnixMilli(), now.UnixMilli(), id)
-	return err
+		reason, now.UnixMilli(), now.UnixMilli(), id); err != nil {
+		return err
+	}
+	w.moveRow(st, marked, keyMarked)
+	return nil
 }

@@ -13,8 +13,8 @@ import (
 )
 
 // writeOp is one operation for the writer. run executes inside the batch's transaction
-// (within its own savepoint, unless it is alone or atomic) and records the change of the
-// live count in b.
+// (within its own savepoint, unless it is alone or atomic) and notes in b the rows it
+// moves between the places delivery_counts counts (counts.go).
 type writeOp struct {
 	name string
 	run  func(tx wtx, b *batch) error
@@ -37,8 +37,11 @@ func (op *writeOp) atomic() bool { return op.enqueues() }
 
 // batch is the state of one group-commit transaction.
 type batch struct {
-	live  int // committed live count plus the deltas of the operations so far
-	delta int // delta of the operation being run
+	live    int              // committed live count plus the changes of the operations so far
+	delta   int              // change of the live count by the operation being run
+	op      []countMove      // the moves of the operation being run
+	counts  map[countKey]int // the moves of the operations that stood, summed
+	recount bool             // a row of a place the writer does not write was moved
 }
 
 // submit runs an operation in the next group commit and returns its own result, which
@@ -173,6 +176,14 @@ func (w wtx) QueryRowContext(ctx context.Context, q string, args ...any) row {
 	return st.QueryRowContext(ctx, args...)
 }
 
+func (w wtx) Query(q string, args ...any) (*sql.Rows, error) {
+	st, err := w.stmt(context.Background(), q)
+	if err != nil {
+		return nil, err
+	}
+	return st.QueryContext(context.Background(), args...)
+}
+
 func (w wtx) Exec(q string, args ...any) (sql.Result, error) {
 	return w.ExecContext(context.Background(), q, args...)
 }
@@ -192,7 +203,7 @@ func (s *SQLite) tryBatch(ops []*writeOp, refuseEnqueues bool) ([]error, error) 
 	// Operations already accepted run to completion: their callers wait for the answer.
 	ctx := context.Background()
 	results := make([]error, len(ops))
-	b := &batch{live: s.live}
+	b := &batch{live: s.live, counts: map[countKey]int{}}
 	tx := wtx{s}
 	if _, err := tx.Exec("BEGIN IMMEDIATE"); err != nil {
 		return results, storageError(err)
@@ -214,14 +225,14 @@ func (s *SQLite) tryBatch(ops []*writeOp, refuseEnqueues bool) ([]error, error) 
 				return rollback(err)
 			}
 		}
-		b.delta = 0
+		b.drop()
 		err := s.hook(op.name)
 		if err == nil {
 			err = runOp(op, tx, b)
 		}
 		switch {
 		case err == nil:
-			b.live += b.delta
+			b.stand()
 		case logical(err) && single:
 			results[i] = err
 			if _, err := tx.Exec("ROLLBACK"); err != nil {
@@ -231,9 +242,11 @@ func (s *SQLite) tryBatch(ops []*writeOp, refuseEnqueues bool) ([]error, error) 
 		case logical(err):
 			results[i] = err
 			if !savepoint {
-				b.live += b.delta // what it wrote stays
+				b.stand() // what it wrote stays
 			} else if _, err := tx.ExecContext(ctx, "ROLLBACK TO op"); err != nil {
 				return rollback(err)
+			} else {
+				b.drop()
 			}
 		default:
 			return rollback(err)
@@ -243,6 +256,10 @@ func (s *SQLite) tryBatch(ops []*writeOp, refuseEnqueues bool) ([]error, error) 
 				return rollback(err)
 			}
 		}
+	}
+	live, err := b.writeCounts(tx)
+	if err != nil {
+		return rollback(err)
 	}
 	if s.opts.beforeCommit != nil {
 		s.opts.beforeCommit(len(ops))
@@ -255,7 +272,7 @@ func (s *SQLite) tryBatch(ops []*writeOp, refuseEnqueues bool) ([]error, error) 
 		_, _ = tx.Exec("ROLLBACK")
 		return results, storageError(err)
 	}
-	s.live = b.live
+	s.live = live
 	return results, nil
 }
 
@@ -311,7 +328,7 @@ func (s *SQLite) NewEpoch(ctx context.Context) (int64, error) {
 
 // MarkSending claims one entry for epoch.
 func (s *SQLite) MarkSending(ctx context.Context, id, epoch int64, lease time.Duration) (store.Entry, error) {
-	e, err := s.claimOne(ctx, id, epoch, lease, func(ms int64) (string, []any) {
+	e, err := s.claimOne(ctx, id, epoch, lease, true, func(ms int64) (string, []any) {
 		return "(state = 'pending' OR (state = 'sending' AND (owner_epoch IS NOT ? OR lease_until <= ?)))", []any{epoch, ms}
 	})
 	if err != nil {
@@ -322,7 +339,7 @@ func (s *SQLite) MarkSending(ctx context.Context, id, epoch int64, lease time.Du
 
 // ClaimIfDue claims one pending entry that is due, not expired and under maxFailures.
 func (s *SQLite) ClaimIfDue(ctx context.Context, id, epoch int64, lease time.Duration, maxFailures int) (store.Entry, error) {
-	e, err := s.claimOne(ctx, id, epoch, lease, func(ms int64) (string, []any) {
+	e, err := s.claimOne(ctx, id, epoch, lease, false, func(ms int64) (string, []any) {
 		return "state = 'pending' AND next_attempt_at <= ? AND (expires_at IS NULL OR expires_at > ?) AND failures < ?",
 			[]any{ms, ms, maxFailures}
 	})
@@ -335,12 +352,21 @@ func (s *SQLite) ClaimIfDue(ctx context.Context, id, epoch int64, lease time.Dur
 // claimOne claims entry id for epoch when the condition that cond makes (for the time in
 // unix ms) holds: state sending, attempts+1, the lease from now. ErrNotClaimable when it
 // does not hold (or the row is damaged: then it is quarantined), ErrNotFound without it.
-func (s *SQLite) claimOne(ctx context.Context, id, epoch int64, lease time.Duration, cond func(ms int64) (string, []any)) (store.Entry, error) {
+// The condition takes pending entries, and sending ones too when resending is set.
+func (s *SQLite) claimOne(ctx context.Context, id, epoch int64, lease time.Duration, resending bool, cond func(ms int64) (string, []any)) (store.Entry, error) {
 	var out store.Entry
 	err := s.submit(ctx, "mark_sending", func(tx wtx, b *batch) error {
 		now := s.now()
 		ms := now.UnixMilli()
 		where, args := cond(ms)
+		wasSending := false // the row claimed was sending already: it moves in no count
+		if resending {
+			var st any
+			if err := tx.QueryRow("SELECT state FROM deliveries WHERE id = ?", id).Scan(&st); err == nil {
+				str, _ := asString(st)
+				wasSending = str == string(store.StateSending)
+			}
+		}
 		var r rawRow
 		err := tx.QueryRow(`UPDATE deliveries SET state = 'sending', owner_epoch = ?, lease_until = ?,
 			attempts = attempts + 1, last_attempt_at = ?, updated_at = ?
@@ -355,6 +381,9 @@ func (s *SQLite) claimOne(ctx context.Context, id, epoch int64, lease time.Durat
 		}
 		if err != nil {
 			return err
+		}
+		if !wasSending {
+			b.move(keyPending, keySending, 1)
 		}
 		e, err := r.decode()
 		var d *damagedError
@@ -399,7 +428,7 @@ func (s *SQLite) Complete(ctx context.Context, id, epoch int64) error {
 			lease_until = NULL`, now, now); err != nil {
 			return err
 		}
-		b.delta = -1
+		b.move(keySending, keyDelivered, 1)
 		return nil
 	})
 	if err != nil {
@@ -418,12 +447,16 @@ func (s *SQLite) Fail(ctx context.Context, id, epoch int64, f store.Failure) err
 				f.Err, f.DeadReason, now, now); err != nil {
 				return err
 			}
-			b.delta = -1
+			b.move(keySending, keyDead, 1)
 			return nil
 		}
-		return ownedUpdate(tx, id, epoch, `state = 'pending', failures = failures + 1, last_error = ?,
+		if err := ownedUpdate(tx, id, epoch, `state = 'pending', failures = failures + 1, last_error = ?,
 			next_attempt_at = ?, updated_at = ?, owner_epoch = NULL, lease_until = NULL`,
-			f.Err, f.NextAt.UnixMilli(), now)
+			f.Err, f.NextAt.UnixMilli(), now); err != nil {
+			return err
+		}
+		b.move(keySending, keyPending, 1)
+		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("fail delivery %d: %w", id, err)
@@ -435,8 +468,12 @@ func (s *SQLite) Fail(ctx context.Context, id, epoch int64, f store.Failure) err
 func (s *SQLite) Release(ctx context.Context, id, epoch int64, nextAt time.Time) error {
 	err := s.submit(ctx, "release", func(tx wtx, b *batch) error {
 		now := s.now().UnixMilli()
-		return ownedUpdate(tx, id, epoch, `state = 'pending', next_attempt_at = ?, updated_at = ?,
-			owner_epoch = NULL, lease_until = NULL`, nextAt.UnixMilli(), now)
+		if err := ownedUpdate(tx, id, epoch, `state = 'pending', next_attempt_at = ?, updated_at = ?,
+			owner_epoch = NULL, lease_until = NULL`, nextAt.UnixMilli(), now); err != nil {
+			return err
+		}
+		b.move(keySending, keyPending, 1)
+		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("release delivery %d: %w", id, err)
@@ -449,6 +486,13 @@ func (s *SQLite) Release(ctx context.Context, id, epoch int64, nextAt time.Time)
 func (s *SQLite) Dead(ctx context.Context, id, epoch int64, reason, lastErr string) error {
 	err := s.submit(ctx, "dead", func(tx wtx, b *batch) error {
 		now := s.now().UnixMilli()
+		// The state it leaves (pending or sending), for the counts.
+		var was any
+		if err := tx.QueryRow("SELECT state FROM deliveries WHERE id = ?", id).Scan(&was); errors.Is(err, sql.ErrNoRows) {
+			return store.ErrNotFound
+		} else if err != nil {
+			return err
+		}
 		res, err := tx.Exec(`UPDATE deliveries SET state = 'dead', dead_reason = ?,
 			last_error = COALESCE(NULLIF(?, ''), last_error), finished_at = ?, updated_at = ?,
 			owner_epoch = NULL, lease_until = NULL
@@ -461,7 +505,7 @@ func (s *SQLite) Dead(ctx context.Context, id, epoch int64, reason, lastErr stri
 		if n, err := res.RowsAffected(); err != nil {
 			return err
 		} else if n == 1 {
-			b.delta = -1
+			b.moveRow(was, 0, keyDead)
 			return nil
 		}
 		e, err := s.getTxQuarantining(tx, b, id, false)
@@ -483,6 +527,12 @@ func (s *SQLite) Dead(ctx context.Context, id, epoch int64, reason, lastErr stri
 func (s *SQLite) Retry(ctx context.Context, id int64) (store.Entry, error) {
 	var out store.Entry
 	err := s.submit(ctx, "retry", func(tx wtx, b *batch) error {
+		var was, wasMarked any // its place in the counts, as stored
+		if err := tx.QueryRow("SELECT state, quarantined FROM deliveries WHERE id = ?", id).Scan(&was, &wasMarked); errors.Is(err, sql.ErrNoRows) {
+			return store.ErrNotFound
+		} else if err != nil {
+			return err
+		}
 		e, err := getTx(tx, "id = ?", id, false)
 		var d *damagedError
 		if err != nil && !errors.As(err, &d) {
@@ -500,7 +550,7 @@ func (s *SQLite) Retry(ctx context.Context, id int64) (store.Entry, error) {
 			now, now, id); err != nil {
 			return err
 		}
-		b.delta = 1
+		b.moveRow(was, wasMarked, keyPending)
 		out, err = s.getTxQuarantining(tx, b, id, false)
 		if err == nil && out.State != store.StatePending {
 			// Still damaged: it went straight back to quarantine.
@@ -517,8 +567,8 @@ func (s *SQLite) Retry(ctx context.Context, id int64) (store.Entry, error) {
 // Drop deletes a pending or dead entry.
 func (s *SQLite) Drop(ctx context.Context, id int64) error {
 	err := s.submit(ctx, "drop", func(tx wtx, b *batch) error {
-		var st any
-		err := tx.QueryRow("SELECT state FROM deliveries WHERE id = ?", id).Scan(&st)
+		var st, marked any
+		err := tx.QueryRow("SELECT state, quarantined FROM deliveries WHERE id = ?", id).Scan(&st, &marked)
 		if errors.Is(err, sql.ErrNoRows) {
 			return store.ErrNotFound
 		}
@@ -531,11 +581,12 @@ func (s *SQLite) Drop(ctx context.Context, id int64) error {
 			return store.ErrBusy
 		case store.StateDelivered:
 			return fmt.Errorf("%w: a delivered tombstone is kept until purged", store.ErrWrongState)
-		case store.StatePending:
-			b.delta = -1
 		}
-		_, err = tx.Exec("DELETE FROM deliveries WHERE id = ?", id)
-		return err
+		if _, err = tx.Exec("DELETE FROM deliveries WHERE id = ?", id); err != nil {
+			return err
+		}
+		b.dropRow(st, marked)
+		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("drop delivery %d: %w", id, err)
@@ -548,22 +599,32 @@ func (s *SQLite) Purge(ctx context.Context, f store.PurgeFilter) (int, error) {
 	if f.State != store.StateDead && f.State != store.StateDelivered {
 		return 0, fmt.Errorf("purge deliveries: %w: state %q is not dead or delivered", store.ErrInvalid, f.State)
 	}
-	var n int64
-	err := s.submit(ctx, "purge", func(tx wtx, _ *batch) error {
+	var n int
+	err := s.submit(ctx, "purge", func(tx wtx, b *batch) error {
+		n = 0
 		q, args := "DELETE FROM deliveries WHERE state = ? AND finished_at < ?", []any{string(f.State), f.OlderThan.UnixMilli()}
 		if f.Limit > 0 {
 			q = "DELETE FROM deliveries WHERE id IN (SELECT id FROM deliveries WHERE state = ? AND finished_at < ? ORDER BY finished_at, id LIMIT ?)"
 			args = append(args, f.Limit)
 		}
-		res, err := tx.Exec(q, args...)
+		// Each row's mark, for the counts (a dead letter's place depends on it).
+		rows, err := tx.Query(q+" RETURNING quarantined", args...)
 		if err != nil {
 			return err
 		}
-		n, err = res.RowsAffected()
-		return err
+		defer rows.Close()
+		for rows.Next() {
+			var marked any
+			if err := rows.Scan(&marked); err != nil {
+				return err
+			}
+			b.dropRow(string(f.State), marked)
+			n++
+		}
+		return rows.Err()
 	})
 	if err != nil {
 		return 0, fmt.Errorf("purge deliveries: %w", err)
 	}
-	return int(n), nil
+	return n, nil
 }
