@@ -331,13 +331,21 @@ func (r *scheduler) run(ctx context.Context, epoch int64) {
 	r.mu.Unlock()
 	armed := false // the first read of what is near is logged
 
-	// One goroutine per attempt: at most workers call a sink at a time (running), and once
-	// its sink returned a goroutine records the outcome while the next attempt starts, so
-	// at most 2*workers are alive: a worker does not wait for the store's commit of one
-	// delivery before it takes the next. An idle runtime is this one goroutine.
+	// At most workers attempts call a sink at a time (running), and once its sink returned
+	// an attempt records the outcome while the next one starts, so at most 2*workers are
+	// alive: a worker does not wait for the store's commit of one delivery before it takes
+	// the next. Attempts run on goroutines the loop keeps for its life, started one at a
+	// time when every one it has is busy (at most 2*workers, none while nothing was ever
+	// due): a goroutine per attempt would grow a fresh stack for each (an HTTP exchange is
+	// deep), a copy or two per delivery.
+	type job struct {
+		it   item
+		sink string
+	}
+	jobs := make(chan job, 2*workers)       // never full: no more jobs than goroutines
 	results := make(chan result, 2*workers) // room for every attempt's result at shutdown
 	freed := make(chan struct{}, workers)   // room for every running attempt's
-	running, alive := 0, 0
+	running, alive, started := 0, 0, 0
 	var wg sync.WaitGroup
 	timer := time.NewTimer(time.Hour)
 	// The retention purge is a one-shot timer, armed only while finished entries may be
@@ -368,6 +376,7 @@ func (r *scheduler) run(ctx context.Context, epoch int64) {
 		timer.Stop()
 		purge.Stop()
 		r.close()
+		close(jobs)
 		wg.Wait()
 	}()
 	for {
@@ -405,10 +414,17 @@ func (r *scheduler) run(ctx context.Context, epoch int64) {
 		}
 		for running < workers && alive < 2*workers && r.ready.Len() > 0 {
 			it := heap.Pop(&r.ready).(item)
-			sink := r.sinks[it.sink]
 			running++
 			alive++
-			wg.Go(func() { results <- r.work(ctx, epoch, it, sink, freed) })
+			if alive > started { // every goroutine holds an attempt whose result is not in
+				started++
+				wg.Go(func() {
+					for j := range jobs {
+						results <- r.work(ctx, epoch, j.it, j.sink, freed)
+					}
+				})
+			}
+			jobs <- job{it, r.sinks[it.sink]}
 		}
 		r.mu.Unlock()
 

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -327,6 +329,47 @@ func TestRuntimeBoundedConcurrency_P32(t *testing.T) {
 		}
 		if last := sends[9].at.Sub(t0); last != 3*time.Second {
 			t.Fatalf("last send at +%v, want +3s (four waves of three)", last)
+		}
+	})
+}
+
+// goroutineID is the calling goroutine's number, from its stack's first line.
+func goroutineID() string {
+	buf := make([]byte, 64)
+	buf = buf[:runtime.Stack(buf, false)]
+	id, _, _ := strings.Cut(strings.TrimPrefix(string(buf), "goroutine "), " ")
+	return id
+}
+
+// The runtime's attempts run on goroutines it keeps, at most 2 x Workers of them, not on
+// a new goroutine (with a new stack to grow) per attempt.
+func TestRuntimeAttemptsReuseGoroutines(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ds := storetest.NewMemory()
+		var mu sync.Mutex
+		seen := map[string]int{}
+		sink := &fakeSink{script: func(Delivery) error {
+			mu.Lock()
+			seen[goroutineID()]++
+			mu.Unlock()
+			time.Sleep(time.Second)
+			return nil
+		}}
+		cfg := parityConfig()
+		cfg.Workers = 3
+		s := newService(t, cfg, ds, map[string]Sink{"hook": sink})
+		stop := start(t, s)
+		defer stop()
+		synctest.Wait()
+		for i := range 30 {
+			enqueueReq(t, s, Request{Sink: "hook", Key: fmt.Sprint("k", i)})
+		}
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		if n := len(sink.Sends()); n != 30 || len(seen) > 2*cfg.Workers {
+			t.Fatalf("%d sends on %d goroutines (%v); want 30 on at most %d", n, len(seen), seen, 2*cfg.Workers)
 		}
 	})
 }
