@@ -175,8 +175,14 @@ deliveries:
 EOF
 start_schedd drain "$WORK/drain.yaml"
 wait_log drain "delivery runtime armed the pending entries"
+# PROFILE=1: the drain's first seconds are profiled (CPU) into OUT.
+if [[ -n $PROFILE ]]; then
+	curl -s -o "$OUT/drain.cpu.pprof" "http://$PPROF_ADDR/debug/pprof/profile?seconds=${PROFILE_SECONDS:-3}" &
+	PPID_DRAIN=$!
+fi
 touch "$WORK/ready"
 wait "$SINK_PID" || die "the sink failed"
+[[ -n $PROFILE ]] && wait "$PPID_DRAIN"
 cat "$WORK/sink.json" >>"$RESULTS"
 stop_schedd
 
