@@ -15,6 +15,7 @@
 #   bash bench/deliveries/run.sh --enqueue   # the limits and the enqueue figures only
 #   BATCH=100 bash bench/deliveries/run.sh   # entries per request of the batch run (100)
 #   PROFILE=1 bash bench/deliveries/run.sh --enqueue   # and CPU/alloc profiles of the daemon
+#   PROFILE=1 PROFILE_SECONDS=5 bash bench/deliveries/run.sh   # the drain's first 5 s profiled too
 #   BENCH_DIR=/mnt/other bash bench/deliveries/run.sh   # measure another disk
 #
 # Everything runs on BENCH_DIR (default bench/deliveries/.work, on the repository's disk).
