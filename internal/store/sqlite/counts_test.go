@@ -10,6 +10,9 @@ import (
 	"sync"
 	"testing"
 
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
+
 	"github.com/schedd/schedd/internal/store"
 	"github.com/schedd/schedd/internal/store/storetest"
 )
@@ -115,6 +118,33 @@ func TestCountsKeptByTheWriter(t *testing.T) {
 	if quarantined == 0 {
 		t.Fatal("no quarantine in the sequence")
 	}
+}
+
+// The writer counts the rows again only for a row in a state it never writes: random
+// operations on sound rows never make it, and the quarantine of a row whose state was
+// damaged by hand makes it once.
+func TestCountsRecountOnlyForDamage(t *testing.T) {
+	ctx := context.Background()
+	core, logs := observer.New(zap.WarnLevel)
+	path := filepath.Join(t.TempDir(), "q.db")
+	s := openTest(t, path, Options{Log: zap.New(core)})
+	recounts := func() int { return logs.FilterMessageSnippet("counted again").Len() }
+	storetest.Churn(t, s, 11, 400, func(op string) {
+		if n := recounts(); n != 0 {
+			t.Fatalf("after %s: %d recounts of sound rows", op, n)
+		}
+	})
+	e := mustEnqueue(t, s, "to-damage")
+	if _, err := side(t, path).Exec("UPDATE deliveries SET state = 'sideways' WHERE id = ?", e.ID); err != nil {
+		t.Fatal(err)
+	}
+	if g, err := s.Get(ctx, e.ID); err != nil || !g.Quarantined {
+		t.Fatalf("get of the damaged row: %+v, %v", g, err)
+	}
+	if n := recounts(); n != 1 {
+		t.Fatalf("%d recounts after one damaged row's quarantine, want 1", n)
+	}
+	storetest.CheckCounts(t, s)
 }
 
 // Operations that share group commits keep the counts too: those that stood count, those

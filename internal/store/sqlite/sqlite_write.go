@@ -273,6 +273,10 @@ func (s *SQLite) tryBatch(ops []*writeOp, refuseEnqueues bool) ([]error, error) 
 		return results, storageError(err)
 	}
 	s.live = live
+	if b.recount {
+		s.log.Warn("delivery counts counted again from the rows: the batch moved a row whose state schedd does not write",
+			zap.String("path", s.path), zap.Int("live", live))
+	}
 	return results, nil
 }
 
@@ -505,7 +509,7 @@ func (s *SQLite) Dead(ctx context.Context, id, epoch int64, reason, lastErr stri
 		if n, err := res.RowsAffected(); err != nil {
 			return err
 		} else if n == 1 {
-			b.moveRow(was, 0, keyDead)
+			b.moveRow(was, int64(0), keyDead) // a live row is never marked
 			return nil
 		}
 		e, err := s.getTxQuarantining(tx, b, id, false)
