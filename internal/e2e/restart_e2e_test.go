@@ -98,12 +98,14 @@ func TestE2ESignalStorm(t *testing.T) {
 	d := startDaemon(t, daemonOpts{args: []string{"--config", cfg}, gateway: []string{"life-file=" + life}})
 	d.waitFor("ready", func(g api.Gateway) bool { return g.State == api.GatewayReady })
 	before, _ := d.status()
+	stormBegan := time.Now()
 	for range 1000 {
 		if err := d.cmd.Process.Signal(syscall.SIGUSR1); err != nil {
 			t.Fatalf("schedd died during the storm: %v", err)
 		}
 		time.Sleep(time.Millisecond)
 	}
+	storm := time.Since(stormBegan)
 	// Let the follow-up run, then settle.
 	var st = before
 	deadline := time.Now().Add(15 * time.Second)
@@ -130,9 +132,11 @@ func TestE2ESignalStorm(t *testing.T) {
 	if int64(served) != got {
 		t.Fatalf("restarts served %d requests, %d were counted", served, got)
 	}
-	// 1 s of signals, 100 ms delay, 500 ms cooldown: a handful of restarts, not hundreds.
-	if n := st.Gateway.Restarts; n < 1 || n > 4 {
-		t.Fatalf("%d restarts for the storm", n)
+	// About 1 s of signals, 100 ms delay, 500 ms cooldown: a handful of restarts, not
+	// hundreds; at most one per cooldown while the signals come, and the follow-up (a
+	// loaded machine stretches the storm, and so the bound).
+	if n, most := st.Gateway.Restarts, int(storm/(500*time.Millisecond))+2; n < 1 || n > most {
+		t.Fatalf("%d restarts for a storm of %v, want 1 to %d", n, storm.Round(time.Millisecond), most)
 	}
 	if g := st.Schedd.Goroutines; g > before.Schedd.Goroutines+5 {
 		t.Fatalf("goroutines %d after the storm, %d before", g, before.Schedd.Goroutines)
