@@ -121,7 +121,15 @@ func newService(t *testing.T, cfg Config, ds store.Store, sinks map[string]Sink)
 // it when the test ends.
 func runHook(t *testing.T, ds store.Store, sink Sink) *Service {
 	t.Helper()
-	s := newService(t, parityConfig(), ds, map[string]Sink{"hook": sink})
+	return runHookWorkers(t, ds, sink, parityConfig().Workers)
+}
+
+// runHookWorkers is runHook with workers workers.
+func runHookWorkers(t *testing.T, ds store.Store, sink Sink, workers int) *Service {
+	t.Helper()
+	cfg := parityConfig()
+	cfg.Workers = workers
+	s := newService(t, cfg, ds, map[string]Sink{"hook": sink})
 	t.Cleanup(start(t, s))
 	return s
 }

@@ -267,11 +267,7 @@ func TestRuntimeDispatchOrder(t *testing.T) {
 			}
 			return nil
 		}}
-		cfg := parityConfig()
-		cfg.Workers = 1
-		s := newService(t, cfg, ds, map[string]Sink{"hook": sink})
-		stop := start(t, s)
-		defer stop()
+		s := runHookWorkers(t, ds, sink, 1)
 		synctest.Wait()
 		enqueueReq(t, s, Request{Sink: "hook", Key: "block"}) // occupies the only worker
 		synctest.Wait()
@@ -311,11 +307,7 @@ func TestRuntimeBoundedConcurrency_P32(t *testing.T) {
 			mu.Unlock()
 			return nil
 		}}
-		cfg := parityConfig()
-		cfg.Workers = 3
-		s := newService(t, cfg, ds, map[string]Sink{"hook": sink})
-		stop := start(t, s)
-		defer stop()
+		s := runHookWorkers(t, ds, sink, 3)
 		synctest.Wait()
 		t0 := time.Now()
 		for i := range 10 {
@@ -355,11 +347,7 @@ func TestRuntimeAttemptsReuseGoroutines(t *testing.T) {
 			time.Sleep(time.Second)
 			return nil
 		}}
-		cfg := parityConfig()
-		cfg.Workers = 3
-		s := newService(t, cfg, ds, map[string]Sink{"hook": sink})
-		stop := start(t, s)
-		defer stop()
+		s := runHookWorkers(t, ds, sink, 3)
 		synctest.Wait()
 		for i := range 30 {
 			enqueueReq(t, s, Request{Sink: "hook", Key: fmt.Sprint("k", i)})
@@ -368,8 +356,8 @@ func TestRuntimeAttemptsReuseGoroutines(t *testing.T) {
 		synctest.Wait()
 		mu.Lock()
 		defer mu.Unlock()
-		if n := len(sink.Sends()); n != 30 || len(seen) > 2*cfg.Workers {
-			t.Fatalf("%d sends on %d goroutines (%v); want 30 on at most %d", n, len(seen), seen, 2*cfg.Workers)
+		if n := len(sink.Sends()); n != 30 || len(seen) > 2*3 {
+			t.Fatalf("%d sends on %d goroutines (%v); want 30 on at most 6 (2 x workers)", n, len(seen), seen)
 		}
 	})
 }
