@@ -44,10 +44,10 @@ type countMove struct {
 	n   int
 }
 
-// move notes that the operation being run moved n rows from one place to another.
-func (b *batch) move(from, to countKey, n int) {
-	b.add(from, -n)
-	b.add(to, n)
+// move notes that the operation being run moved a row from one place to another.
+func (b *batch) move(from, to countKey) {
+	b.add(from, -1)
+	b.add(to, 1)
 }
 
 // add notes that the operation being run put n rows in k (took them out when negative).
@@ -80,7 +80,7 @@ func (b *batch) moveRow(state, quarantined any, to countKey) {
 		b.recount = true
 		return
 	}
-	b.move(from, to, 1)
+	b.move(from, to)
 }
 
 // dropRow notes that the operation deleted the row read as (state, quarantined).

@@ -387,7 +387,7 @@ func (s *SQLite) claimOne(ctx context.Context, id, epoch int64, lease time.Durat
 			return err
 		}
 		if !wasSending {
-			b.move(keyPending, keySending, 1)
+			b.move(keyPending, keySending)
 		}
 		e, err := r.decode()
 		var d *damagedError
@@ -432,7 +432,7 @@ func (s *SQLite) Complete(ctx context.Context, id, epoch int64) error {
 			lease_until = NULL`, now, now); err != nil {
 			return err
 		}
-		b.move(keySending, keyDelivered, 1)
+		b.move(keySending, keyDelivered)
 		return nil
 	})
 	if err != nil {
@@ -451,7 +451,7 @@ func (s *SQLite) Fail(ctx context.Context, id, epoch int64, f store.Failure) err
 				f.Err, f.DeadReason, now, now); err != nil {
 				return err
 			}
-			b.move(keySending, keyDead, 1)
+			b.move(keySending, keyDead)
 			return nil
 		}
 		if err := ownedUpdate(tx, id, epoch, `state = 'pending', failures = failures + 1, last_error = ?,
@@ -459,7 +459,7 @@ func (s *SQLite) Fail(ctx context.Context, id, epoch int64, f store.Failure) err
 			f.Err, f.NextAt.UnixMilli(), now); err != nil {
 			return err
 		}
-		b.move(keySending, keyPending, 1)
+		b.move(keySending, keyPending)
 		return nil
 	})
 	if err != nil {
@@ -476,7 +476,7 @@ func (s *SQLite) Release(ctx context.Context, id, epoch int64, nextAt time.Time)
 			owner_epoch = NULL, lease_until = NULL`, nextAt.UnixMilli(), now); err != nil {
 			return err
 		}
-		b.move(keySending, keyPending, 1)
+		b.move(keySending, keyPending)
 		return nil
 	})
 	if err != nil {
