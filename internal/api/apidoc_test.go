@@ -1,4 +1,4 @@
-package api
+package api_test
 
 import (
 	"bytes"
@@ -9,9 +9,12 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/schedd/schedd/internal/api"
+	"github.com/schedd/schedd/internal/server"
 )
 
-// TestAPIDocExamples: docs/api.md has a section for every route of Routes, and each of its
+// TestAPIDocExamples: docs/api.md has a section for every route of server.Routes, and each of its
 // examples decodes strictly (no unknown field) into the Go type it stands for: a request
 // into the route's body, a reply into the route's reply for that status (or ErrorBody for
 // an error), a streamed line into the route's stream type. A field renamed or removed in
@@ -29,10 +32,10 @@ func TestAPIDocExamples(t *testing.T) {
 	for i, sec := range sections {
 		method, path := doc[sec[2]:sec[3]], doc[sec[4]:sec[5]]
 		key := method + " " + path
-		var route *Route
-		for j := range Routes {
-			if Routes[j].Method == method && Routes[j].Path == path {
-				route = &Routes[j]
+		var route *server.Route
+		for j := range server.Routes {
+			if server.Routes[j].Method == method && server.Routes[j].Path == path {
+				route = &server.Routes[j]
 			}
 		}
 		if route == nil {
@@ -61,9 +64,9 @@ func TestAPIDocExamples(t *testing.T) {
 				code, _ := strconv.Atoi(status)
 				target = route.Replies[code]
 				if code >= 400 {
-					target = ErrorBody{}
+					target = api.ErrorBody{}
 				} else if route.Alt != nil && strings.Contains(text, `"results"`) {
-					target = BatchReply{}
+					target = api.BatchReply{}
 				}
 			}
 			if target == nil {
@@ -76,14 +79,14 @@ func TestAPIDocExamples(t *testing.T) {
 			t.Errorf("%s: no reply example", key)
 		}
 	}
-	for _, r := range Routes {
+	for _, r := range server.Routes {
 		if !seen[r.Method+" "+r.Path] {
 			t.Errorf("docs/api.md has no section for %s %s", r.Method, r.Path)
 		}
 	}
 	// The error example of the introduction.
 	for _, b := range block.FindAllStringSubmatch(doc[:sections[0][0]], -1) {
-		strict(t, "introduction", b[3], ErrorBody{})
+		strict(t, "introduction", b[3], api.ErrorBody{})
 	}
 }
 

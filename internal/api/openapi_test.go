@@ -1,4 +1,4 @@
-package api
+package api_test
 
 import (
 	"bytes"
@@ -17,13 +17,16 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/schedd/schedd/internal/api"
+	"github.com/schedd/schedd/internal/server"
 )
 
-var update = flag.Bool("update", false, "write docs/openapi.yaml from Routes")
+var update = flag.Bool("update", false, "write docs/openapi.yaml from server.Routes")
 
 const openAPIFile = "../../docs/openapi.yaml"
 
-// TestOpenAPI: docs/openapi.yaml is the description that Routes and the Go types of the
+// TestOpenAPI: docs/openapi.yaml is the description that server.Routes and the Go types of the
 // requests and replies make, so it cannot drift from them. After a change to either,
 // `go test ./internal/api -run TestOpenAPI -update` writes it again.
 func TestOpenAPI(t *testing.T) {
@@ -39,7 +42,7 @@ func TestOpenAPI(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(got, want) {
-		t.Errorf("docs/openapi.yaml is not what Routes and the api types make; run\n" +
+		t.Errorf("docs/openapi.yaml is not what server.Routes and the api types make; run\n" +
 			"  go test ./internal/api -run TestOpenAPI -update\nand review the difference")
 	}
 	var doc map[string]any
@@ -63,7 +66,7 @@ func TestOpenAPI(t *testing.T) {
 var handlePattern = regexp.MustCompile(`\.Handle(?:Long)?\("([A-Z]+) (/v1/[^"]*)"`)
 
 // TestRoutesMatchServer: every endpoint the control server registers (anywhere in
-// internal/) is in Routes, and every route of Routes is registered, once.
+// internal/) is in server.Routes, and every route of server.Routes is registered, once.
 func TestRoutesMatchServer(t *testing.T) {
 	registered := map[string]int{}
 	err := filepath.WalkDir("..", func(path string, d fs.DirEntry, err error) error {
@@ -83,19 +86,19 @@ func TestRoutesMatchServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	documented := map[string]bool{}
-	for _, r := range Routes {
+	for _, r := range server.Routes {
 		key := r.Method + " " + r.Path
 		if documented[key] {
-			t.Errorf("%s is in Routes twice", key)
+			t.Errorf("%s is in server.Routes twice", key)
 		}
 		documented[key] = true
 		if registered[key] == 0 {
-			t.Errorf("%s is in Routes but no server registers it", key)
+			t.Errorf("%s is in server.Routes but no server registers it", key)
 		}
 	}
 	for key, n := range registered {
 		if !documented[key] {
-			t.Errorf("%s is registered but not in Routes (and so not in docs/openapi.yaml)", key)
+			t.Errorf("%s is registered but not in server.Routes (and so not in docs/openapi.yaml)", key)
 		}
 		if n > 1 {
 			t.Errorf("%s is registered %d times", key, n)
@@ -150,13 +153,13 @@ type schemas struct {
 
 // jsonAs are the types whose JSON is another type's: their MarshalJSON writes that one.
 var jsonAs = map[reflect.Type]reflect.Type{
-	reflect.TypeFor[Gateway](): reflect.TypeFor[gatewayJSON](),
+	reflect.TypeFor[api.Gateway](): reflect.TypeFor[api.GatewayJSON](),
 }
 
 // enums are the string types with a fixed set of values.
 var enums = map[reflect.Type][]string{
-	reflect.TypeFor[GatewayState](): names(GatewayStates),
-	reflect.TypeFor[ExitReason]():   names(ExitReasons),
+	reflect.TypeFor[api.GatewayState](): names(api.GatewayStates),
+	reflect.TypeFor[api.ExitReason]():   names(api.ExitReasons),
 }
 
 func names[T ~string](vs []T) []string {
@@ -256,14 +259,14 @@ func (s *schemas) object(t reflect.Type) *omap {
 
 func ref(s *schemas, v any) any { return s.of(reflect.TypeOf(v)) }
 
-// openAPIDocument renders Routes as an OpenAPI 3.1 document.
+// openAPIDocument renders server.Routes as an OpenAPI 3.1 document.
 func openAPIDocument(t *testing.T) []byte {
 	t.Helper()
 	s := &schemas{defs: map[string]*omap{}}
 	errorReply := newOmap("$ref", "#/components/responses/Error")
 	paths := newOmap()
 	pathParam := regexp.MustCompile(`\{([a-z_]+)\}`)
-	for _, r := range Routes {
+	for _, r := range server.Routes {
 		op := newOmap("operationId", operationID(r), "summary", r.Summary)
 		var params []any
 		for _, m := range pathParam.FindAllStringSubmatch(r.Path, -1) {
@@ -297,7 +300,7 @@ func openAPIDocument(t *testing.T) []byte {
 		}
 		if r.Alt != nil {
 			responses.set("200", newOmap("description", "success; for an array, one result per entry", "content",
-				newOmap("application/json", newOmap("schema", newOmap("oneOf", []any{ref(s, EnqueueReply{}), ref(s, BatchReply{})})))))
+				newOmap("application/json", newOmap("schema", newOmap("oneOf", []any{ref(s, api.EnqueueReply{}), ref(s, api.BatchReply{})})))))
 		}
 		errs := append([]int{400, 413, 500}, r.Errors...)
 		slices.Sort(errs)
@@ -312,7 +315,7 @@ func openAPIDocument(t *testing.T) []byte {
 		}
 		item.set(strings.ToLower(r.Method), op)
 	}
-	ref(s, ErrorBody{})
+	ref(s, api.ErrorBody{})
 	components := newOmap()
 	for _, name := range slices.Sorted(maps.Keys(s.defs)) {
 		components.set(name, s.defs[name])
@@ -328,12 +331,13 @@ func openAPIDocument(t *testing.T) []byte {
 		"paths", paths,
 		"components", newOmap(
 			"responses", newOmap("Error", newOmap("description", "an error: code and message, the message naming the field or the request at fault",
-				"content", newOmap("application/json", newOmap("schema", ref(s, ErrorBody{}))))),
+				"content", newOmap("application/json", newOmap("schema", ref(s, api.ErrorBody{}))))),
 			"schemas", components),
 	)
 	var buf bytes.Buffer
-	buf.WriteString("# The control API of schedd. Made from internal/api (Routes and the request and reply\n" +
-		"# types) by `go test ./internal/api -run TestOpenAPI -update`; edit those, not this file.\n")
+	buf.WriteString("# The control API of schedd. Made from the route table of internal/server (Routes) and\n" +
+		"# the request and reply types of internal/api by `go test ./internal/api -run TestOpenAPI\n" +
+		"# -update`; edit those, not this file.\n")
 	enc := yaml.NewEncoder(&buf)
 	enc.SetIndent(2)
 	if err := enc.Encode(doc); err != nil {
@@ -343,7 +347,7 @@ func openAPIDocument(t *testing.T) []byte {
 }
 
 // operationID is a route's name: its method and its path's words, getDeliveriesId.
-func operationID(r Route) string {
+func operationID(r server.Route) string {
 	var b strings.Builder
 	b.WriteString(strings.ToLower(r.Method))
 	for _, part := range strings.Split(strings.TrimPrefix(r.Path, "/v1/"), "/") {

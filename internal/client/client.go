@@ -1,5 +1,5 @@
 // Package client is the typed client of schedd's control API: one method per route of
-// api.Routes, over the daemon's owner-only unix socket. Every CLI command that speaks to
+// server.Routes, over the daemon's owner-only unix socket. Every CLI command that speaks to
 // a running schedd does it through a Client; the request and reply types are internal/api's.
 package client
 

@@ -13,7 +13,7 @@ import (
 	"github.com/schedd/schedd/internal/api"
 )
 
-// One method per route of api.Routes (Status and StatusRaw are in client.go): the only
+// One method per route of server.Routes (Status and StatusRaw are in client.go): the only
 // place besides the server that writes the API's paths. A route without a method here
 // fails TestEveryRouteHasAMethod.
 

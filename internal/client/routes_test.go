@@ -23,7 +23,7 @@ import (
 
 // hit is one request the route table's server saw.
 type hit struct {
-	Route      string // "METHOD /path/{param}" of api.Routes; "" for a request no route took
+	Route      string // "METHOD /path/{param}" of server.Routes; "" for a request no route took
 	Method     string
 	Path       string // as sent, escaped
 	Query      string
@@ -31,7 +31,7 @@ type hit struct {
 	PathValues map[string]string
 }
 
-// routeServer serves every route of api.Routes on a unix socket, recording each request
+// routeServer serves every route of server.Routes on a unix socket, recording each request
 // and answering it with a zero value of the route's reply; a request no route takes is
 // recorded too and answered 404.
 type routeServer struct {
@@ -58,7 +58,7 @@ func serveRoutes(t *testing.T) (*Client, *routeServer) {
 	t.Helper()
 	rs := &routeServer{}
 	mux := http.NewServeMux()
-	for _, rt := range api.Routes {
+	for _, rt := range server.Routes {
 		pattern := rt.Method + " " + rt.Path
 		var params []string
 		for p := range strings.SplitSeq(rt.Path, "/") {
@@ -201,7 +201,7 @@ var routeCalls = map[string]func(context.Context, *Client) error{
 // notRoutes are the methods of Client that are not one route: the transport and closing.
 var notRoutes = []string{"Close", "Do", "Raw", "Stream"}
 
-// TestEveryRouteHasAMethod: every route of api.Routes is reached by a method of Client,
+// TestEveryRouteHasAMethod: every route of server.Routes is reached by a method of Client,
 // and every such method reaches exactly one route, so a route added without a client
 // method (or a method whose path or verb no route takes) fails here.
 func TestEveryRouteHasAMethod(t *testing.T) {
@@ -238,13 +238,13 @@ func TestEveryRouteHasAMethod(t *testing.T) {
 		}
 		for _, h := range hits {
 			if h.Route == "" {
-				t.Errorf("%s sent %s %s, which no route of api.Routes takes", name, h.Method, h.Path)
+				t.Errorf("%s sent %s %s, which no route of server.Routes takes", name, h.Method, h.Path)
 				continue
 			}
 			reached[h.Route] = append(reached[h.Route], name)
 		}
 	}
-	for _, rt := range api.Routes {
+	for _, rt := range server.Routes {
 		if p := rt.Method + " " + rt.Path; len(reached[p]) == 0 {
 			t.Errorf("no method of Client reaches %s: add one (internal/client/routes.go)", p)
 		}

@@ -1,10 +1,15 @@
-package api
+package server
 
-import "net/http"
+import (
+	"net/http"
+
+	"github.com/schedd/schedd/internal/api"
+)
 
 // Route is one endpoint of the control API: what it takes and what it answers. Routes lists
-// them all; docs/openapi.yaml is made from it (TestOpenAPI), and a test holds it to the
-// endpoints the server registers.
+// them all: the server registers them (TestRoutesMatchServer holds the two together), the
+// client has a method for each (TestEveryRouteHasAMethod), and docs/openapi.yaml is made
+// from it with the request and reply types of package api (TestOpenAPI, in that package).
 type Route struct {
 	Method, Path string
 	Summary      string
@@ -28,30 +33,20 @@ type Param struct {
 	Name, Type, Description string
 }
 
-// StopReply is the reply of POST /v1/stop.
-type StopReply struct {
-	Stopping bool `json:"stopping"`
-}
-
-// DropReply is the reply of DELETE /v1/deliveries/{id}: the id of the entry dropped.
-type DropReply struct {
-	Dropped int64 `json:"dropped"`
-}
-
 // Routes are the endpoints of the control API, in the order the documentation lists them.
 var Routes = []Route{
 	{Method: http.MethodGet, Path: "/v1/status", Summary: "The status document: the gateway, the restart coordinator, heartbeats, deliveries and cron.",
-		Replies: map[int]any{200: Status{}}},
+		Replies: map[int]any{200: api.Status{}}},
 	{Method: http.MethodPost, Path: "/v1/restart", Summary: "Request a restart of the gateway (coalesced, rate-limited, deferred until idle), or with daemon a replacement of schedd itself.",
-		Body: RestartRequest{}, Replies: map[int]any{202: RestartReply{}, 200: RestartReply{}}, Errors: []int{409, 503}},
+		Body: api.RestartRequest{}, Replies: map[int]any{202: api.RestartReply{}, 200: api.RestartReply{}}, Errors: []int{409, 503}},
 	{Method: http.MethodPost, Path: "/v1/stop", Summary: "Stop the daemon, like SIGTERM.",
-		Replies: map[int]any{202: StopReply{}}},
+		Replies: map[int]any{202: api.StopReply{}}},
 	{Method: http.MethodPost, Path: "/v1/heartbeat/wake", Summary: "Wake an agent's heartbeat now (coalesced with other wakes).",
-		Body: HeartbeatWakeRequest{}, Replies: map[int]any{202: HeartbeatWakeReply{}}, Errors: []int{404, 409}},
+		Body: api.HeartbeatWakeRequest{}, Replies: map[int]any{202: api.HeartbeatWakeReply{}}, Errors: []int{404, 409}},
 	{Method: http.MethodPut, Path: "/v1/heartbeat/enabled", Summary: "Turn every heartbeat on or off; the switch is saved before the reply.",
-		Body: HeartbeatEnabledRequest{}, Replies: map[int]any{200: HeartbeatEnabledReply{}}},
+		Body: api.HeartbeatEnabledRequest{}, Replies: map[int]any{200: api.HeartbeatEnabledReply{}}},
 	{Method: http.MethodPost, Path: "/v1/deliveries", Summary: "Enqueue a delivery (201 once on disk, 200 for a key seen before), or with an array up to 1,000 of them in one commit.",
-		Body: DeliveryRequest{}, Alt: []DeliveryRequest{}, Replies: map[int]any{201: EnqueueReply{}, 200: EnqueueReply{}},
+		Body: api.DeliveryRequest{}, Alt: []api.DeliveryRequest{}, Replies: map[int]any{201: api.EnqueueReply{}, 200: api.EnqueueReply{}},
 		Errors: []int{409, 503, 507}},
 	{Method: http.MethodGet, Path: "/v1/deliveries", Summary: "List stored deliveries, oldest first, a page at a time.",
 		Query: []Param{
@@ -60,31 +55,31 @@ var Routes = []Route{
 			{"limit", "integer", "entries in a page, 1 to 1000 (default 100)"},
 			{"cursor", "integer", "the next_cursor of the previous page"},
 		},
-		Replies: map[int]any{200: DeliveryList{}}, Errors: []int{503}},
+		Replies: map[int]any{200: api.DeliveryList{}}, Errors: []int{503}},
 	{Method: http.MethodGet, Path: "/v1/deliveries/{id}", Summary: "One delivery, with its payload.",
-		Replies: map[int]any{200: Delivery{}}, Errors: []int{404, 503}},
+		Replies: map[int]any{200: api.Delivery{}}, Errors: []int{404, 503}},
 	{Method: http.MethodDelete, Path: "/v1/deliveries/{id}", Summary: "Drop a delivery (409 while it is being sent, or once delivered).",
-		Replies: map[int]any{200: DropReply{}}, Errors: []int{404, 409, 503}},
+		Replies: map[int]any{200: api.DropReply{}}, Errors: []int{404, 409, 503}},
 	{Method: http.MethodPost, Path: "/v1/deliveries/{id}/retry", Summary: "Put a dead letter back to pending, due now.",
-		Replies: map[int]any{200: Delivery{}}, Errors: []int{404, 409, 503}},
+		Replies: map[int]any{200: api.Delivery{}}, Errors: []int{404, 409, 503}},
 	{Method: http.MethodPost, Path: "/v1/deliveries/purge", Summary: "Remove dead or delivered entries that finished more than older_than ago.",
-		Body: PurgeRequest{}, Replies: map[int]any{200: PurgeReply{}}, Errors: []int{503}},
+		Body: api.PurgeRequest{}, Replies: map[int]any{200: api.PurgeReply{}}, Errors: []int{503}},
 	{Method: http.MethodPost, Path: "/v1/recover", Summary: "Report what a recovery pass would do, changing nothing (dry_run must be true).",
-		Body: RecoverRequest{}, Replies: map[int]any{200: RecoveryReport{}}, Errors: []int{503}, Stream: RecoverProgress{}},
+		Body: api.RecoverRequest{}, Replies: map[int]any{200: api.RecoveryReport{}}, Errors: []int{503}, Stream: api.RecoverProgress{}},
 	{Method: http.MethodGet, Path: "/v1/cron", Summary: "The cron block of the status: every job and the job queue.",
-		Replies: map[int]any{200: Cron{}}},
+		Replies: map[int]any{200: api.Cron{}}},
 	{Method: http.MethodGet, Path: "/v1/cron/{name}", Summary: "One job: its status, settings, next runs and history.",
-		Replies: map[int]any{200: CronJobDetail{}}, Errors: []int{404, 503}},
+		Replies: map[int]any{200: api.CronJobDetail{}}, Errors: []int{404, 503}},
 	{Method: http.MethodGet, Path: "/v1/cron/{name}/next", Summary: "A job's next run times, in its time zone.",
 		Query: []Param{
 			{"count", "integer", "how many, 1 to 1000 (default 5)"},
 			{"from", "string", "the instant to count from, RFC 3339 (default now)"},
 		},
-		Replies: map[int]any{200: CronNextReply{}}, Errors: []int{404, 503}},
+		Replies: map[int]any{200: api.CronNextReply{}}, Errors: []int{404, 503}},
 	{Method: http.MethodPost, Path: "/v1/cron/{name}/run", Summary: "Run a job now: 202 with the task as queued, running or skipped; with wait, 200 with the task as it ended.",
-		Body: CronRunRequest{}, Replies: map[int]any{202: CronRunReply{}, 200: CronRunReply{}}, Errors: []int{404, 409, 503}},
+		Body: api.CronRunRequest{}, Replies: map[int]any{202: api.CronRunReply{}, 200: api.CronRunReply{}}, Errors: []int{404, 409, 503}},
 	{Method: http.MethodPut, Path: "/v1/cron/{name}/enabled", Summary: "Turn one job on or off; the switch is saved before the reply.",
-		Body: CronEnabledRequest{}, Replies: map[int]any{200: CronEnabledReply{}}, Errors: []int{404, 503}},
+		Body: api.CronEnabledRequest{}, Replies: map[int]any{200: api.CronEnabledReply{}}, Errors: []int{404, 503}},
 	{Method: http.MethodGet, Path: "/v1/tasks", Summary: "Cron tasks, newest first, a page at a time.",
 		Query: []Param{
 			{"job", "string", "only the tasks of this job"},
@@ -92,15 +87,15 @@ var Routes = []Route{
 			{"limit", "integer", "tasks in a page, 1 to 1000 (default 100)"},
 			{"before", "integer", "the next_cursor of the previous page"},
 		},
-		Replies: map[int]any{200: TaskList{}}, Errors: []int{404, 503}},
+		Replies: map[int]any{200: api.TaskList{}}, Errors: []int{404, 503}},
 	{Method: http.MethodGet, Path: "/v1/tasks/{id}", Summary: "One task.",
-		Replies: map[int]any{200: Task{}}, Errors: []int{404, 503}},
+		Replies: map[int]any{200: api.Task{}}, Errors: []int{404, 503}},
 	{Method: http.MethodPost, Path: "/v1/tasks/{id}/cancel", Summary: "Cancel a queued or running task; the reply comes once it has ended.",
-		Replies: map[int]any{200: TaskCancelReply{}}, Errors: []int{404, 409, 503}},
+		Replies: map[int]any{200: api.TaskCancelReply{}}, Errors: []int{404, 409, 503}},
 	{Method: http.MethodGet, Path: "/v1/logs", Summary: "The gateway's last output lines; with follow=1, those lines and then each new one as newline-delimited JSON.",
 		Query: []Param{
 			{"n", "integer", "how many of the last lines (every kept line without it)"},
 			{"follow", "integer", "1: keep the reply open and send each new line"},
 		},
-		Replies: map[int]any{200: Logs{}}, Stream: LogEvent{}},
+		Replies: map[int]any{200: api.Logs{}}, Stream: api.LogEvent{}},
 }
